@@ -1,0 +1,4 @@
+import { EventLog1763700000000 } from './1763700000000-event-log.js';
+
+/** Every migration, in order. A new migration is added here as well. */
+export const MIGRATIONS = [EventLog1763700000000];

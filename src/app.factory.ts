@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { LogController } from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import type { Logger as Pino } from 'pino';
+import { AppModule } from './app.module.js';
+import { ProblemDetailsFilter, toProblem } from './common/problem-details.filter.js';
+import { PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
+import { createValidationPipe } from './common/validation.pipe.js';
+import { AppConfig } from './config/app-config.js';
+import { MetricsService } from './observability/metrics.service.js';
+import { PinoNestLogger } from './observability/logger.js';
+import { requestContext } from './observability/request-context.js';
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+export interface HttpAppOptions {
+  config: AppConfig;
+  databaseUrl: string;
+  logger: Pino;
+}
+
+/** The Nest application on Fastify, fully configured but not yet listening. */
+export async function createHttpApp({ config, databaseUrl, logger }: HttpAppOptions): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: config.WEBHOOK_MAX_BODY_BYTES,
+    genReqId: (request: IncomingMessage) => {
+      const header = request.headers['x-request-id'];
+      return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
+    },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, databaseUrl }), adapter, {
+    bodyParser: false,
+    logger: new PinoNestLogger(logger),
+  });
+  configureFastify(app.getHttpAdapter().getInstance(), config, logger, app.get(MetricsService));
+  app.useGlobalFilters(new ProblemDetailsFilter());
+  app.useGlobalPipes(createValidationPipe());
+  const document = SwaggerModule.createDocument(app, new DocumentBuilder()
+    .setTitle('menu-sync')
+    .setDescription('Mirror of an ordering platform\'s menus, built from an append-only event log')
+    .addBearerAuth()
+    .build());
+  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
+  await app.init();
+  return app;
+}
+
+function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: Pino, metrics: MetricsService): void {
+  // Every body is read as raw bytes, bounded by bodyLimit as it is read (chunked bodies too);
+  // the webhook route needs the exact bytes, and decides itself what it accepts.
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: config.WEBHOOK_MAX_BODY_BYTES },
+    (_request, body, done) => done(null, body));
+
+  fastify.addHook('onRequest', (request, reply, done) => {
+    requestContext.enterWith({ reqId: request.id });
+    reply.header('x-request-id', request.id);
+    done();
+  });
+  fastify.addHook('onResponse', (request, reply, done) => {
+    logger.info({
+      reqId: request.id,
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 100) / 100,
+    }, 'request completed');
+    done();
+  });
+  // Errors raised by Fastify before a handler runs (body too large, aborted upload).
+  fastify.setErrorHandler((error, request, reply) => {
+    const body = toProblem(error);
+    if (request.routeOptions.url === '/webhooks/:key') {
+      metrics.webhookDeliveries.inc({ outcome: body.status === 413 ? 'too_large' : 'rejected' });
+    }
+    if (body.status >= 500) logger.error({ reqId: request.id, err: error }, 'request failed');
+    void reply.status(body.status).header('Content-Type', PROBLEM_CONTENT_TYPE).send(body);
+  });
+}

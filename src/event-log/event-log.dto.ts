@@ -1,0 +1,40 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, IsString, MaxLength, Min } from 'class-validator';
+import { PageQuery, toInt } from '../common/pagination.js';
+
+export class EventsQuery extends PageQuery {
+  @ApiPropertyOptional({ description: 'Return entries after this position' })
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt({ message: 'after must be a non-negative integer' })
+  @Min(0, { message: 'after must be a non-negative integer' })
+  after = 0;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  event_type?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  subject_type?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  @MaxLength(255)
+  subject_id?: string;
+}
+
+export class QuarantineQuery extends PageQuery {
+  @ApiPropertyOptional({ description: 'Return entries after this id' })
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt({ message: 'after must be a non-negative integer' })
+  @Min(0, { message: 'after must be a non-negative integer' })
+  after = 0;
+}

@@ -1,0 +1,137 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
+import { EventLogRepository } from './event-log.repository.js';
+import { LOG_START, LogCheckpoint, NewLogEntry } from './log-entry.js';
+
+function entry(eventId = randomUUID()): NewLogEntry {
+  const payload = JSON.stringify({ data: { id: eventId } });
+  return {
+    eventId,
+    eventType: 'product.updated',
+    subjectType: 'product',
+    subjectId: '1',
+    ownerId: '42',
+    occurredAt: '2024-05-01T10:00:00.000Z',
+    eventSeq: '1',
+    source: 'webhook',
+    handled: true,
+    receivedAt: new Date(),
+    keyId: 'env:1',
+    contentType: 'application/json',
+    payload,
+    rawBody: null,
+    sha256: createHash('sha256').update(payload).digest(),
+  };
+}
+
+describe('EventLogRepository (PostgreSQL)', () => {
+  let database: TestDatabase;
+  let dataSource: DataSource;
+  let repository: EventLogRepository;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    dataSource = await openDataSource(database.url, 60);
+    repository = new EventLogRepository(dataSource);
+  });
+
+  afterAll(async () => {
+    await dataSource.destroy();
+    await database.drop();
+  });
+
+  it('appends once and reports the original position for every repeat, even in the same batch', async () => {
+    const first = entry();
+    const [accepted] = await repository.append([first]);
+    expect(accepted.inserted).toBe(true);
+    const repeats = await repository.append([first, { ...first, payload: '{"other":true}' }, entry()]);
+    expect(repeats.map((r) => [r.position, r.inserted])).toEqual([
+      [accepted.position, false],
+      [accepted.position, false],
+      [expect.any(Number), true],
+    ]);
+    const inBatch = entry();
+    const twice = await repository.append([inBatch, inBatch]);
+    expect(twice[0]).toMatchObject({ inserted: true });
+    expect(twice[1]).toMatchObject({ inserted: false, position: twice[0].position });
+  });
+
+  it('gives exactly one insert among 50 concurrent appends of one event', async () => {
+    const same = entry();
+    const results = await Promise.all(Array.from({ length: 50 }, () => repository.append([same])));
+    const flat = results.flat();
+    expect(flat.filter((r) => r.inserted)).toHaveLength(1);
+    expect(new Set(flat.map((r) => r.position)).size).toBe(1);
+  });
+
+  it('rejects UPDATE, DELETE and TRUNCATE in the database itself', async () => {
+    await repository.append([entry()]);
+    await expect(dataSource.query(`UPDATE event_log SET event_type = 'x'`)).rejects.toThrow(/append-only/);
+    await expect(dataSource.query(`DELETE FROM event_log`)).rejects.toThrow(/append-only/);
+    await expect(dataSource.query(`TRUNCATE event_log`)).rejects.toThrow(/append-only/);
+    const [{ count }] = await dataSource.query(`SELECT count(*)::int AS count FROM event_log WHERE event_type = 'x'`);
+    expect(count).toBe(0);
+  });
+
+  it('keeps the exact bytes: raw_body only when they differ from the payload text', async () => {
+    const withBom = entry();
+    const raw = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(withBom.payload)]);
+    const [result] = await repository.append([{ ...withBom, rawBody: raw }]);
+    expect((await repository.findByPosition(result.position))!.raw.equals(raw)).toBe(true);
+    const plain = entry();
+    const [second] = await repository.append([plain]);
+    expect((await repository.findByPosition(second.position))!.raw.toString()).toBe(plain.payload);
+  });
+
+  describe('readAfter, with writers committing out of order', () => {
+    async function drain(checkpoint: LogCheckpoint, seen: string[]): Promise<LogCheckpoint> {
+      for (;;) {
+        const page = await repository.readAfter(checkpoint, 7);
+        seen.push(...page.entries.map((e) => e.eventId));
+        if (page.entries.length === 0) return checkpoint;
+        checkpoint = page.checkpoint;
+      }
+    }
+
+    /** Each writer holds its transaction open for a random time after inserting, so commits reorder. */
+    async function delayedWriter(ids: string[]): Promise<void> {
+      const runner = dataSource.createQueryRunner();
+      await runner.connect();
+      try {
+        for (const id of ids) {
+          await runner.startTransaction();
+          const e = entry(id);
+          await runner.query(
+            `INSERT INTO event_log (event_id, event_type, subject_type, subject_id, occurred_at, source, handled,
+               received_at, payload, sha256) VALUES ($1, $2, $3, $4, $5, 'webhook', true, now(), $6, $7)`,
+            [e.eventId, e.eventType, e.subjectType, e.subjectId, e.occurredAt, e.payload, e.sha256]);
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 15));
+          await runner.commitTransaction();
+        }
+      } finally {
+        await runner.release();
+      }
+    }
+
+    it.each(Array.from({ length: 20 }, (_, round) => round))('sees every entry exactly once (round %i)', async () => {
+      let checkpoint = await drain(LOG_START, []);
+      const written = Array.from({ length: 20 }, () => Array.from({ length: 10 }, () => randomUUID()));
+      const seen: string[] = [];
+      let writing = true;
+      const reader = (async () => {
+        while (writing) {
+          checkpoint = await drain(checkpoint, seen);
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        }
+        checkpoint = await drain(checkpoint, seen);
+      })();
+      await Promise.all(written.map(delayedWriter));
+      writing = false;
+      await reader;
+      const expected = written.flat();
+      expect(seen).toHaveLength(expected.length);
+      expect(new Set(seen)).toEqual(new Set(expected));
+    });
+  });
+});

@@ -1,0 +1,166 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { AppendResult, LogCheckpoint, LogEntry, LogEntrySummary, LogFilter, LogPage, NewLogEntry } from './log-entry.js';
+
+const COLUMNS = [
+  'event_id', 'event_type', 'subject_type', 'subject_id', 'owner_id', 'occurred_at', 'event_seq', 'source',
+  'handled', 'received_at', 'key_id', 'content_type', 'payload', 'raw_body', 'sha256',
+] as const;
+const CASTS = ['text', 'text', 'text', 'text', 'text', 'timestamptz', 'numeric', 'text', 'boolean', 'timestamptz',
+  'text', 'text', 'json', 'bytea', 'bytea'];
+
+const SUMMARY = `position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at, received_at, source, handled`;
+const FULL = `${SUMMARY}, event_seq, key_id, content_type, payload::text AS payload, raw_body, sha256, transaction_id::text AS transaction_id`;
+
+@Injectable()
+export class EventLogRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /**
+   * Appends a batch in one statement (one commit). Results come back in input order; an event id
+   * already in the log, or repeated within the batch, is not inserted and reports the original's position.
+   */
+  async append(entries: NewLogEntry[]): Promise<AppendResult[]> {
+    const unique = new Map<string, NewLogEntry>();
+    for (const entry of entries) if (!unique.has(entry.eventId)) unique.set(entry.eventId, entry);
+    const rows = [...unique.values()];
+    const params: unknown[] = [];
+    const values = rows.map((entry, row) => {
+      const fields = [entry.eventId, entry.eventType, entry.subjectType, entry.subjectId, entry.ownerId,
+        entry.occurredAt, entry.eventSeq, entry.source, entry.handled, entry.receivedAt, entry.keyId,
+        entry.contentType, entry.payload, entry.rawBody, entry.sha256];
+      params.push(row, ...fields);
+      const base = row * (fields.length + 1);
+      return `($${base + 1}::int, ${fields.map((_, i) => `$${base + i + 2}::${CASTS[i]}`).join(', ')})`;
+    });
+    const found: Array<{ event_id: string; position: string; inserted: boolean }> = await this.dataSource.query(
+      `WITH input (ord, ${COLUMNS.join(', ')}) AS (VALUES ${values.join(', ')}),
+       inserted AS (
+         INSERT INTO event_log (${COLUMNS.join(', ')})
+         SELECT ${COLUMNS.join(', ')} FROM input ORDER BY ord
+         ON CONFLICT (event_id) DO NOTHING
+         RETURNING event_id, position)
+       SELECT event_id, position, true AS inserted FROM inserted
+       UNION ALL
+       SELECT e.event_id, e.position, false FROM event_log e
+        WHERE e.event_id IN (SELECT event_id FROM input)
+          AND e.event_id NOT IN (SELECT event_id FROM inserted)`,
+      params,
+    );
+    const byId = new Map(found.map((row) => [row.event_id, row]));
+    // A copy committed by a concurrent transaction while this statement ran is invisible to its snapshot.
+    const missing = rows.filter((entry) => !byId.has(entry.eventId)).map((entry) => entry.eventId);
+    if (missing.length > 0) {
+      const late: Array<{ event_id: string; position: string }> = await this.dataSource.query(
+        `SELECT event_id, position FROM event_log WHERE event_id = ANY($1::text[])`, [missing]);
+      for (const row of late) byId.set(row.event_id, { ...row, inserted: false });
+    }
+    const reported = new Set<string>();
+    return entries.map((entry) => {
+      const row = byId.get(entry.eventId);
+      if (!row) throw new Error(`append did not confirm event ${entry.eventId}`);
+      const inserted = row.inserted && !reported.has(entry.eventId);
+      reported.add(entry.eventId);
+      return { eventId: entry.eventId, position: Number(row.position), inserted };
+    });
+  }
+
+  /**
+   * Reads entries after `checkpoint` in (transaction id, position) order, and only those written by
+   * transactions older than every transaction still open. An append that commits late therefore
+   * appears after the checkpoint of any reader that has not yet passed it: nothing is skipped,
+   * nothing is read twice, and no time-based guess is involved.
+   */
+  async readAfter(checkpoint: LogCheckpoint, limit: number): Promise<LogPage> {
+    const rows: RawEntry[] = await this.dataSource.query(
+      `SELECT ${FULL} FROM event_log
+        WHERE (transaction_id, position) > ($1::xid8, $2::bigint)
+          AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY transaction_id, position
+        LIMIT $3`,
+      [checkpoint.transactionId, checkpoint.position, limit],
+    );
+    const entries = rows.map(toEntry);
+    const last = rows.at(-1);
+    return {
+      entries,
+      checkpoint: last ? { transactionId: last.transaction_id, position: String(last.position) } : checkpoint,
+    };
+  }
+
+  async list(filter: LogFilter): Promise<LogEntrySummary[]> {
+    const params: unknown[] = [filter.after, filter.limit];
+    const where = ['position > $1'];
+    for (const [column, value] of [
+      ['event_type', filter.eventType],
+      ['subject_type', filter.subjectType],
+      ['subject_id', filter.subjectId],
+    ] as const) {
+      if (value === undefined) continue;
+      params.push(value);
+      where.push(`${column} = $${params.length}`);
+    }
+    const rows: RawEntry[] = await this.dataSource.query(
+      `SELECT ${SUMMARY} FROM event_log WHERE ${where.join(' AND ')} ORDER BY position LIMIT $2`, params);
+    return rows.map(toSummary);
+  }
+
+  async findByPosition(position: number): Promise<LogEntry | null> {
+    const rows: RawEntry[] = await this.dataSource.query(`SELECT ${FULL} FROM event_log WHERE position = $1`, [position]);
+    return rows.length === 0 ? null : toEntry(rows[0]);
+  }
+
+  async headPosition(): Promise<number> {
+    const rows: Array<{ head: string | null }> = await this.dataSource.query(`SELECT max(position) AS head FROM event_log`);
+    return Number(rows[0].head ?? 0);
+  }
+}
+
+interface RawEntry {
+  position: string;
+  event_id: string;
+  event_type: string;
+  subject_type: string;
+  subject_id: string;
+  owner_id: string | null;
+  occurred_at: Date;
+  received_at: Date;
+  source: LogEntry['source'];
+  handled: boolean;
+  event_seq: string | null;
+  key_id: string | null;
+  content_type: string | null;
+  payload: string;
+  raw_body: Buffer | null;
+  sha256: Buffer;
+  transaction_id: string;
+}
+
+function toSummary(row: RawEntry): LogEntrySummary {
+  return {
+    position: Number(row.position),
+    eventId: row.event_id,
+    eventType: row.event_type,
+    subjectType: row.subject_type,
+    subjectId: row.subject_id,
+    ownerId: row.owner_id,
+    occurredAt: row.occurred_at,
+    receivedAt: row.received_at,
+    source: row.source,
+    handled: row.handled,
+  };
+}
+
+function toEntry(row: RawEntry): LogEntry {
+  return {
+    ...toSummary(row),
+    eventSeq: row.event_seq,
+    keyId: row.key_id,
+    contentType: row.content_type,
+    payload: row.payload,
+    sha256: row.sha256,
+    raw: row.raw_body ?? Buffer.from(row.payload, 'utf8'),
+    transactionId: row.transaction_id,
+  };
+}

@@ -1,0 +1,76 @@
+export type EventSource = 'webhook' | 'reconcile' | 'import';
+
+/** An event about to be appended. `payload` is the JSON text; `rawBody` only when it differs. */
+export interface NewLogEntry {
+  eventId: string;
+  eventType: string;
+  subjectType: string;
+  subjectId: string;
+  ownerId: string | null;
+  occurredAt: string;
+  /** `data.attributes.id`: the second part of an event's version, an integer as decimal text. */
+  eventSeq: string | null;
+  source: EventSource;
+  handled: boolean;
+  receivedAt: Date;
+  keyId: string | null;
+  contentType: string | null;
+  payload: string;
+  rawBody: Buffer | null;
+  sha256: Buffer;
+}
+
+export interface AppendResult {
+  eventId: string;
+  position: number;
+  /** false when an event with this id was already in the log (or earlier in the same batch). */
+  inserted: boolean;
+}
+
+export interface LogEntrySummary {
+  position: number;
+  eventId: string;
+  eventType: string;
+  subjectType: string;
+  subjectId: string;
+  ownerId: string | null;
+  occurredAt: Date;
+  receivedAt: Date;
+  source: EventSource;
+  handled: boolean;
+}
+
+export interface LogEntry extends LogEntrySummary {
+  eventSeq: string | null;
+  keyId: string | null;
+  contentType: string | null;
+  payload: string;
+  sha256: Buffer;
+  /** The exact bytes received. */
+  raw: Buffer;
+  transactionId: string;
+}
+
+/**
+ * Where a gap-safe reader stands: the last entry it has read, in (transaction id, position) order.
+ * Both are bigint values kept as decimal text.
+ */
+export interface LogCheckpoint {
+  transactionId: string;
+  position: string;
+}
+
+export const LOG_START: LogCheckpoint = { transactionId: '0', position: '0' };
+
+export interface LogPage {
+  entries: LogEntry[];
+  checkpoint: LogCheckpoint;
+}
+
+export interface LogFilter {
+  after: number;
+  limit: number;
+  eventType?: string;
+  subjectType?: string;
+  subjectId?: string;
+}

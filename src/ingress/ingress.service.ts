@@ -1,0 +1,92 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { AppError, NotFoundError, ServiceUnavailableError } from '../common/app-error.js';
+import { AppConfig } from '../config/app-config.js';
+import { AppendBatcher, AppendRejectedError, AppendUnconfirmedError } from '../event-log/append-batcher.js';
+import { MetricsService } from '../observability/metrics.service.js';
+import { QuarantineRepository } from './quarantine.repository.js';
+import { DeliveryRejection, ParsedDelivery, parseDelivery } from './webhook-event.parser.js';
+import { WebhookKeyRegistry } from './webhook-key.registry.js';
+import { createHash } from 'node:crypto';
+
+export interface Delivery {
+  key: string;
+  body: Buffer;
+  contentType: string | undefined;
+  receivedAt: Date;
+}
+
+export type DeliveryOutcome =
+  | { status: 202; body: { status: 'accepted'; position: number; event_id: string } }
+  | { status: 200; body: { status: 'duplicate'; position: number } };
+
+const RETRY_AFTER_SECONDS = 5;
+
+@Injectable()
+export class IngressService {
+  private readonly logger = new Logger(IngressService.name);
+
+  constructor(
+    private readonly keys: WebhookKeyRegistry,
+    private readonly batcher: AppendBatcher,
+    private readonly quarantine: QuarantineRepository,
+    private readonly metrics: MetricsService,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** Validates a delivery and answers only once it is committed to the event log (CONTRACT §2). */
+  async receive(delivery: Delivery): Promise<DeliveryOutcome> {
+    const keyId = this.keys.resolve(delivery.key);
+    if (keyId === null) {
+      this.metrics.webhookDeliveries.inc({ outcome: 'unknown_key' });
+      throw new NotFoundError('Not Found');
+    }
+    let parsed: ParsedDelivery;
+    try {
+      parsed = parseDelivery(delivery.body, delivery.contentType);
+    } catch (error) {
+      if (!(error instanceof DeliveryRejection)) throw error;
+      return this.reject(delivery, keyId, error.status, error.field, error.message);
+    }
+    try {
+      const result = await this.batcher.append({ ...parsed, source: 'webhook', receivedAt: delivery.receivedAt, keyId,
+        contentType: delivery.contentType ?? null });
+      if (!result.inserted) {
+        this.metrics.webhookDeliveries.inc({ outcome: 'duplicate' });
+        return { status: 200, body: { status: 'duplicate', position: result.position } };
+      }
+      if (!parsed.handled) {
+        this.logger.warn({ msg: 'accepted an event type outside the spec', eventType: parsed.eventType, position: result.position });
+      }
+      this.metrics.webhookDeliveries.inc({ outcome: parsed.handled ? 'accepted' : 'unhandled' });
+      return { status: 202, body: { status: 'accepted', position: result.position, event_id: parsed.eventId } };
+    } catch (error) {
+      if (error instanceof AppendRejectedError) {
+        return this.reject(delivery, keyId, 400, 'body', `the database refused a value of this event: ${error.message}`);
+      }
+      if (error instanceof AppendUnconfirmedError) {
+        this.metrics.webhookDeliveries.inc({ outcome: 'unavailable' });
+        throw new ServiceUnavailableError('The event could not be stored; retry later.', RETRY_AFTER_SECONDS);
+      }
+      throw error;
+    }
+  }
+
+  private async reject(delivery: Delivery, keyId: string, status: 400 | 415, field: string, detail: string): Promise<never> {
+    this.metrics.webhookDeliveries.inc({ outcome: status === 415 ? 'unsupported_media_type' : 'rejected' });
+    this.logger.warn({ msg: 'rejected a delivery', status, field, detail: detail.slice(0, 200) });
+    await this.quarantine
+      .add({
+        receivedAt: delivery.receivedAt,
+        status,
+        reason: detail,
+        field,
+        keyId,
+        contentType: delivery.contentType ?? null,
+        sha256: createHash('sha256').update(delivery.body).digest(),
+        body: delivery.body,
+      }, this.config.QUARANTINE_MAX_ENTRIES)
+      .catch((error) => this.logger.warn({ msg: 'could not quarantine a rejected delivery', err: error }));
+    throw new AppError(status === 415 ? 'unsupported_media_type' : 'invalid_event', status,
+      status === 415 ? 'Unsupported Media Type' : 'Bad Request', detail, { field });
+  }
+}

@@ -1,0 +1,174 @@
+import { createHash } from 'node:crypto';
+import { isSpecEventName } from '../config/event-names.js';
+
+/** What a valid delivery contributes to its log entry. */
+export interface ParsedDelivery {
+  eventId: string;
+  eventType: string;
+  subjectType: string;
+  subjectId: string;
+  ownerId: string | null;
+  occurredAt: string;
+  eventSeq: string | null;
+  handled: boolean;
+  payload: string;
+  /** The received bytes when they are not exactly the UTF-8 of `payload`, else null. */
+  rawBody: Buffer | null;
+  sha256: Buffer;
+}
+
+/** Why a delivery is refused: 415 for the media type, 400 (with the field at fault) for the body. */
+export class DeliveryRejection extends Error {
+  constructor(
+    readonly status: 400 | 415,
+    readonly field: string,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+const MAX_ID_LENGTH = 255;
+const MAX_TYPE_LENGTH = 100;
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)$/;
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/** Checks the media type and returns the charset to decode with. */
+export function mediaCharset(contentType: string | undefined): string {
+  if (contentType === undefined) throw new DeliveryRejection(415, 'content-type', 'Content-Type must be application/json');
+  const [mediaType, ...params] = contentType.split(';');
+  if (mediaType.trim().toLowerCase() !== 'application/json') {
+    throw new DeliveryRejection(415, 'content-type', 'Content-Type must be application/json');
+  }
+  const charset = params
+    .map((param) => param.trim().split('='))
+    .find(([name]) => name.trim().toLowerCase() === 'charset')?.[1];
+  const label = charset?.trim().replace(/^"|"$/g, '').toLowerCase() ?? 'utf-8';
+  try {
+    new TextDecoder(label);
+  } catch {
+    throw new DeliveryRejection(415, 'content-type', `charset ${JSON.stringify(label.slice(0, 40))} is not supported`);
+  }
+  return label;
+}
+
+/**
+ * Decodes and validates a delivery body (CONTRACT §2). Pure: no I/O, no clock.
+ * Every refusal names the field at fault, as a dotted path from the document root.
+ */
+export function parseDelivery(body: Buffer, contentType: string | undefined): ParsedDelivery {
+  const charset = mediaCharset(contentType);
+  let text: string;
+  try {
+    text = new TextDecoder(charset, { fatal: true }).decode(body);
+  } catch {
+    throw new DeliveryRejection(400, 'body', `the body is not valid ${charset}`);
+  }
+  const exact = (charset === 'utf-8' || charset === 'utf8' || charset === 'unicode-1-1-utf-8')
+    && !body.subarray(0, 3).equals(UTF8_BOM);
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch (error) {
+    throw new DeliveryRejection(400, 'body', `the body is not JSON: ${(error as Error).message}`);
+  }
+  const root = object(document, '');
+  const data = object(root.data, 'data');
+  const eventId = identifier(data.id, 'data.id', false);
+  if (data.type !== 'webhook_event') throw reject('data.type', 'must be "webhook_event"');
+  const attributes = object(data.attributes, 'data.attributes');
+  const eventType = text1(attributes.event_type, 'data.attributes.event_type', MAX_TYPE_LENGTH);
+  const occurredAt = timestamp(attributes.created_at, 'data.attributes.created_at');
+  const eventSeq = attributes.id === undefined || attributes.id === null ? null : integer(attributes.id, 'data.attributes.id');
+  const relationships = object(data.relationships, 'data.relationships');
+  const subject = object(object(relationships.subject, 'data.relationships.subject').data, 'data.relationships.subject.data');
+  const subjectType = text1(subject.type, 'data.relationships.subject.data.type', MAX_TYPE_LENGTH);
+  const subjectId = identifier(subject.id, 'data.relationships.subject.data.id', true);
+  const ownerId = owner(relationships.resource_owner);
+  const handled = isSpecEventName(eventType);
+  if (handled) {
+    const expected = eventType.slice(0, eventType.indexOf('.'));
+    if (subjectType !== expected) {
+      throw reject('data.relationships.subject.data.type', `must be "${expected}" for a ${eventType} event`);
+    }
+  }
+  if (!eventType.endsWith('.destroyed')) {
+    if (!Array.isArray(root.included)) throw reject('included', 'must be an array holding the subject resource');
+    const found = root.included.some((resource) =>
+      typeof resource === 'object' && resource !== null
+      && (resource as Record<string, unknown>).type === subjectType
+      && idText((resource as Record<string, unknown>).id) === subjectId);
+    if (!found) throw reject('included', `must hold the subject resource ${subjectType} ${subjectId}`);
+  } else if (root.included !== undefined && root.included !== null && !Array.isArray(root.included)) {
+    throw reject('included', 'must be an array');
+  }
+  return {
+    eventId,
+    eventType,
+    subjectType,
+    subjectId,
+    ownerId,
+    occurredAt,
+    eventSeq,
+    handled,
+    payload: text,
+    rawBody: exact ? null : body,
+    sha256: createHash('sha256').update(body).digest(),
+  };
+}
+
+function reject(field: string, detail: string): DeliveryRejection {
+  return new DeliveryRejection(400, field, `${field || 'the body'} ${detail}`);
+}
+
+function object(value: unknown, field: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw reject(field, 'must be an object');
+  return value as Record<string, unknown>;
+}
+
+/** Text that PostgreSQL stores unchanged: no NUL, no lone surrogate. */
+function storable(value: string): boolean {
+  return !value.includes('\u0000') && value.isWellFormed();
+}
+
+function text1(value: unknown, field: string, max: number): string {
+  if (typeof value !== 'string' || value.length === 0) throw reject(field, 'must be a non-empty string');
+  if (value.length > max) throw reject(field, `must be at most ${max} characters`);
+  if (!storable(value)) throw reject(field, 'must not contain NUL characters or lone surrogates');
+  return value;
+}
+
+function idText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  return undefined;
+}
+
+/** Resource ids are strings in the spec; integers are taken too, as their decimal text. */
+function identifier(value: unknown, field: string, integerAllowed: boolean): string {
+  const text = integerAllowed ? idText(value) : typeof value === 'string' ? value : undefined;
+  if (text === undefined) throw reject(field, integerAllowed ? 'must be a string (or an integer)' : 'must be a string');
+  return text1(text, field, MAX_ID_LENGTH);
+}
+
+function integer(value: unknown, field: string): string {
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  if (typeof value === 'string' && /^-?\d{1,30}$/.test(value)) return value;
+  throw reject(field, 'must be an integer');
+}
+
+function timestamp(value: unknown, field: string): string {
+  if (typeof value !== 'string' || !ISO_8601.test(value) || Number.isNaN(Date.parse(value))) {
+    throw reject(field, 'must be an ISO 8601 timestamp such as 2024-01-31T12:00:00.000Z');
+  }
+  const year = Number(value.slice(0, 4));
+  if (year < 1) throw reject(field, 'must be a timestamp after year 0');
+  return value;
+}
+
+function owner(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  const data = object(value, 'data.relationships.resource_owner').data;
+  if (data === undefined || data === null) return null;
+  return identifier(object(data, 'data.relationships.resource_owner.data').id, 'data.relationships.resource_owner.data.id', true);
+}

@@ -1,0 +1,15 @@
+import { Global, Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { DatabaseHealthIndicator } from './database.health.js';
+import { HealthController } from './health.controller.js';
+import { MetricsController } from './metrics.controller.js';
+import { MetricsService } from './metrics.service.js';
+
+@Global()
+@Module({
+  imports: [TerminusModule.forRoot({ logger: false })],
+  controllers: [HealthController, MetricsController],
+  providers: [MetricsService, DatabaseHealthIndicator],
+  exports: [MetricsService],
+})
+export class ObservabilityModule {}
