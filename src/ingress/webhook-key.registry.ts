@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
+import { LOCAL_WEBHOOK_KEY_FILE, localSecret } from '../config/local-secrets.js';
 import { WebhookKeyRepository } from './webhook-key.repository.js';
 
 const REFRESH_MS = 5000;
@@ -28,6 +29,11 @@ export class WebhookKeyRegistry implements OnModuleInit, OnModuleDestroy {
   }
 
   async onModuleInit(): Promise<void> {
+    if (this.config.embeddedDatabase) {
+      const key = await localSecret(this.config.DATA_DIR, LOCAL_WEBHOOK_KEY_FILE);
+      this.configured.set(hashWebhookKey(key).toString('hex'), 'local');
+      this.logger.log(`local webhook endpoint: ${this.config.publicUrl}/webhooks/<key in ${LOCAL_WEBHOOK_KEY_FILE} under DATA_DIR>`);
+    }
     await this.refresh().catch((error) => this.logger.warn({ msg: 'could not load webhook keys', err: error }));
     this.timer = setInterval(() => {
       this.refresh().catch((error) => this.logger.warn({ msg: 'could not refresh webhook keys', err: error }));
