@@ -4,7 +4,7 @@ import { createTestDatabase, openDataSource, TestDatabase } from '../../test/sup
 import { EventLogRepository } from './event-log.repository.js';
 import { LOG_START, LogCheckpoint, NewLogEntry } from './log-entry.js';
 
-function entry(eventId = randomUUID()): NewLogEntry {
+function entry(eventId: string = randomUUID()): NewLogEntry {
   const payload = JSON.stringify({ data: { id: eventId } });
   return {
     eventId,
