@@ -1,0 +1,99 @@
+import { createHash } from 'node:crypto';
+import { webhookEvent } from '../../test/support/webhook-events.js';
+import { DeliveryRejection, mediaCharset, parseDelivery } from './webhook-event.parser.js';
+
+const JSON_TYPE = 'application/json';
+const body = (value: unknown) => Buffer.from(JSON.stringify(value));
+
+function rejection(run: () => unknown): DeliveryRejection {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof DeliveryRejection) return error;
+    throw error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('parseDelivery', () => {
+  it('extracts the log columns of a valid delivery', () => {
+    const event = webhookEvent({ eventType: 'product.created', eventId: 'evt-1', subjectId: '17', seq: 99,
+      createdAt: '2024-03-01T12:00:00.123Z', ownerId: '42' });
+    const raw = body(event);
+    const parsed = parseDelivery(raw, JSON_TYPE);
+    expect(parsed).toMatchObject({
+      eventId: 'evt-1', eventType: 'product.created', subjectType: 'product', subjectId: '17', ownerId: '42',
+      occurredAt: '2024-03-01T12:00:00.123Z', eventSeq: '99', handled: true, payload: raw.toString(), rawBody: null,
+    });
+    expect(parsed.sha256.equals(createHash('sha256').update(raw).digest())).toBe(true);
+  });
+
+  it('keeps the raw bytes when they are not the payload text (BOM, other charset)', () => {
+    const text = JSON.stringify(webhookEvent());
+    const withBom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]);
+    expect(parseDelivery(withBom, JSON_TYPE)).toMatchObject({ payload: text, rawBody: withBom });
+    const utf16 = Buffer.from(text, 'utf16le');
+    expect(parseDelivery(utf16, 'application/json; charset=utf-16le')).toMatchObject({ payload: text, rawBody: utf16 });
+  });
+
+  it('accepts a destroyed event without included', () => {
+    const event = webhookEvent({ eventType: 'trait.destroyed', subjectId: '3' });
+    delete (event as { included?: unknown }).included;
+    expect(parseDelivery(body(event), JSON_TYPE)).toMatchObject({ eventType: 'trait.destroyed', subjectId: '3' });
+  });
+
+  it('marks an event type outside the spec as unhandled without checking its subject type', () => {
+    const event = webhookEvent({ eventType: 'store.updated', subjectType: 'store', subjectId: '8' });
+    expect(parseDelivery(body(event), JSON_TYPE)).toMatchObject({ handled: false, subjectType: 'store' });
+  });
+
+  it('takes integer resource ids as their decimal text', () => {
+    const event = webhookEvent({ subjectId: '5' }) as { data: { relationships: { subject: { data: { id: unknown } } } } };
+    event.data.relationships.subject.data.id = 5;
+    expect(parseDelivery(body(event), JSON_TYPE).subjectId).toBe('5');
+  });
+
+  it.each([
+    ['text/plain', 415],
+    [undefined, 415],
+    ['application/jsonx', 415],
+    ['application/json; charset=klingon', 415],
+  ])('refuses content type %p with %p', (contentType, status) => {
+    expect(rejection(() => mediaCharset(contentType)).status).toBe(status);
+  });
+
+  it('accepts application/json in any case and with parameters', () => {
+    expect(mediaCharset('Application/JSON; charset="UTF-8"')).toBe('utf-8');
+  });
+
+  const mutate = (change: (event: any) => void) => {
+    const event = webhookEvent({ eventType: 'product.updated', subjectId: '11' });
+    change(event);
+    return body(event);
+  };
+
+  it.each<[string, Buffer, string]>([
+    ['not JSON', Buffer.from('{"data":'), 'body'],
+    ['invalid UTF-8', Buffer.from([0x7b, 0xff, 0x7d]), 'body'],
+    ['an array', body([1]), ''],
+    ['no data', body({ included: [] }), 'data'],
+    ['data.id missing', mutate((e) => delete e.data.id), 'data.id'],
+    ['data.id a number', mutate((e) => (e.data.id = 5)), 'data.id'],
+    ['data.id with NUL', mutate((e) => (e.data.id = 'a\u0000b')), 'data.id'],
+    ['data.id too long', mutate((e) => (e.data.id = 'x'.repeat(256))), 'data.id'],
+    ['data.type wrong', mutate((e) => (e.data.type = 'event')), 'data.type'],
+    ['created_at not ISO', mutate((e) => (e.data.attributes.created_at = 'yesterday')), 'data.attributes.created_at'],
+    ['created_at impossible', mutate((e) => (e.data.attributes.created_at = '2024-13-01T00:00:00Z')), 'data.attributes.created_at'],
+    ['attributes.id fractional', mutate((e) => (e.data.attributes.id = 1.5)), 'data.attributes.id'],
+    ['event_type empty', mutate((e) => (e.data.attributes.event_type = '')), 'data.attributes.event_type'],
+    ['subject missing', mutate((e) => delete e.data.relationships.subject), 'data.relationships.subject'],
+    ['subject id lone surrogate', mutate((e) => (e.data.relationships.subject.data.id = '\ud800')), 'data.relationships.subject.data.id'],
+    ['subject type mismatch', mutate((e) => (e.data.relationships.subject.data.type = 'collection')), 'data.relationships.subject.data.type'],
+    ['included without subject', mutate((e) => (e.included = [])), 'included'],
+    ['owner id an object', mutate((e) => (e.data.relationships.resource_owner.data.id = {})), 'data.relationships.resource_owner.data.id'],
+  ])('rejects %s, naming %p', (_name, raw, field) => {
+    const error = rejection(() => parseDelivery(raw, JSON_TYPE));
+    expect(error.status).toBe(400);
+    expect(error.field).toBe(field);
+  });
+});
