@@ -7,8 +7,7 @@ import { LogController } from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
-import { ProblemDetailsFilter, toProblem } from './common/problem-details.filter.js';
-import { PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
+import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { createValidationPipe } from './common/validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
 import { MetricsService } from './observability/metrics.service.js';
@@ -66,6 +65,8 @@ function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: P
     done();
   });
   fastify.addHook('onResponse', (request, reply, done) => {
+    // Bodies over the limit are refused by Fastify before the ingress handler runs.
+    if (reply.statusCode === 413 && request.routeOptions.url === '/webhooks/:key') metrics.webhookDeliveries.inc({ outcome: 'too_large' });
     logger.info({
       reqId: request.id,
       method: request.method,
@@ -74,14 +75,5 @@ function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: P
       ms: Math.round(reply.elapsedTime * 100) / 100,
     }, 'request completed');
     done();
-  });
-  // Errors raised by Fastify before a handler runs (body too large, aborted upload).
-  fastify.setErrorHandler((error, request, reply) => {
-    const body = toProblem(error);
-    if (request.routeOptions.url === '/webhooks/:key') {
-      metrics.webhookDeliveries.inc({ outcome: body.status === 413 ? 'too_large' : 'rejected' });
-    }
-    if (body.status >= 500) logger.error({ reqId: request.id, err: error }, 'request failed');
-    void reply.status(body.status).header('Content-Type', PROBLEM_CONTENT_TYPE).send(body);
   });
 }

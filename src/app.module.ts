@@ -5,6 +5,9 @@ import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { EventLogModule } from './event-log/event-log.module.js';
 import { IngressModule } from './ingress/ingress.module.js';
+import { MenuModule } from './menu/menu.module.js';
+import { OrdersModule } from './orders/orders.module.js';
+import { ProjectionModule } from './projection/projection.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 
 export interface AppModuleOptions {
@@ -24,6 +27,9 @@ export class AppModule {
         ObservabilityModule,
         EventLogModule,
         IngressModule,
+        ProjectionModule,
+        MenuModule,
+        OrdersModule,
       ],
     };
   }

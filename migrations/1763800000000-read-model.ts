@@ -1,0 +1,102 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/** Per-type link columns, generated from the verbatim relationships (spec: Resources and their fields). */
+const TABLES: Record<string, { schema: string; links: string[] }> = {
+  collections: { schema: 'proj_menu', links: [`product_ids text[] GENERATED ALWAYS AS (menu_sync_ids(relationships, 'products')) STORED`] },
+  products: { schema: 'proj_menu', links: [`trait_ids text[] GENERATED ALWAYS AS (menu_sync_ids(relationships, 'traits')) STORED`] },
+  traits: { schema: 'proj_menu', links: [`trait_option_ids text[] GENERATED ALWAYS AS (menu_sync_ids(relationships, 'trait_options')) STORED`] },
+  trait_options: { schema: 'proj_menu', links: [`trait_id text GENERATED ALWAYS AS (relationships #>> '{trait,data,id}') STORED`] },
+  orders: {
+    schema: 'proj_orders',
+    links: [
+      `order_product_ids text[] GENERATED ALWAYS AS (menu_sync_ids(relationships, 'order_products')) STORED`,
+      `store_id text GENERATED ALWAYS AS (relationships #>> '{store,data,id}') STORED`,
+    ],
+  },
+  order_products: {
+    schema: 'proj_orders',
+    links: [
+      `order_product_trait_option_ids text[] GENERATED ALWAYS AS (menu_sync_ids(relationships, 'order_product_trait_options')) STORED`,
+      `product_id text GENERATED ALWAYS AS (relationships #>> '{product,data,id}') STORED`,
+    ],
+  },
+  order_product_trait_options: {
+    schema: 'proj_orders',
+    links: [`trait_option_id text GENERATED ALWAYS AS (relationships #>> '{trait_option,data,id}') STORED`],
+  },
+  stores: { schema: 'proj_orders', links: [] },
+};
+
+/**
+ * The read model: one schema per projection (proj_menu, proj_orders) holding its resource tables,
+ * its checkpoint and its parked events, so that a rebuild can fill a copy of the schema and swap
+ * it in by renaming. A resource row keeps its newest event's version (which decides `deleted`)
+ * and, separately, the version of its newest create/update (whose attributes it shows).
+ */
+export class ReadModel1763800000000 implements MigrationInterface {
+  name = 'ReadModel1763800000000';
+
+  async up(runner: QueryRunner): Promise<void> {
+    await runner.query(`
+      CREATE FUNCTION menu_sync_ids(relationships jsonb, name text) RETURNS text[]
+      LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT CASE WHEN jsonb_typeof(relationships -> name -> 'data') = 'array'
+          THEN ARRAY(SELECT element ->> 'id' FROM jsonb_array_elements(relationships -> name -> 'data') AS element
+                      WHERE element ->> 'id' IS NOT NULL)
+          ELSE '{}'::text[] END
+      $$`);
+    await runner.query(`
+      CREATE FUNCTION menu_sync_sort_key(id text) RETURNS text
+      LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT CASE WHEN id ~ '^[0-9]{1,30}$' THEN '0' || lpad(id, 30, '0') ELSE '1' || id END
+      $$`);
+    for (const schema of ['proj_menu', 'proj_orders']) {
+      await runner.query(`CREATE SCHEMA ${schema}`);
+      await runner.query(`
+        CREATE TABLE ${schema}.checkpoint (
+          singleton      boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+          transaction_id xid8 NOT NULL DEFAULT '0',
+          position       bigint NOT NULL DEFAULT 0,
+          applied        bigint NOT NULL DEFAULT 0,
+          updated_at     timestamptz NOT NULL DEFAULT now()
+        )`);
+      await runner.query(`INSERT INTO ${schema}.checkpoint DEFAULT VALUES`);
+      await runner.query(`
+        CREATE TABLE ${schema}.parked_events (
+          position  bigint PRIMARY KEY,
+          event_id  text NOT NULL,
+          error     text NOT NULL,
+          parked_at timestamptz NOT NULL DEFAULT now()
+        )`);
+    }
+    for (const [table, { schema, links }] of Object.entries(TABLES)) {
+      await runner.query(`
+        CREATE TABLE ${schema}.${table} (
+          id               text PRIMARY KEY,
+          sort_key         text COLLATE "C" GENERATED ALWAYS AS (menu_sync_sort_key(id)) STORED,
+          owner_id         text,
+          attributes       jsonb NOT NULL DEFAULT '{}',
+          relationships    jsonb NOT NULL DEFAULT '{}',
+          deleted          boolean NOT NULL,
+          occurred_at      timestamptz NOT NULL,
+          event_seq        numeric NOT NULL,
+          event_id         text COLLATE "C" NOT NULL,
+          position         bigint NOT NULL,
+          data_occurred_at timestamptz,
+          data_event_seq   numeric,
+          data_event_id    text COLLATE "C"${links.map((link) => `,\n          ${link}`).join('')}
+        )`);
+      await runner.query(`CREATE INDEX ${table}_sort_idx ON ${schema}.${table} (sort_key)`);
+      await runner.query(`CREATE INDEX ${table}_owner_sort_idx ON ${schema}.${table} (owner_id, sort_key)`);
+    }
+    await runner.query(`CREATE INDEX event_log_occurred_idx ON event_log (subject_type, occurred_at)`);
+  }
+
+  async down(runner: QueryRunner): Promise<void> {
+    await runner.query(`DROP INDEX event_log_occurred_idx`);
+    await runner.query(`DROP SCHEMA proj_orders CASCADE`);
+    await runner.query(`DROP SCHEMA proj_menu CASCADE`);
+    await runner.query(`DROP FUNCTION menu_sync_sort_key(text)`);
+    await runner.query(`DROP FUNCTION menu_sync_ids(jsonb, text)`);
+  }
+}

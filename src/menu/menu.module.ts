@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { ProjectionModule } from '../projection/projection.module.js';
+import { MenuController } from './menu.controller.js';
+import { ResourceQueryService } from './resource-query.service.js';
+
+@Module({
+  imports: [ProjectionModule],
+  controllers: [MenuController],
+  providers: [ResourceQueryService],
+  exports: [ResourceQueryService],
+})
+export class MenuModule {}

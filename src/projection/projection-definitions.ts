@@ -1,0 +1,78 @@
+import type { ResourceType } from './webhook-event.js';
+
+export type ProjectionName = 'menu' | 'orders';
+
+export interface ProjectionDefinition {
+  name: ProjectionName;
+  /** The schema holding the projection's tables, checkpoint and parked events. */
+  schema: string;
+  tables: Array<{ type: ResourceType; table: string }>;
+  /** SQL selecting this projection's resource changes from `event_log e` (see ProjectionRepository). */
+  changes: string;
+  /** SQL condition on `event_log e` for events of this projection that must yield a change. */
+  mustChange: string;
+}
+
+const MENU_UPSERTS = `e.event_type IN ('collection.created', 'collection.updated', 'product.created', 'product.updated',
+  'trait.created', 'trait.updated', 'trait_option.created', 'trait_option.updated')`;
+const MENU_DESTROYS = `e.event_type IN ('collection.destroyed', 'product.destroyed', 'trait.destroyed', 'trait_option.destroyed')`;
+const ORDER_EVENTS = `e.event_type IN ('order.created', 'order.updated')`;
+
+const included = `CASE WHEN jsonb_typeof(e.payload::jsonb -> 'included') = 'array' THEN e.payload::jsonb -> 'included' ELSE '[]' END`;
+
+/**
+ * The menu projection: a `*.created`/`*.updated` event yields its subject from `included`;
+ * a `*.destroyed` event yields a tombstone. Columns: type, id, owner_id, occurred_at, event_seq,
+ * event_id, position, deleted, attributes, relationships.
+ */
+export const MENU_PROJECTION: ProjectionDefinition = {
+  name: 'menu',
+  schema: 'proj_menu',
+  tables: [
+    { type: 'collection', table: 'collections' },
+    { type: 'product', table: 'products' },
+    { type: 'trait', table: 'traits' },
+    { type: 'trait_option', table: 'trait_options' },
+  ],
+  changes: `
+    SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id,
+           e.position, false, subject.resource -> 'attributes', subject.resource -> 'relationships'
+      FROM event_log e
+      CROSS JOIN LATERAL (SELECT resource FROM jsonb_array_elements(${included}) AS resource
+                           WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id
+                           LIMIT 1) AS subject
+     WHERE ${MENU_UPSERTS} AND %RANGE%
+    UNION ALL
+    SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id,
+           e.position, true, NULL, NULL
+      FROM event_log e
+     WHERE ${MENU_DESTROYS} AND %RANGE%`,
+  mustChange: `(${MENU_UPSERTS} OR ${MENU_DESTROYS})`,
+};
+
+/** The orders projection: an order event upserts the order, order products, their trait options and the store. */
+export const ORDERS_PROJECTION: ProjectionDefinition = {
+  name: 'orders',
+  schema: 'proj_orders',
+  tables: [
+    { type: 'order', table: 'orders' },
+    { type: 'order_product', table: 'order_products' },
+    { type: 'order_product_trait_option', table: 'order_product_trait_options' },
+    { type: 'store', table: 'stores' },
+  ],
+  changes: `
+    SELECT resource ->> 'type', resource ->> 'id', e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'),
+           e.event_id, e.position, false, coalesce(resource -> 'attributes', '{}'), coalesce(resource -> 'relationships', '{}')
+      FROM event_log e
+      CROSS JOIN LATERAL jsonb_array_elements(${included}) AS resource
+     WHERE ${ORDER_EVENTS} AND %RANGE%
+       AND resource ->> 'type' IN ('order', 'order_product', 'order_product_trait_option', 'store')
+       AND resource ->> 'id' IS NOT NULL`,
+  mustChange: ORDER_EVENTS,
+};
+
+export const PROJECTIONS: readonly ProjectionDefinition[] = [MENU_PROJECTION, ORDERS_PROJECTION];
+
+export function projectionByName(name: string): ProjectionDefinition | undefined {
+  return PROJECTIONS.find((projection) => projection.name === name);
+}

@@ -1,0 +1,39 @@
+import { Injectable } from '@nestjs/common';
+import { EventLogRepository } from '../event-log/event-log.repository.js';
+import { MetricsService } from '../observability/metrics.service.js';
+import { PROJECTIONS } from './projection-definitions.js';
+import { ProjectionRepository } from './projection.repository.js';
+import { ProjectorService } from './projector.service.js';
+
+/** `GET /api/v1/projections` (CONTRACT §5), also refreshing the lag and parked gauges. */
+@Injectable()
+export class ProjectionStatusService {
+  constructor(
+    private readonly projections: ProjectionRepository,
+    private readonly log: EventLogRepository,
+    private readonly projector: ProjectorService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async list() {
+    const head = await this.log.headPosition();
+    const data = await Promise.all(PROJECTIONS.map(async (projection) => {
+      const status = await this.projections.status(projection);
+      const lag = await this.projections.lag(status.checkpoint);
+      const labels = { projection: projection.name };
+      this.metrics.projectionLag.set(labels, lag);
+      this.metrics.parkedEvents.set(labels, status.parked);
+      this.metrics.projectionPosition.set(labels, Number(status.checkpoint.position));
+      return {
+        name: projection.name,
+        position: Number(status.checkpoint.position),
+        head,
+        lag,
+        state: this.projector.state,
+        parked: status.parked,
+        last_error: status.lastError,
+      };
+    }));
+    return { data };
+  }
+}

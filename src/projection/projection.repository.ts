@@ -1,0 +1,181 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, QueryRunner } from 'typeorm';
+import type { LogCheckpoint } from '../event-log/log-entry.js';
+import type { ProjectionDefinition } from './projection-definitions.js';
+
+export interface PageResult {
+  /** Log entries the page covered (applied, skipped as irrelevant, or parked). */
+  entries: number;
+  parked: number;
+  checkpoint: LogCheckpoint;
+}
+
+export interface ProjectionStatus {
+  checkpoint: LogCheckpoint;
+  applied: number;
+  parked: number;
+  lastError: string | null;
+}
+
+const VERSION = (alias: string, prefix = '') => `(${alias}.${prefix}occurred_at, ${alias}.${prefix}event_seq, ${alias}.${prefix}event_id)`;
+const NEWEST_FIRST = 'ORDER BY id, occurred_at DESC, event_seq DESC, event_id DESC';
+
+/**
+ * Applies the event log to a projection's tables inside PostgreSQL, page by page: the page's
+ * resource changes are extracted into a temporary table, then each resource table takes, per id,
+ * the newest change of the page when it is newer than the row (CONTRACT §4). The checkpoint moves
+ * in the same transaction, and only from where this projector last left it.
+ */
+@Injectable()
+export class ProjectionRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** Prepares a dedicated connection for applyPage. */
+  async prepare(runner: QueryRunner): Promise<void> {
+    await runner.query(`
+      CREATE TEMP TABLE IF NOT EXISTS page_changes (
+        type text, id text, owner_id text, occurred_at timestamptz, event_seq numeric, event_id text COLLATE "C",
+        position bigint, deleted boolean, attributes jsonb, relationships jsonb
+      ) ON COMMIT DELETE ROWS`);
+  }
+
+  async checkpoint(runner: QueryRunner | DataSource, projection: ProjectionDefinition, schema = projection.schema): Promise<LogCheckpoint> {
+    const [row] = await runner.query(
+      `SELECT transaction_id::text AS transaction_id, position::text AS position FROM ${schema}.checkpoint`);
+    return { transactionId: row.transaction_id, position: row.position };
+  }
+
+  /**
+   * Applies up to `limit` log entries after the checkpoint, gap-safely (see EventLogRepository.readAfter).
+   * An entry that cannot be applied is parked with its error and the rest of the page still applies.
+   */
+  async applyPage(runner: QueryRunner, projection: ProjectionDefinition, limit: number, schema = projection.schema): Promise<PageResult> {
+    await runner.startTransaction();
+    try {
+      const from = await this.checkpoint(runner, projection, schema);
+      const keys: Array<{ transaction_id: string; position: string }> = await runner.query(
+        `SELECT transaction_id::text AS transaction_id, position::text AS position FROM event_log
+          WHERE (transaction_id, position) > ($1::xid8, $2::bigint)
+            AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+          ORDER BY transaction_id, position LIMIT $3`, [from.transactionId, from.position, limit]);
+      if (keys.length === 0) {
+        await runner.commitTransaction();
+        return { entries: 0, parked: 0, checkpoint: from };
+      }
+      const last = keys[keys.length - 1];
+      const to: LogCheckpoint = { transactionId: last.transaction_id, position: last.position };
+      let parked = 0;
+      await runner.query('SAVEPOINT page');
+      try {
+        parked = await this.applyRange(runner, projection, schema, from, to);
+        await runner.query('RELEASE SAVEPOINT page');
+      } catch {
+        await runner.query('ROLLBACK TO SAVEPOINT page');
+        parked = await this.applyOneByOne(runner, projection, schema, from, keys);
+      }
+      const moved = await runner.query(
+        `UPDATE ${schema}.checkpoint SET transaction_id = $3::xid8, position = $4, applied = applied + $5, updated_at = now()
+          WHERE transaction_id = $1::xid8 AND position = $2`,
+        [from.transactionId, from.position, to.transactionId, to.position, keys.length], true);
+      if (moved.affected !== 1) throw new Error(`the ${projection.name} checkpoint moved under this projector`);
+      await runner.commitTransaction();
+      return { entries: keys.length, parked, checkpoint: to };
+    } catch (error) {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Slow path for a page that failed as a whole: each entry alone, the failing ones parked. */
+  private async applyOneByOne(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
+    keys: Array<{ transaction_id: string; position: string }>): Promise<number> {
+    let parked = 0;
+    let previous = from;
+    for (const key of keys) {
+      const current: LogCheckpoint = { transactionId: key.transaction_id, position: key.position };
+      await runner.query('SAVEPOINT entry');
+      try {
+        parked += await this.applyRange(runner, projection, schema, previous, current);
+        await runner.query('RELEASE SAVEPOINT entry');
+      } catch (error) {
+        await runner.query('ROLLBACK TO SAVEPOINT entry');
+        await runner.query(
+          `INSERT INTO ${schema}.parked_events (position, event_id, error)
+           SELECT position, event_id, $2 FROM event_log WHERE position = $1 ON CONFLICT (position) DO NOTHING`,
+          [key.position, errorText(error)]);
+        parked++;
+      }
+      previous = current;
+    }
+    return parked;
+  }
+
+  private async applyRange(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
+    to: LogCheckpoint): Promise<number> {
+    const range = `(e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)`;
+    const params = [from.transactionId, from.position, to.transactionId, to.position];
+    await runner.query('TRUNCATE page_changes');
+    await runner.query(
+      `INSERT INTO page_changes (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, attributes, relationships)
+       ${projection.changes.replaceAll('%RANGE%', range)}`, params);
+    const parked: unknown[] = await runner.query(
+      `INSERT INTO ${schema}.parked_events (position, event_id, error)
+       SELECT e.position, e.event_id, 'the event does not include its subject resource'
+         FROM event_log e
+        WHERE ${projection.mustChange} AND ${range}
+          AND NOT EXISTS (SELECT 1 FROM page_changes c WHERE c.position = e.position)
+       ON CONFLICT (position) DO NOTHING RETURNING 1`, params);
+    for (const { type, table } of projection.tables) {
+      await runner.query(upsertSql(`${schema}.${table}`), [type]);
+    }
+    return parked.length;
+  }
+
+  async status(projection: ProjectionDefinition): Promise<ProjectionStatus> {
+    const [row] = await this.dataSource.query(
+      `SELECT c.transaction_id::text AS transaction_id, c.position::text AS position, c.applied::text AS applied,
+              (SELECT count(*) FROM ${projection.schema}.parked_events)::int AS parked,
+              (SELECT error FROM ${projection.schema}.parked_events ORDER BY parked_at DESC, position DESC LIMIT 1) AS last_error
+         FROM ${projection.schema}.checkpoint c`);
+    return {
+      checkpoint: { transactionId: row.transaction_id, position: row.position },
+      applied: Number(row.applied),
+      parked: row.parked,
+      lastError: row.last_error,
+    };
+  }
+
+  /** Log entries not yet read by a reader at `checkpoint`. */
+  async lag(checkpoint: LogCheckpoint): Promise<number> {
+    const [row] = await this.dataSource.query(
+      `SELECT count(*)::int AS lag FROM event_log WHERE (transaction_id, position) > ($1::xid8, $2::bigint)`,
+      [checkpoint.transactionId, checkpoint.position]);
+    return row.lag;
+  }
+}
+
+/**
+ * Per id, the page's newest change (deciding version and `deleted`) and its newest create/update
+ * (deciding attributes) are written when newer than what the row has.
+ */
+function upsertSql(table: string): string {
+  const newer = `${VERSION('excluded')} > ${VERSION('t')}`;
+  const newerData = `excluded.data_event_id IS NOT NULL AND (t.data_event_id IS NULL OR ${VERSION('excluded', 'data_')} > ${VERSION('t', 'data_')})`;
+  const pick = (column: string, condition: string) => `${column} = CASE WHEN ${condition} THEN excluded.${column} ELSE t.${column} END`;
+  return `
+    INSERT INTO ${table} AS t (id, owner_id, attributes, relationships, deleted, occurred_at, event_seq, event_id, position,
+                               data_occurred_at, data_event_seq, data_event_id)
+    SELECT v.id, v.owner_id, coalesce(d.attributes, '{}'), coalesce(d.relationships, '{}'), v.deleted, v.occurred_at,
+           v.event_seq, v.event_id, v.position, d.occurred_at, d.event_seq, d.event_id
+      FROM (SELECT DISTINCT ON (id) * FROM page_changes WHERE type = $1 ${NEWEST_FIRST}) v
+      LEFT JOIN (SELECT DISTINCT ON (id) * FROM page_changes WHERE type = $1 AND NOT deleted ${NEWEST_FIRST}) d USING (id)
+    ON CONFLICT (id) DO UPDATE SET
+      ${['owner_id', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position'].map((c) => pick(c, newer)).join(',\n      ')},
+      ${['attributes', 'relationships', 'data_occurred_at', 'data_event_seq', 'data_event_id'].map((c) => pick(c, newerData)).join(',\n      ')}
+    WHERE ${newer} OR (${newerData})`;
+}
+
+function errorText(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).slice(0, 1000);
+}

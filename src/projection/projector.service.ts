@@ -1,0 +1,138 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { OnEvent } from '@nestjs/event-emitter';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, QueryRunner } from 'typeorm';
+import { LOG_APPENDED } from '../event-log/append-batcher.js';
+import { MetricsService } from '../observability/metrics.service.js';
+import { PROJECTIONS } from './projection-definitions.js';
+import { ProjectionRepository } from './projection.repository.js';
+
+/** Any constant: one projector per database (CONTRACT §4). */
+export const PROJECTOR_LOCK = 7_260_002;
+const PAGE_SIZE = 5000;
+const POLL_MS = 1000;
+const STANDBY_POLL_MS = 2000;
+const RETRY_MS = 1000;
+
+export type ProjectorState = 'starting' | 'running' | 'standby' | 'stopped' | 'failing';
+
+/**
+ * The catch-up loop. It holds a session advisory lock on a dedicated connection and applies every
+ * page on that same connection, so if the connection dies, its work and its lock die together and
+ * a standby (another daemon polling for the lock) continues from the committed checkpoint.
+ * It wakes when ingress appends, and polls as a fallback.
+ */
+@Injectable()
+export class ProjectorService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(ProjectorService.name);
+  private runner?: QueryRunner;
+  private stopping = false;
+  private loop?: Promise<void>;
+  private wake?: () => void;
+  private pendingWake = false;
+  state: ProjectorState = 'starting';
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly repository: ProjectionRepository,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.loop = this.run();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    this.wake?.();
+    await this.loop;
+    this.state = 'stopped';
+  }
+
+  @OnEvent(LOG_APPENDED)
+  onAppended(): void {
+    this.pendingWake = true;
+    this.wake?.();
+  }
+
+  /** Applies every page available now; resolves when the projections are caught up. */
+  async catchUp(): Promise<number> {
+    if (!this.runner || this.state !== 'running') throw new Error('this daemon is not the active projector');
+    let total = 0;
+    for (;;) {
+      const applied = await this.applyAll();
+      total += applied;
+      if (applied === 0) return total;
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        if (!(await this.acquire())) {
+          this.state = 'standby';
+          await this.sleep(STANDBY_POLL_MS);
+          continue;
+        }
+        this.state = 'running';
+        while (!this.stopping) {
+          this.pendingWake = false;
+          if ((await this.applyAll()) === 0 && !this.pendingWake) await this.sleep(POLL_MS);
+        }
+      } catch (error) {
+        this.state = 'failing';
+        this.logger.error({ msg: 'projector failed; retrying', err: error });
+        await this.release();
+        await this.sleep(RETRY_MS);
+      }
+    }
+    await this.release();
+  }
+
+  private async applyAll(): Promise<number> {
+    let entries = 0;
+    for (const projection of PROJECTIONS) {
+      const page = await this.repository.applyPage(this.runner!, projection, PAGE_SIZE);
+      entries += page.entries;
+      if (page.parked > 0) this.logger.warn({ msg: 'parked events', projection: projection.name, count: page.parked });
+      if (page.entries > 0) this.metrics.projectionPosition.set({ projection: projection.name }, Number(page.checkpoint.position));
+    }
+    return entries;
+  }
+
+  private async acquire(): Promise<boolean> {
+    if (!this.runner) {
+      this.runner = this.dataSource.createQueryRunner();
+      await this.runner.connect();
+      await this.repository.prepare(this.runner);
+    }
+    const [{ locked }] = await this.runner.query('SELECT pg_try_advisory_lock($1) AS locked', [PROJECTOR_LOCK]);
+    if (locked) this.logger.log('this daemon is the active projector');
+    return locked;
+  }
+
+  /** The lock must not stay with a pooled connection: unlock, or destroy the connection if it cannot. */
+  private async release(): Promise<void> {
+    const runner = this.runner;
+    this.runner = undefined;
+    if (!runner) return;
+    try {
+      await runner.query('SELECT pg_advisory_unlock_all()');
+      await runner.release();
+    } catch (error) {
+      const postgres = runner as unknown as { releasePostgresConnection(error: unknown): Promise<void> };
+      await postgres.releasePostgresConnection(error).catch(() => undefined);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}

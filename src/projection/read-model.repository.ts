@@ -1,0 +1,98 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ORDERS_PROJECTION } from './projection-definitions.js';
+import { ResourceTable } from './resource-tables.js';
+
+export interface ResourceRow {
+  id: string;
+  sort_key: string;
+  owner_id: string | null;
+  attributes: Record<string, unknown>;
+  relationships: Record<string, unknown>;
+  deleted: boolean;
+  occurred_at: Date;
+  event_id: string;
+  position: string;
+}
+
+export interface RowFilter {
+  ownerId?: string;
+  ids?: string[];
+  updatedSince?: Date;
+  includeDeleted?: boolean;
+  afterSortKey?: string;
+  limit?: number;
+  /** Fold the log up to this instant instead of reading the live tables. */
+  asOf?: Date;
+}
+
+const NEWEST_FIRST = `occurred_at DESC, coalesce(event_seq, '-Infinity') DESC, event_id COLLATE "C" DESC`;
+
+/**
+ * Reads resources from the read model, or — with `asOf` — from the log folded up to that instant
+ * with the same version rule, so both answer in one shape.
+ */
+@Injectable()
+export class ReadModelRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async find(table: ResourceTable, filter: RowFilter): Promise<ResourceRow[]> {
+    const params: unknown[] = [];
+    const param = (value: unknown) => `$${params.push(value)}`;
+    const source = filter.asOf ? this.asOfSource(table, filter, param) : `${table.schema}.${table.name}`;
+    const where: string[] = [];
+    if (filter.ownerId !== undefined) where.push(`owner_id = ${param(filter.ownerId)}`);
+    if (filter.ids !== undefined) where.push(`id = ANY(${param(filter.ids)}::text[])`);
+    if (!filter.includeDeleted) where.push('NOT deleted');
+    if (filter.updatedSince !== undefined) where.push(`occurred_at >= ${param(filter.updatedSince)}`);
+    if (filter.afterSortKey !== undefined) where.push(`sort_key > ${param(filter.afterSortKey)}`);
+    const limit = filter.limit === undefined ? '' : `LIMIT ${param(filter.limit)}`;
+    return this.dataSource.query(
+      `SELECT id, sort_key, owner_id, attributes, relationships, deleted, occurred_at, event_id, position::text AS position
+         FROM ${source} ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY sort_key ${limit}`,
+      params,
+    );
+  }
+
+  private asOfSource(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {
+    return table.schema === 'proj_menu' ? this.menuAsOf(table, filter, param) : this.ordersAsOf(table, filter, param);
+  }
+
+  /**
+   * A menu resource as of an instant: per id, the newest event up to then decides version and
+   * `deleted`; the newest create/update decides attributes — only its payload is parsed.
+   */
+  private menuAsOf(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {
+    const scope = [`e.subject_type = ${param(table.type)}`, `e.occurred_at <= ${param(filter.asOf)}`,
+      `e.event_type IN (${['created', 'updated', 'destroyed'].map((kind) => `'${table.type}.${kind}'`).join(', ')})`];
+    if (filter.ids !== undefined) scope.push(`e.subject_id = ANY(${param(filter.ids)}::text[])`);
+    return `(
+      WITH scoped AS (SELECT e.position, e.subject_id, e.owner_id, e.occurred_at, e.event_seq, e.event_id, e.event_type
+                        FROM event_log e WHERE ${scope.join(' AND ')}),
+      newest AS (SELECT DISTINCT ON (subject_id) * FROM scoped ORDER BY subject_id, ${NEWEST_FIRST}),
+      newest_data AS (SELECT DISTINCT ON (subject_id) * FROM scoped WHERE event_type NOT LIKE '%.destroyed'
+                       ORDER BY subject_id, ${NEWEST_FIRST}),
+      data AS (SELECT d.subject_id, subject.resource
+                 FROM newest_data d JOIN event_log e ON e.position = d.position
+                 CROSS JOIN LATERAL (SELECT resource FROM jsonb_array_elements(e.payload::jsonb -> 'included') AS resource
+                                      WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id
+                                      LIMIT 1) AS subject)
+      SELECT n.subject_id AS id, menu_sync_sort_key(n.subject_id) AS sort_key, n.owner_id,
+             coalesce(d.resource -> 'attributes', '{}') AS attributes, coalesce(d.resource -> 'relationships', '{}') AS relationships,
+             n.event_type LIKE '%.destroyed' AS deleted, n.occurred_at, n.event_id, n.position
+        FROM newest n LEFT JOIN data d USING (subject_id)) AS folded`;
+  }
+
+  /** Order resources as of an instant: folded from the order events' `included`. */
+  private ordersAsOf(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {
+    const changes = ORDERS_PROJECTION.changes.replaceAll('%RANGE%', `e.occurred_at <= ${param(filter.asOf)}`);
+    const ofType = `type = ${param(table.type)}`;
+    return `(
+      WITH changes (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, attributes, relationships) AS (${changes})
+      SELECT DISTINCT ON (id) id, menu_sync_sort_key(id) AS sort_key, owner_id, attributes, relationships, deleted,
+             occurred_at, event_id, position
+        FROM changes WHERE ${ofType} ORDER BY id, ${NEWEST_FIRST}) AS folded`;
+  }
+}
