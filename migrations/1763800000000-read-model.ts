@@ -32,6 +32,8 @@ const TABLES: Record<string, { schema: string; links: string[] }> = {
  * its checkpoint and its parked events, so that a rebuild can fill a copy of the schema and swap
  * it in by renaming. A resource row keeps its newest event's version (which decides `deleted`)
  * and, separately, the version of its newest create/update (whose attributes it shows).
+ * menu_sync_jsonb is a cast that gives NULL for JSON that jsonb refuses (`\u0000`), for reads
+ * that must not fail on an event the projector parked.
  */
 export class ReadModel1763800000000 implements MigrationInterface {
   name = 'ReadModel1763800000000';
@@ -45,6 +47,14 @@ export class ReadModel1763800000000 implements MigrationInterface {
                       WHERE element ->> 'id' IS NOT NULL)
           ELSE '{}'::text[] END
       $$`);
+    await runner.query(`
+      CREATE FUNCTION menu_sync_jsonb(document json) RETURNS jsonb
+      LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+      BEGIN
+        RETURN document::jsonb;
+      EXCEPTION WHEN others THEN
+        RETURN NULL;
+      END $$`);
     await runner.query(`
       CREATE FUNCTION menu_sync_sort_key(id text) RETURNS text
       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -97,6 +107,7 @@ export class ReadModel1763800000000 implements MigrationInterface {
     await runner.query(`DROP SCHEMA proj_orders CASCADE`);
     await runner.query(`DROP SCHEMA proj_menu CASCADE`);
     await runner.query(`DROP FUNCTION menu_sync_sort_key(text)`);
+    await runner.query(`DROP FUNCTION menu_sync_jsonb(json)`);
     await runner.query(`DROP FUNCTION menu_sync_ids(jsonb, text)`);
   }
 }

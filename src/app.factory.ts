@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
+import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
 import { createValidationPipe } from './common/validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
 import { MetricsService } from './observability/metrics.service.js';
@@ -32,7 +33,7 @@ export async function createHttpApp({ config, databaseUrl, logger }: HttpAppOpti
       const header = request.headers['x-request-id'];
       return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
     },
-    return503OnClosing: true,
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, databaseUrl }), adapter, {
@@ -59,10 +60,18 @@ function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: P
   fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: config.WEBHOOK_MAX_BODY_BYTES },
     (_request, body, done) => done(null, body));
 
+  // While closing, requests still arriving on open connections are refused as a transient fault.
+  let closing = false;
+  fastify.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   fastify.addHook('onRequest', (request, reply, done) => {
     requestContext.enterWith({ reqId: request.id });
     reply.header('x-request-id', request.id);
-    done();
+    if (!closing) return done();
+    void reply.status(503).headers({ 'Retry-After': '5', Connection: 'close', 'Content-Type': PROBLEM_CONTENT_TYPE })
+      .send(problem(503, 'The daemon is shutting down; retry later.', 'unavailable'));
   });
   fastify.addHook('onResponse', (request, reply, done) => {
     // Bodies over the limit are refused by Fastify before the ingress handler runs.

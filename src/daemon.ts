@@ -28,6 +28,7 @@ export class Daemon {
       await app.listen({ port: config.PORT, host: config.HOST });
       const address = app.getHttpServer().address();
       const port = typeof address === 'object' && address ? address.port : config.PORT;
+      config.bindPort(port);
       const url = `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`;
       logger.log(`menu-sync listening on ${url} (upstream: ${config.hasUpstream ? config.UPSTREAM_BASE_URL : 'none configured'})`);
       return new Daemon(app, url, database);

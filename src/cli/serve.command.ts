@@ -16,23 +16,27 @@ export class ServeCommand extends CommandRunner {
     super();
   }
 
+  /** Signals are taken from the first moment: one arriving during start-up stops the daemon once it is up. */
   async run(): Promise<void> {
+    let signalled: () => void = () => undefined;
+    const stopRequested = new Promise<void>((resolve) => (signalled = resolve));
+    const onSignal = (signal: NodeJS.Signals) => {
+      this.logger.log(`${signal} received: shutting down`);
+      process.removeListener('SIGTERM', onSignal);
+      process.removeListener('SIGINT', onSignal);
+      signalled();
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
     this.logger.log({ msg: 'configuration', config: this.config.dump() });
     const daemon = await Daemon.start(this.config, this.rootLogger);
-    await new Promise<void>((resolve) => {
-      const stop = (signal: NodeJS.Signals) => {
-        this.logger.log(`${signal} received: shutting down`);
-        process.removeListener('SIGTERM', stop);
-        process.removeListener('SIGINT', stop);
-        daemon.stop().then(resolve, (error) => {
-          this.logger.error({ msg: 'shutdown failed', err: error });
-          process.exitCode = 1;
-          resolve();
-        });
-      };
-      process.on('SIGTERM', stop);
-      process.on('SIGINT', stop);
-    });
-    this.logger.log('stopped');
+    await stopRequested;
+    try {
+      await daemon.stop();
+      this.logger.log('stopped');
+    } catch (error) {
+      this.logger.error({ msg: 'shutdown failed', err: error });
+      process.exitCode = 1;
+    }
   }
 }

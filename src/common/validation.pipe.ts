@@ -1,4 +1,4 @@
-import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import { BadRequestError } from './app-error.js';
 
 function first(errors: ValidationError[], prefix = ''): { field: string; message: string } {
@@ -8,9 +8,18 @@ function first(errors: ValidationError[], prefix = ''): { field: string; message
   return first(error.children ?? [], field);
 }
 
-/** Query and body validation; a failure is a 400 problem naming the first field at fault. */
+/**
+ * Query and body validation; a failure is a 400 problem naming the first field at fault. Path
+ * parameters are left to their own pipes: converting `1e3` to 1000 first would hide the error.
+ */
+class QueryAndBodyValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    return metadata.type === 'param' ? value : super.transform(value, metadata);
+  }
+}
+
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new QueryAndBodyValidationPipe({
     transform: true,
     whitelist: true,
     forbidNonWhitelisted: true,

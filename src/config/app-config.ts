@@ -182,8 +182,15 @@ export class AppConfig {
     return this.DATABASE_URL === undefined;
   }
 
+  #boundPort?: number;
+
+  /** The port actually listened on (differs from PORT when PORT=0). */
+  bindPort(port: number): void {
+    this.#boundPort = port;
+  }
+
   get publicUrl(): string {
-    return (this.PUBLIC_URL ?? `http://127.0.0.1:${this.PORT}`).replace(/\/+$/, '');
+    return (this.PUBLIC_URL ?? `http://127.0.0.1:${this.#boundPort ?? this.PORT}`).replace(/\/+$/, '');
   }
 
   get redirectUri(): string {

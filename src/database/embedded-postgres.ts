@@ -89,12 +89,18 @@ async function allowTraversal(dir: string): Promise<void> {
   if ((mode & 0o001) === 0) await chmod(dir, mode | 0o011);
 }
 
-/** A PostgreSQL left running by a daemon that was killed holds the data directory: stop it. */
+/**
+ * A PostgreSQL left running by a daemon that was killed holds the data directory: stop it — but
+ * only if that pid really is a postmaster of this directory (after a reboot the pid file is stale
+ * and its number may belong to anything); otherwise PostgreSQL handles the stale file itself.
+ */
 async function stopOrphan(databaseDir: string, logger: Logger): Promise<void> {
   const pidFile = path.join(databaseDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return;
   const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !isAlive(pid)) return;
+  const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  if (!commandLine.split('\0').includes(databaseDir)) return;
   logger.warn(`stopping PostgreSQL left running by an earlier daemon (pid ${pid})`);
   process.kill(pid, 'SIGINT');
   const deadline = Date.now() + 15000;

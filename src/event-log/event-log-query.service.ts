@@ -24,9 +24,14 @@ export class EventLogQueryService {
     };
   }
 
-  async get(position: number) {
+  /**
+   * The entry with its payload, as JSON text: the stored payload is embedded as it is, so any
+   * document the log accepted (however deeply nested) is answered without being parsed again.
+   */
+  async get(position: number): Promise<string> {
     const entry = await this.find(position);
-    return { ...summary(entry), payload: JSON.parse(entry.payload) as unknown, sha256: entry.sha256.toString('hex') };
+    const head = JSON.stringify({ ...summary(entry), sha256: entry.sha256.toString('hex') });
+    return `${head.slice(0, -1)},"payload":${entry.payload}}`;
   }
 
   async raw(position: number): Promise<{ contentType: string; body: Buffer }> {

@@ -114,24 +114,31 @@ describe('EventLogRepository (PostgreSQL)', () => {
       }
     }
 
+    // The reader's checkpoint carries over from round to round, as a projector's does.
+    let checkpoint: LogCheckpoint = LOG_START;
+
+    /**
+     * Open transactions anywhere in the cluster (other test databases too) hold a gap-safe reader
+     * back, so the reader keeps reading until it has seen this round's entries, within a deadline.
+     */
     it.each(Array.from({ length: 20 }, (_, round) => round))('sees every entry exactly once (round %i)', async () => {
-      let checkpoint = await drain(LOG_START, []);
       const written = Array.from({ length: 20 }, () => Array.from({ length: 10 }, () => randomUUID()));
+      const expected = new Set<string>(written.flat());
       const seen: string[] = [];
+      const ofRound = () => seen.filter((id) => expected.has(id));
       let writing = true;
       const reader = (async () => {
-        while (writing) {
+        const deadline = Date.now() + 30000;
+        while (writing || (ofRound().length < expected.size && Date.now() < deadline)) {
           checkpoint = await drain(checkpoint, seen);
           await new Promise((resolve) => setTimeout(resolve, 1));
         }
-        checkpoint = await drain(checkpoint, seen);
       })();
       await Promise.all(written.map(delayedWriter));
       writing = false;
       await reader;
-      const expected = written.flat();
-      expect(seen).toHaveLength(expected.length);
-      expect(new Set(seen)).toEqual(new Set(expected));
+      expect(ofRound()).toHaveLength(expected.size);
+      expect(new Set(ofRound())).toEqual(expected);
     });
   });
 });

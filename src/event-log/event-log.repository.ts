@@ -11,6 +11,7 @@ const CASTS = ['text', 'text', 'text', 'text', 'text', 'timestamptz', 'numeric',
   'text', 'text', 'json', 'bytea', 'bytea'];
 
 const SUMMARY = `position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at, received_at, source, handled`;
+/** Text casts below keep their column names: ORDER BY must name the table's columns (`e.`), or it sorts the text. */
 const FULL = `${SUMMARY}, event_seq, key_id, content_type, payload::text AS payload, raw_body, sha256, transaction_id::text AS transaction_id`;
 
 @Injectable()
@@ -74,10 +75,10 @@ export class EventLogRepository {
    */
   async readAfter(checkpoint: LogCheckpoint, limit: number): Promise<LogPage> {
     const rows: RawEntry[] = await this.dataSource.query(
-      `SELECT ${FULL} FROM event_log
-        WHERE (transaction_id, position) > ($1::xid8, $2::bigint)
-          AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-        ORDER BY transaction_id, position
+      `SELECT ${FULL} FROM event_log e
+        WHERE (e.transaction_id, e.position) > ($1::xid8, $2::bigint)
+          AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY e.transaction_id, e.position
         LIMIT $3`,
       [checkpoint.transactionId, checkpoint.position, limit],
     );
@@ -102,7 +103,7 @@ export class EventLogRepository {
       where.push(`${column} = $${params.length}`);
     }
     const rows: RawEntry[] = await this.dataSource.query(
-      `SELECT ${SUMMARY} FROM event_log WHERE ${where.join(' AND ')} ORDER BY position LIMIT $2`, params);
+      `SELECT ${SUMMARY} FROM event_log e WHERE ${where.join(' AND ')} ORDER BY e.position LIMIT $2`, params);
     return rows.map(toSummary);
   }
 

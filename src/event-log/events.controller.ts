@@ -19,8 +19,8 @@ export class EventsController {
   }
 
   @Get(':position')
-  get(@Param('position', new PositivePipe()) position: number) {
-    return this.events.get(position);
+  async get(@Param('position', new PositivePipe()) position: number, @Res() reply: FastifyReply) {
+    await reply.header('Content-Type', 'application/json; charset=utf-8').send(await this.events.get(position));
   }
 
   @Get(':position/raw')

@@ -32,7 +32,7 @@ export class WebhookKeyRegistry implements OnModuleInit, OnModuleDestroy {
     if (this.config.embeddedDatabase) {
       const key = await localSecret(this.config.DATA_DIR, LOCAL_WEBHOOK_KEY_FILE);
       this.configured.set(hashWebhookKey(key).toString('hex'), 'local');
-      this.logger.log(`local webhook endpoint: ${this.config.publicUrl}/webhooks/<key in ${LOCAL_WEBHOOK_KEY_FILE} under DATA_DIR>`);
+      this.logger.log(`local webhook key in ${LOCAL_WEBHOOK_KEY_FILE} under DATA_DIR: POST /webhooks/<that key>`);
     }
     await this.refresh().catch((error) => this.logger.warn({ msg: 'could not load webhook keys', err: error }));
     this.timer = setInterval(() => {

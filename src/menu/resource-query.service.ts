@@ -61,7 +61,7 @@ export class ResourceQueryService {
       products.flatMap((product) => linkIds(product, 'order_product_trait_options')), asOf);
     return {
       ...order,
-      order_products: products.map((product) => ({
+      order_products: pick(products, linkIds(order, 'order_products')).map((product) => ({
         ...product,
         order_product_trait_options: pick(options, linkIds(product, 'order_product_trait_options')),
       })),

@@ -7,8 +7,11 @@ export interface ProjectionDefinition {
   /** The schema holding the projection's tables, checkpoint and parked events. */
   schema: string;
   tables: Array<{ type: ResourceType; table: string }>;
-  /** SQL selecting this projection's resource changes from `event_log e` (see ProjectionRepository). */
-  changes: string;
+  /**
+   * SQL selecting this projection's resource changes from the entries of `event_log e` matching
+   * `range`, reading the payload through `payload` (see ProjectionRepository).
+   */
+  changes(range: string, payload?: string): string;
   /** SQL condition on `event_log e` for events of this projection that must yield a change. */
   mustChange: string;
 }
@@ -18,7 +21,9 @@ const MENU_UPSERTS = `e.event_type IN ('collection.created', 'collection.updated
 const MENU_DESTROYS = `e.event_type IN ('collection.destroyed', 'product.destroyed', 'trait.destroyed', 'trait_option.destroyed')`;
 const ORDER_EVENTS = `e.event_type IN ('order.created', 'order.updated')`;
 
-const included = `CASE WHEN jsonb_typeof(e.payload::jsonb -> 'included') = 'array' THEN e.payload::jsonb -> 'included' ELSE '[]' END`;
+const CAST = 'e.payload::jsonb';
+const included = (payload: string) =>
+  `CASE WHEN jsonb_typeof(${payload} -> 'included') = 'array' THEN ${payload} -> 'included' ELSE '[]' END`;
 
 /**
  * The menu projection: a `*.created`/`*.updated` event yields its subject from `included`;
@@ -34,19 +39,19 @@ export const MENU_PROJECTION: ProjectionDefinition = {
     { type: 'trait', table: 'traits' },
     { type: 'trait_option', table: 'trait_options' },
   ],
-  changes: `
+  changes: (range, payload = CAST) => `
     SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id,
            e.position, false, subject.resource -> 'attributes', subject.resource -> 'relationships'
       FROM event_log e
-      CROSS JOIN LATERAL (SELECT resource FROM jsonb_array_elements(${included}) AS resource
+      CROSS JOIN LATERAL (SELECT resource FROM jsonb_array_elements(${included(payload)}) AS resource
                            WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id
                            LIMIT 1) AS subject
-     WHERE ${MENU_UPSERTS} AND %RANGE%
+     WHERE ${MENU_UPSERTS} AND ${range}
     UNION ALL
     SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id,
            e.position, true, NULL, NULL
       FROM event_log e
-     WHERE ${MENU_DESTROYS} AND %RANGE%`,
+     WHERE ${MENU_DESTROYS} AND ${range}`,
   mustChange: `(${MENU_UPSERTS} OR ${MENU_DESTROYS})`,
 };
 
@@ -60,12 +65,12 @@ export const ORDERS_PROJECTION: ProjectionDefinition = {
     { type: 'order_product_trait_option', table: 'order_product_trait_options' },
     { type: 'store', table: 'stores' },
   ],
-  changes: `
+  changes: (range, payload = CAST) => `
     SELECT resource ->> 'type', resource ->> 'id', e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'),
            e.event_id, e.position, false, coalesce(resource -> 'attributes', '{}'), coalesce(resource -> 'relationships', '{}')
       FROM event_log e
-      CROSS JOIN LATERAL jsonb_array_elements(${included}) AS resource
-     WHERE ${ORDER_EVENTS} AND %RANGE%
+      CROSS JOIN LATERAL jsonb_array_elements(${included(payload)}) AS resource
+     WHERE ${ORDER_EVENTS} AND ${range}
        AND resource ->> 'type' IN ('order', 'order_product', 'order_product_trait_option', 'store')
        AND resource ->> 'id' IS NOT NULL`,
   mustChange: ORDER_EVENTS,

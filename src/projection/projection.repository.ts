@@ -55,10 +55,10 @@ export class ProjectionRepository {
     try {
       const from = await this.checkpoint(runner, projection, schema);
       const keys: Array<{ transaction_id: string; position: string }> = await runner.query(
-        `SELECT transaction_id::text AS transaction_id, position::text AS position FROM event_log
-          WHERE (transaction_id, position) > ($1::xid8, $2::bigint)
-            AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-          ORDER BY transaction_id, position LIMIT $3`, [from.transactionId, from.position, limit]);
+        `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position FROM event_log e
+          WHERE (e.transaction_id, e.position) > ($1::xid8, $2::bigint)
+            AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+          ORDER BY e.transaction_id, e.position LIMIT $3`, [from.transactionId, from.position, limit]);
       if (keys.length === 0) {
         await runner.commitTransaction();
         return { entries: 0, parked: 0, checkpoint: from };
@@ -118,7 +118,7 @@ export class ProjectionRepository {
     await runner.query('TRUNCATE page_changes');
     await runner.query(
       `INSERT INTO page_changes (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, attributes, relationships)
-       ${projection.changes.replaceAll('%RANGE%', range)}`, params);
+       ${projection.changes(range)}`, params);
     const parked: unknown[] = await runner.query(
       `INSERT INTO ${schema}.parked_events (position, event_id, error)
        SELECT e.position, e.event_id, 'the event does not include its subject resource'

@@ -27,6 +27,10 @@ export interface RowFilter {
   asOf?: Date;
 }
 
+/** As the live read model, `as_of` leaves out events the projector parked (CONTRACT §4). */
+const notParked = (table: ResourceTable) =>
+  `NOT EXISTS (SELECT 1 FROM ${table.schema}.parked_events parked WHERE parked.position = e.position)`;
+
 const NEWEST_FIRST = `occurred_at DESC, coalesce(event_seq, '-Infinity') DESC, event_id COLLATE "C" DESC`;
 
 /**
@@ -62,11 +66,13 @@ export class ReadModelRepository {
 
   /**
    * A menu resource as of an instant: per id, the newest event up to then decides version and
-   * `deleted`; the newest create/update decides attributes — only its payload is parsed.
+   * `deleted`; the newest create/update decides attributes — only its payload is parsed, and a
+   * payload that jsonb refuses reads as no attributes rather than failing the request.
    */
   private menuAsOf(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {
     const scope = [`e.subject_type = ${param(table.type)}`, `e.occurred_at <= ${param(filter.asOf)}`,
-      `e.event_type IN (${['created', 'updated', 'destroyed'].map((kind) => `'${table.type}.${kind}'`).join(', ')})`];
+      `e.event_type IN (${['created', 'updated', 'destroyed'].map((kind) => `'${table.type}.${kind}'`).join(', ')})`,
+      notParked(table)];
     if (filter.ids !== undefined) scope.push(`e.subject_id = ANY(${param(filter.ids)}::text[])`);
     return `(
       WITH scoped AS (SELECT e.position, e.subject_id, e.owner_id, e.occurred_at, e.event_seq, e.event_id, e.event_type
@@ -76,7 +82,9 @@ export class ReadModelRepository {
                        ORDER BY subject_id, ${NEWEST_FIRST}),
       data AS (SELECT d.subject_id, subject.resource
                  FROM newest_data d JOIN event_log e ON e.position = d.position
-                 CROSS JOIN LATERAL (SELECT resource FROM jsonb_array_elements(e.payload::jsonb -> 'included') AS resource
+                 CROSS JOIN LATERAL (SELECT resource FROM jsonb_array_elements(
+                                        CASE WHEN jsonb_typeof(menu_sync_jsonb(e.payload) -> 'included') = 'array'
+                                          THEN menu_sync_jsonb(e.payload) -> 'included' ELSE '[]' END) AS resource
                                       WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id
                                       LIMIT 1) AS subject)
       SELECT n.subject_id AS id, menu_sync_sort_key(n.subject_id) AS sort_key, n.owner_id,
@@ -87,7 +95,8 @@ export class ReadModelRepository {
 
   /** Order resources as of an instant: folded from the order events' `included`. */
   private ordersAsOf(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {
-    const changes = ORDERS_PROJECTION.changes.replaceAll('%RANGE%', `e.occurred_at <= ${param(filter.asOf)}`);
+    const changes = ORDERS_PROJECTION.changes(`e.occurred_at <= ${param(filter.asOf)} AND ${notParked(table)}`,
+      'menu_sync_jsonb(e.payload)');
     const ofType = `type = ${param(table.type)}`;
     return `(
       WITH changes (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, attributes, relationships) AS (${changes})

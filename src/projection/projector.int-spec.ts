@@ -1,0 +1,239 @@
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import type { DataSource, QueryRunner } from 'typeorm';
+import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
+import { EventLogRepository } from '../event-log/event-log.repository.js';
+import type { LogEntry, NewLogEntry } from '../event-log/log-entry.js';
+import { MetricsService } from '../observability/metrics.service.js';
+import { fold, ResourceState } from './evolve.js';
+import { toWebhookEvent } from './from-log-entry.js';
+import { MENU_PROJECTION, ORDERS_PROJECTION, ProjectionDefinition, PROJECTIONS } from './projection-definitions.js';
+import { ProjectionRepository } from './projection.repository.js';
+import { ProjectorService } from './projector.service.js';
+import { RESOURCE_TABLES } from './resource-tables.js';
+
+interface Spec {
+  eventType: string;
+  subjectType: string;
+  subjectId: string;
+  createdAt: string;
+  seq: number | null;
+  eventId: string;
+  title: string;
+}
+
+/** A log entry for a spec event; order events carry an order, its products, options and store. */
+function logEntry(spec: Spec): NewLogEntry {
+  const destroyed = spec.eventType.endsWith('.destroyed');
+  const resource = (type: string, id: string, relationships: Record<string, unknown> = {}) =>
+    ({ id, type, attributes: { id: Number(id), title: `${spec.title} ${type}` }, relationships });
+  const included = spec.subjectType === 'order'
+    ? [resource('order', spec.subjectId, { order_products: { data: [{ id: `${spec.subjectId}1`, type: 'order_product' }] } }),
+      resource('order_product', `${spec.subjectId}1`), resource('order_product_trait_option', `${spec.subjectId}2`),
+      resource('store', '3'), resource('product', '1'), resource('user', '42')]
+    : destroyed ? [] : [resource(spec.subjectType, spec.subjectId, { traits: { data: [{ id: '1', type: 'trait' }] } })];
+  const payload = JSON.stringify({
+    data: { id: spec.eventId, type: 'webhook_event',
+      attributes: { id: spec.seq, created_at: spec.createdAt, event_type: spec.eventType },
+      relationships: { subject: { data: { id: spec.subjectId, type: spec.subjectType } } } },
+    included,
+  });
+  return {
+    eventId: spec.eventId, eventType: spec.eventType, subjectType: spec.subjectType, subjectId: spec.subjectId,
+    ownerId: '42', occurredAt: spec.createdAt, eventSeq: spec.seq === null ? null : String(spec.seq), source: 'webhook',
+    handled: true, receivedAt: new Date(), keyId: 'env:1', contentType: 'application/json', payload, rawBody: null,
+    sha256: createHash('sha256').update(payload).digest(),
+  };
+}
+
+const menuType = fc.constantFrom('collection', 'product', 'trait', 'trait_option');
+const anEvent = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ type: menuType, kind: fc.constantFrom('created', 'updated', 'destroyed') }) },
+  { weight: 1, arbitrary: fc.record({ type: fc.constant('order'), kind: fc.constantFrom('created', 'updated') }) },
+).chain(({ type, kind }) => fc.record({
+  eventType: fc.constant(`${type}.${kind}`),
+  subjectType: fc.constant(type),
+  subjectId: fc.constantFrom('1', '2', '10'),
+  createdAt: fc.constantFrom('2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.001Z', '2024-01-02T00:00:00.000Z'),
+  seq: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
+  eventId: fc.uuid(),
+  title: fc.string({ maxLength: 5 }),
+}));
+
+async function readModel(dataSource: DataSource): Promise<Map<string, Partial<ResourceState>>> {
+  const states = new Map<string, Partial<ResourceState>>();
+  for (const table of Object.values(RESOURCE_TABLES)) {
+    const rows = await dataSource.query(
+      `SELECT id, owner_id, attributes, relationships, deleted, event_id, data_event_id FROM ${table.schema}.${table.name}`);
+    for (const row of rows) {
+      states.set(`${table.type}\u0000${row.id}`, { deleted: row.deleted, attributes: row.attributes,
+        relationships: row.relationships, ownerId: row.owner_id, version: row.event_id, dataVersion: row.data_event_id });
+    }
+  }
+  return states;
+}
+
+function expected(states: Map<string, ResourceState>): Map<string, Partial<ResourceState>> {
+  return new Map([...states].map(([key, state]) => [key, { deleted: state.deleted, attributes: state.attributes,
+    relationships: state.relationships, ownerId: state.ownerId, version: state.version.eventId as never,
+    dataVersion: (state.dataVersion?.eventId ?? null) as never }]));
+}
+
+async function allEntries(log: EventLogRepository): Promise<LogEntry[]> {
+  const summaries = await log.list({ after: 0, limit: 100000 });
+  return Promise.all(summaries.map(async (summary) => (await log.findByPosition(summary.position))!));
+}
+
+/**
+ * Applies pages until the projection has covered `total` entries. Open transactions anywhere in
+ * the cluster hold a gap-safe reader back for a while, so an empty page is not the end.
+ */
+async function catchUp(projections: ProjectionRepository, runner: QueryRunner, projection: ProjectionDefinition,
+  pageSize: number, total: number): Promise<void> {
+  const deadline = Date.now() + 30000;
+  while ((await projections.status(projection)).applied < total) {
+    if (Date.now() > deadline) throw new Error(`${projection.name} did not catch up`);
+    if ((await projections.applyPage(runner, projection, pageSize)).entries === 0) await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('projection (PostgreSQL)', () => {
+  it('applied to a shuffled log with duplicates, in pages of any size, equals the fold of the set', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(anEvent, { minLength: 1, maxLength: 120 }), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 30 }),
+      fc.infiniteStream(fc.double({ min: 0, max: 1, noNaN: true })),
+      async (specs, pageSize, batchSize, randoms) => {
+        const database = await createTestDatabase();
+        const dataSource = await openDataSource(database.url, 4);
+        try {
+          const log = new EventLogRepository(dataSource);
+          const projections = new ProjectionRepository(dataSource);
+          const delivered = [...specs, ...specs.filter(() => randoms.next().value < 0.3)]
+            .sort(() => randoms.next().value - 0.5).map(logEntry);
+          const runner = dataSource.createQueryRunner();
+          await runner.connect();
+          await projections.prepare(runner);
+          for (let i = 0; i < delivered.length; i += batchSize) {
+            await log.append(delivered.slice(i, i + batchSize));
+            if (randoms.next().value < 0.5) await projections.applyPage(runner, MENU_PROJECTION, pageSize);
+          }
+          const logged = await allEntries(log);
+          for (const projection of PROJECTIONS) await catchUp(projections, runner, projection, pageSize, logged.length);
+          await runner.release();
+          const events = logged.map(toWebhookEvent).filter((event) => event !== null);
+          expect(new Map([...(await readModel(dataSource))].sort())).toEqual(new Map([...expected(fold(events))].sort()));
+          for (const projection of PROJECTIONS) {
+            expect((await projections.status(projection)).applied).toBe(logged.length);
+          }
+        } finally {
+          await dataSource.destroy();
+          await database.drop();
+        }
+      },
+    ), { numRuns: 12, endOnFailure: true });
+  });
+
+  describe('with a poisoned log', () => {
+    let database: TestDatabase;
+    let dataSource: DataSource;
+
+    beforeAll(async () => {
+      database = await createTestDatabase();
+      dataSource = await openDataSource(database.url);
+    });
+    afterAll(async () => {
+      await dataSource.destroy();
+      await database.drop();
+    });
+
+    it('parks an event that cannot be applied, with its error, and applies the rest', async () => {
+      const log = new EventLogRepository(dataSource);
+      const projections = new ProjectionRepository(dataSource);
+      const spec = (eventId: string, subjectId: string): Spec => ({ eventType: 'product.created', subjectType: 'product',
+        subjectId, createdAt: '2024-01-01T00:00:00.000Z', seq: 1, eventId, title: 'ok' });
+      const nul = logEntry(spec('nul', '2'));
+      nul.payload = nul.payload.replace('"title":"ok product"', '"title":"a\\u0000b"');
+      const missing = { ...logEntry(spec('missing', '3')), payload: JSON.stringify({ data: { id: 'missing' }, included: [] }) };
+      await log.append([logEntry(spec('before', '1')), nul, missing, logEntry(spec('after', '4'))]);
+      const runner = dataSource.createQueryRunner();
+      await runner.connect();
+      await projections.prepare(runner);
+      const covered = { entries: 0, parked: 0 };
+      const deadline = Date.now() + 30000;
+      while (covered.entries < 4 && Date.now() < deadline) {
+        const page = await projections.applyPage(runner, MENU_PROJECTION, 100);
+        covered.entries += page.entries;
+        covered.parked += page.parked;
+        if (page.entries === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await runner.release();
+      expect(covered).toEqual({ entries: 4, parked: 2 });
+      const ids = (await dataSource.query(`SELECT id FROM proj_menu.products ORDER BY id`)).map((row: { id: string }) => row.id);
+      expect(ids).toEqual(['1', '4']);
+      const parked = await dataSource.query(`SELECT event_id, error FROM proj_menu.parked_events ORDER BY position`);
+      expect(parked).toEqual([
+        { event_id: 'nul', error: expect.stringMatching(/Unicode/) },
+        { event_id: 'missing', error: expect.stringMatching(/subject/) },
+      ]);
+      expect(await projections.status(MENU_PROJECTION)).toMatchObject({ parked: 2, lastError: expect.any(String) });
+    });
+  });
+
+  describe('two projectors on one database', () => {
+    let database: TestDatabase;
+    const sources: DataSource[] = [];
+
+    beforeAll(async () => {
+      database = await createTestDatabase();
+    });
+    afterAll(async () => {
+      for (const source of sources) if (source.isInitialized) await source.destroy();
+      await database.drop();
+    });
+
+    async function daemon(): Promise<{ dataSource: DataSource; projector: ProjectorService }> {
+      const dataSource = await openDataSource(database.url, 4);
+      sources.push(dataSource);
+      const projector = new ProjectorService(dataSource, new ProjectionRepository(dataSource), new MetricsService());
+      projector.onApplicationBootstrap();
+      return { dataSource, projector };
+    }
+
+    async function until(condition: () => Promise<boolean> | boolean, ms = 15000): Promise<void> {
+      const deadline = Date.now() + ms;
+      while (!(await condition())) {
+        if (Date.now() > deadline) throw new Error('condition not met in time');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+
+    it('never both apply; when the active one dies the standby continues from the checkpoint', async () => {
+      const a = await daemon();
+      await until(() => a.projector.state === 'running');
+      const b = await daemon();
+      await until(() => b.projector.state === 'standby');
+      const log = new EventLogRepository(a.dataSource);
+      const projections = new ProjectionRepository(a.dataSource);
+      const product = (i: number) => logEntry({ eventType: 'product.updated', subjectType: 'product', subjectId: String(i % 7),
+        createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, i)).toISOString(), seq: i, eventId: `e${i}`, title: `v${i}` });
+      for (let i = 0; i < 50; i++) await log.append([product(i)]);
+      await until(async () => (await projections.status(MENU_PROJECTION)).applied === 50);
+      expect(b.projector.state).toBe('standby');
+
+      // The active daemon dies: its connections (and with them the lock) are cut.
+      await a.dataSource.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'menu-sync'
+          AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')`);
+      await a.projector.beforeApplicationShutdown();
+      const tail = new EventLogRepository(b.dataSource);
+      for (let i = 50; i < 100; i++) await tail.append([product(i)]);
+      await until(() => b.projector.state === 'running');
+      const status = new ProjectionRepository(b.dataSource);
+      await until(async () => (await status.status(MENU_PROJECTION)).applied === 100);
+      await b.projector.beforeApplicationShutdown();
+      expect((await status.status(ORDERS_PROJECTION)).applied).toBe(100);
+      const rows = await b.dataSource.query(`SELECT id, attributes ->> 'title' AS title FROM proj_menu.products ORDER BY id`);
+      expect(rows).toEqual(Array.from({ length: 7 }, (_, id) => ({ id: String(id), title: `v${93 + ((id - 93 % 7 + 7) % 7)} product` })));
+    });
+  });
+});
