@@ -22,8 +22,9 @@ const MENU_DESTROYS = `e.event_type IN ('collection.destroyed', 'product.destroy
 const ORDER_EVENTS = `e.event_type IN ('order.created', 'order.updated')`;
 
 const CAST = 'e.payload::jsonb';
-const included = (payload: string) =>
-  `CASE WHEN jsonb_typeof(${payload} -> 'included') = 'array' THEN ${payload} -> 'included' ELSE '[]' END`;
+/** Each payload is parsed once (a lateral `doc`), then its `included` array read. */
+const parsed = (payload: string) => `CROSS JOIN LATERAL (SELECT ${payload} AS doc) AS parsed`;
+const included = `CASE WHEN jsonb_typeof(parsed.doc -> 'included') = 'array' THEN parsed.doc -> 'included' ELSE '[]' END`;
 
 /**
  * The menu projection: a `*.created`/`*.updated` event yields its subject from `included`;
@@ -43,7 +44,8 @@ export const MENU_PROJECTION: ProjectionDefinition = {
     SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id,
            e.position, false, subject.resource -> 'attributes', subject.resource -> 'relationships'
       FROM event_log e
-      CROSS JOIN LATERAL (SELECT resource FROM jsonb_array_elements(${included(payload)}) AS resource
+      ${parsed(payload)}
+      CROSS JOIN LATERAL (SELECT resource FROM jsonb_array_elements(${included}) AS resource
                            WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id
                            LIMIT 1) AS subject
      WHERE ${MENU_UPSERTS} AND ${range}
@@ -69,7 +71,8 @@ export const ORDERS_PROJECTION: ProjectionDefinition = {
     SELECT resource ->> 'type', resource ->> 'id', e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'),
            e.event_id, e.position, false, coalesce(resource -> 'attributes', '{}'), coalesce(resource -> 'relationships', '{}')
       FROM event_log e
-      CROSS JOIN LATERAL jsonb_array_elements(${included(payload)}) AS resource
+      ${parsed(payload)}
+      CROSS JOIN LATERAL jsonb_array_elements(${included}) AS resource
      WHERE ${ORDER_EVENTS} AND ${range}
        AND resource ->> 'type' IN ('order', 'order_product', 'order_product_trait_option', 'store')
        AND resource ->> 'id' IS NOT NULL`,

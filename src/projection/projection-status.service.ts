@@ -1,13 +1,13 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS } from './projection-definitions.js';
 import { ProjectionRepository } from './projection.repository.js';
 import { ProjectorService } from './projector.service.js';
 
-/** `GET /api/v1/projections` (CONTRACT §5), also refreshing the lag and parked gauges. */
+/** `GET /api/v1/projections` (CONTRACT §5); the same figures feed the gauges at each scrape. */
 @Injectable()
-export class ProjectionStatusService {
+export class ProjectionStatusService implements OnModuleInit {
   constructor(
     private readonly projections: ProjectionRepository,
     private readonly log: EventLogRepository,
@@ -15,8 +15,21 @@ export class ProjectionStatusService {
     private readonly metrics: MetricsService,
   ) {}
 
+  onModuleInit(): void {
+    // One status query serves the four gauges of a scrape.
+    let pending: Promise<unknown> | undefined;
+    const refresh = async () => {
+      pending ??= this.list().catch(() => undefined).finally(() => setImmediate(() => (pending = undefined)));
+      await pending;
+    };
+    for (const gauge of [this.metrics.logHead, this.metrics.projectionLag, this.metrics.parkedEvents, this.metrics.projectionPosition]) {
+      (gauge as unknown as { collect: () => Promise<void> }).collect = refresh;
+    }
+  }
+
   async list() {
     const head = await this.log.headPosition();
+    this.metrics.observeHead(head);
     const data = await Promise.all(PROJECTIONS.map(async (projection) => {
       const status = await this.projections.status(projection);
       const lag = await this.projections.lag(status.checkpoint);

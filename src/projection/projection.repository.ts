@@ -96,6 +96,7 @@ export class ProjectionRepository {
       const current: LogCheckpoint = { transactionId: key.transaction_id, position: key.position };
       await runner.query('SAVEPOINT entry');
       try {
+        await runner.query('TRUNCATE page_changes');
         parked += await this.applyRange(runner, projection, schema, previous, current);
         await runner.query('RELEASE SAVEPOINT entry');
       } catch (error) {
@@ -115,7 +116,6 @@ export class ProjectionRepository {
     to: LogCheckpoint): Promise<number> {
     const range = `(e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)`;
     const params = [from.transactionId, from.position, to.transactionId, to.position];
-    await runner.query('TRUNCATE page_changes');
     await runner.query(
       `INSERT INTO page_changes (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, attributes, relationships)
        ${projection.changes(range)}`, params);
