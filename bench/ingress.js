@@ -1,0 +1,279 @@
+// Ingress benchmark: POST /webhooks/{key} throughput and latency of the daemon, against a bare
+// Node http + one-INSERT-per-request baseline measured in the same run on the same machine.
+//
+// For each connection count, and for each target (daemon, then baseline):
+//   fresh database (clone of a template migrated by `node dist/src/main.js migrate`)
+//   -> start the server -> wait for GET /health/ready -> CHECKPOINT -> warm-up -> measured run
+//   -> /metrics (daemon), peak RSS, row count check -> stop (SIGTERM, then SIGKILL) -> drop database.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { cloneDatabase, createMigratedDatabase, databaseUrl, dropDatabase, admin, query } from './lib/database.js';
+import { eventBodies } from './lib/events.js';
+import { sampleCpu, waitForQuiet } from './lib/cpu.js';
+import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '..');
+
+export const description = 'POST /webhooks/{key}: daemon vs bare http + one INSERT per request';
+
+/** The product target: at these connection counts, >= 1.5x the baseline's req/s with a p99 no worse. */
+const TARGET = { connections: [50, 200], minRatio: 1.5 };
+
+/** src/projection/projector.service.ts PROJECTOR_LOCK: the advisory lock the active projector holds. */
+const PROJECTOR_LOCK = 7_260_002;
+
+export const defaults = { connections: [10, 50, 200], duration: 10, warmup: 3, quietWait: 10 };
+
+export async function run({ connections = defaults.connections, duration = defaults.duration, warmup = defaults.warmup,
+  quietWait = defaults.quietWait, logDir }) {
+  mkdirSync(logDir, { recursive: true });
+  const webhookKey = `bench_${randomBytes(12).toString('hex')}`;
+  const baseEnv = {
+    ...process.env,
+    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    WEBHOOK_KEYS: webhookKey,
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+  };
+  const template = await createMigratedDatabase({ cwd: ROOT, env: baseEnv });
+  const nextBody = eventBodies();
+  const sampleSize = Buffer.byteLength(nextBody());
+  const runs = [];
+  try {
+    for (const c of connections) {
+      for (const target of ['daemon', 'baseline']) {
+        const result = await measure({ target, connections: c, duration, warmup, quietWait, template, baseEnv, webhookKey, nextBody, logDir });
+        runs.push(result);
+        for (const problem of problems(result)) log(`  WARNING ${target} c=${c}: ${problem}`);
+        log(`  ${target.padEnd(8)} c=${String(c).padEnd(3)} ${Math.round(result.reqPerSec)} req/s, p50 ${result.p50Ms} ms, ` +
+          `p99 ${result.p99Ms} ms, status ${JSON.stringify(result.statusCodes)}, non-2xx ${result.non2xx}, errors ${result.errors}, ` +
+          `CPU % of a core: server ${result.cpu.serverPct}, postgres ${result.cpu.postgresPct} (projector ${result.cpu.postgresSubsetPct}), autocannon ${result.cpu.loadGeneratorPct}, ` +
+          `other ${result.cpu.otherPct} (machine busy before: ${result.machineBusyBeforePct}%)`);
+      }
+    }
+  } finally {
+    await dropDatabase(template);
+  }
+  const comparisons = connections.map((c) => compare(c, runs));
+  return {
+    settings: { connections, durationSeconds: duration, warmupSeconds: warmup, bodyBytes: sampleSize, pipelining: 1,
+      daemon: 'node dist/src/main.js serve (LOG_LEVEL=info, defaults otherwise: DATABASE_POOL_SIZE=10)',
+      baseline: 'bench/baseline-server.js (node:http, pg.Pool max 10, one INSERT per request)' },
+    runs,
+    comparisons,
+    targetMet: comparisons.filter((row) => row.targeted).every((row) => row.met),
+    tables: tables(runs, comparisons),
+  };
+}
+
+async function measure({ target, connections, duration, warmup, quietWait, template, baseEnv, webhookKey, nextBody, logDir }) {
+  const database = await cloneDatabase(template, `${target}_c${connections}`);
+  const port = await freePort();
+  const logFile = join(logDir, `ingress-${target}-c${connections}.log`);
+  const env = { ...baseEnv, DATABASE_URL: databaseUrl(database), PORT: String(port) };
+  const child = target === 'daemon'
+    ? startService('node', ['dist/src/main.js', 'serve'], { cwd: ROOT, env, logFile })
+    : startService('node', [join(HERE, 'baseline-server.js')], { cwd: ROOT, env: { ...env, WEBHOOK_KEY: webhookKey, POOL_SIZE: '10' }, logFile });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await waitReady(child, `${base}/health/ready`);
+    await admin('CHECKPOINT');
+    // Others may share the machine (a test run...): give their burst a few seconds to end.
+    const busyBeforePct = quietWait > 0 ? await waitForQuiet({ maxWaitMs: quietWait * 1000, thresholdPct: 15 }) : null;
+    const load = { url: `${base}/webhooks/${webhookKey}`, connections, nextBody };
+    const warm = warmup > 0 ? await cannon({ ...load, duration: warmup }) : null;
+    const metricsBefore = target === 'daemon' ? await scrape(base) : null;
+    const pgPids = (await admin(`SELECT pid FROM pg_stat_activity
+      WHERE (datname = $1 AND pid <> pg_backend_pid()) OR backend_type NOT IN ('client backend', 'autovacuum worker')`, [database]))
+      .rows.map((row) => row.pid);
+    // The daemon's projector holds an advisory lock on its own connection: its backend's CPU is
+    // reported apart (the baseline has no projector).
+    const projectorPids = (await admin(`SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+      WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1 AND l.objid = $2`, [database, PROJECTOR_LOCK]))
+      .rows.map((row) => row.pid);
+    const finishCpu = sampleCpu(child.pid, pgPids, projectorPids);
+    const result = await cannon({ ...load, duration });
+    const cpu = finishCpu();
+    const metricsAfter = target === 'daemon' ? await scrape(base) : null;
+    const memory = memoryOf(child.pid);
+    const rows = Number((await query(database, 'SELECT count(*) AS n FROM event_log')).rows[0].n);
+    const accepted = (result.statusCodeStats['202']?.count ?? 0) + (warm?.statusCodeStats['202']?.count ?? 0);
+    const stopped = await stopService(child);
+    const logs = scanLog(logFile, target);
+    return {
+      target,
+      connections,
+      reqPerSec: result.requests.mean,
+      reqPerSecStddev: result.requests.stddev,
+      p50Ms: result.latency.p50,
+      p90Ms: result.latency.p90,
+      p99Ms: result.latency.p99,
+      maxMs: result.latency.max,
+      requests: result.requests.total,
+      statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, stats]) => [code, stats.count])),
+      non2xx: result.non2xx,
+      errors: result.errors,
+      timeouts: result.timeouts,
+      warmupRequests: warm?.requests.total ?? 0,
+      machineBusyBeforePct: busyBeforePct,
+      rowsInLog: rows,
+      accepted202IncludingWarmup: accepted,
+      // Requests still in flight when autocannon stops (up to `connections` per run) may be committed
+      // without their 202 being counted: rows may exceed the 202s by that much, never fall short.
+      rowsMatch: rows >= accepted && rows - accepted <= 2 * connections,
+      peakRssMiB: round(memory.peakRssMiB, 1),
+      cpu,
+      appendBatchSize: metricsAfter ? histogramDelta(metricsBefore, metricsAfter, 'menu_sync_event_append_batch_size') : null,
+      appendSeconds: metricsAfter ? histogramDelta(metricsBefore, metricsAfter, 'menu_sync_event_append_seconds') : null,
+      // The daemon also runs the projector (it reads the log back while ingress appends): where it stood.
+      gaugesAtEnd: metricsAfter ? gauges(metricsAfter, ['menu_sync_log_head_position', 'menu_sync_projection_position',
+        'menu_sync_projection_lag_events', 'menu_sync_parked_events']) : null,
+      exit: stopped,
+      logFile,
+      logWarnings: logs.warnings,
+      logErrors: logs.errors,
+      firstLogProblem: logs.first,
+    };
+  } catch (error) {
+    await stopService(child);
+    error.message += ` (${target}, ${connections} connections; log: ${logFile})`;
+    throw error;
+  } finally {
+    await dropDatabase(database);
+  }
+}
+
+/** One bounded autocannon run; every request carries a new event (a distinct data.id). */
+function cannon({ url, connections, duration, nextBody }) {
+  return autocannon({
+    url,
+    connections,
+    duration,
+    pipelining: 1,
+    timeout: 10,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    requests: [{ setupRequest: (request) => ({ ...request, body: nextBody() }) }],
+  });
+}
+
+async function scrape(base) {
+  const response = await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(5000) });
+  return response.ok ? await response.text() : '';
+}
+
+function gauges(text, names) {
+  const out = {};
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const name = names.find((n) => line.startsWith(`${n} `) || line.startsWith(`${n}{`));
+    if (name) out[line.slice(0, line.lastIndexOf(' '))] = Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return out;
+}
+
+function parseHistogram(text, name) {
+  const buckets = new Map();
+  let sum = 0;
+  let count = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name}_bucket{`)) {
+      const le = /le="([^"]+)"/.exec(line)?.[1];
+      buckets.set(le, Number(line.slice(line.lastIndexOf(' ') + 1)));
+    } else if (line.startsWith(`${name}_sum`)) {
+      sum = Number(line.slice(line.lastIndexOf(' ') + 1));
+    } else if (line.startsWith(`${name}_count`)) {
+      count = Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+  }
+  return { buckets, sum, count };
+}
+
+/** The histogram's observations made during the measured run: cumulative buckets, count, mean. */
+function histogramDelta(beforeText, afterText, name) {
+  const before = parseHistogram(beforeText ?? '', name);
+  const after = parseHistogram(afterText, name);
+  const buckets = {};
+  const order = (le) => (le === '+Inf' ? Infinity : Number(le));
+  for (const [le, value] of [...after.buckets].sort(([a], [b]) => order(a) - order(b))) {
+    buckets[le] = value - (before.buckets.get(le) ?? 0);
+  }
+  const count = after.count - before.count;
+  return { count, mean: count > 0 ? round((after.sum - before.sum) / count, 4) : null, cumulativeBuckets: buckets };
+}
+
+function scanLog(file, target) {
+  const result = { warnings: 0, errors: 0, first: null };
+  let text = '';
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return result;
+  }
+  if (target !== 'daemon') {
+    result.errors = text.split('\n').filter((line) => /error/i.test(line)).length;
+    return result;
+  }
+  for (const line of text.split('\n')) {
+    const warn = line.includes('"level":"warn"');
+    const error = line.includes('"level":"error"') || line.includes('"level":"fatal"');
+    if (warn) result.warnings++;
+    if (error) result.errors++;
+    if ((warn || error) && result.first === null) result.first = line.slice(0, 500);
+  }
+  return result;
+}
+
+/** What makes a measurement suspect: not ~all 202, rows not matching, logged problems, noise. */
+function problems(run) {
+  const out = [];
+  const accepted = run.statusCodes['202'] ?? 0;
+  if (accepted < 0.99 * run.requests) out.push(`only ${accepted} of ${run.requests} answers were 202: ${JSON.stringify(run.statusCodes)}`);
+  if (run.errors + run.timeouts > 0) out.push(`${run.errors} connection errors, ${run.timeouts} timeouts`);
+  if (!run.rowsMatch) out.push(`event_log holds ${run.rowsInLog} rows for ${run.accepted202IncludingWarmup} answers 202`);
+  if (run.logErrors + run.logWarnings > 0) out.push(`${run.logErrors} errors, ${run.logWarnings} warnings logged (${run.logFile}): ${run.firstLogProblem}`);
+  if (run.cpu.otherPct > 25) out.push(`other processes used ${run.cpu.otherPct} % of a core during the measurement: noisy`);
+  return out;
+}
+
+function compare(connections, runs) {
+  const daemon = runs.find((r) => r.target === 'daemon' && r.connections === connections);
+  const baseline = runs.find((r) => r.target === 'baseline' && r.connections === connections);
+  const ratio = round(daemon.reqPerSec / baseline.reqPerSec, 2);
+  const targeted = TARGET.connections.includes(connections);
+  const p99NoWorse = daemon.p99Ms <= baseline.p99Ms;
+  return { connections, ratio, daemonP99Ms: daemon.p99Ms, baselineP99Ms: baseline.p99Ms, p99NoWorse, targeted,
+    met: ratio >= TARGET.minRatio && p99NoWorse };
+}
+
+function tables(runs, comparisons) {
+  return [
+    {
+      title: 'ingress: POST /webhooks/{key}',
+      columns: ['target', 'conns', 'req/s', 'p50 ms', 'p99 ms', '202', 'non-2xx', 'errors', 'peak RSS MiB',
+        'CPU srv %', 'CPU pg %', '(projector)', 'CPU gen %', 'CPU other %', 'batch mean'],
+      rows: runs.map((r) => [r.target, r.connections, Math.round(r.reqPerSec), r.p50Ms, r.p99Ms,
+        r.statusCodes['202'] ?? 0, r.non2xx, r.errors + r.timeouts, r.peakRssMiB, r.cpu.serverPct, r.cpu.postgresPct,
+        r.target === 'daemon' ? r.cpu.postgresSubsetPct : '-', r.cpu.loadGeneratorPct, r.cpu.otherPct, r.appendBatchSize?.mean != null ? round(r.appendBatchSize.mean, 1) : '-']),
+    },
+    {
+      title: `ingress: daemon / baseline (target at ${TARGET.connections.join(' and ')} connections: >= ${TARGET.minRatio}x req/s, p99 no worse)`,
+      columns: ['conns', 'req/s ratio', 'p99 daemon ms', 'p99 baseline ms', 'target'],
+      rows: comparisons.map((c) => [c.connections, `${c.ratio}x`, c.daemonP99Ms, c.baselineP99Ms,
+        c.targeted ? (c.met ? 'met' : 'NOT met') : '(not targeted)']),
+    },
+  ];
+}
+
+function round(value, digits) {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+function log(line) {
+  process.stderr.write(`${line}\n`);
+}
