@@ -415,7 +415,7 @@ describe('POST /webhooks/{key} against the real daemon', () => {
     });
   });
 
-  describe('the webhook key in the logs (LOG_LEVEL=info)', () => {
+  describe('the webhook key in the logs (LOG_LEVEL=debug: every request is logged)', () => {
     it('is never written, though every delivery above logged its route /webhooks/:key', async () => {
       const routeLines = () => (app.process.logs.match(/"route":"\/webhooks\/:key"/g) ?? []).length;
       const before = routeLines();

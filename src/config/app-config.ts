@@ -153,6 +153,11 @@ export class AppConfig {
   @IsBoolean()
   MIGRATIONS_RUN = true;
 
+  /** Run the projector in this process (one daemon per database projects; others stand by). */
+  @Transform(bool)
+  @IsBoolean()
+  PROJECTOR_ENABLED = true;
+
   /** Connections in the daemon's PostgreSQL pool. */
   @Transform(int)
   @IsInt()

@@ -9,7 +9,10 @@ import { AppendResult, NewLogEntry } from './log-entry.js';
 export const LOG_APPENDED = 'event-log.appended';
 
 const MAX_IN_FLIGHT = 2;
+/** A second concurrent commit starts only for this many queued deliveries; fewer wait for the first. */
+const SECOND_COMMIT_MIN = 8;
 const MAX_BATCH = 500;
+const SWEEP_MS = 100;
 
 /** The append could not be confirmed (database down, timeout): nothing may be promised. */
 export class AppendUnconfirmedError extends Error {}
@@ -20,20 +23,26 @@ export class AppendRejectedError extends Error {}
 interface Pending {
   entry: NewLogEntry;
   enqueuedAt: bigint;
+  deadline: number;
+  settled: boolean;
   resolve: (result: AppendResult) => void;
   reject: (error: Error) => void;
 }
 
 /**
- * Group commit: an append starts a commit at once if fewer than two are in flight; otherwise it
- * waits and joins the next batch, which takes everything queued. No timer, so a lone delivery is
- * never delayed, and under load each commit carries many deliveries.
+ * Group commit: with nothing in flight, an append commits at once (a lone delivery is never
+ * delayed); while a commit is in flight, deliveries queue and the next batch takes them all. A
+ * second concurrent commit starts only when enough are queued, so commits are not wasted on
+ * single deliveries. No timer delays anything; one sweeping timer fails appends that outlive
+ * APPEND_TIMEOUT_MS (they may still commit: a retry then gets 200 duplicate).
  */
 @Injectable()
 export class AppendBatcher implements OnApplicationShutdown {
   private readonly logger = new Logger(AppendBatcher.name);
   private queue: Pending[] = [];
+  private readonly unsettled = new Set<Pending>();
   private inFlight = 0;
+  private sweeper?: NodeJS.Timeout;
   private idle?: () => void;
 
   constructor(
@@ -44,15 +53,14 @@ export class AppendBatcher implements OnApplicationShutdown {
   ) {}
 
   append(entry: NewLogEntry): Promise<AppendResult> {
-    const committed = new Promise<AppendResult>((resolve, reject) => {
-      this.queue.push({ entry, enqueuedAt: process.hrtime.bigint(), resolve, reject });
+    return new Promise<AppendResult>((resolve, reject) => {
+      const pending: Pending = { entry, enqueuedAt: process.hrtime.bigint(), deadline: Date.now() + this.config.APPEND_TIMEOUT_MS,
+        settled: false, resolve, reject };
+      this.queue.push(pending);
+      this.unsettled.add(pending);
+      this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS);
       this.flush();
     });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new AppendUnconfirmedError('append not confirmed in time')), this.config.APPEND_TIMEOUT_MS);
-    });
-    return Promise.race([committed, timeout]).finally(() => clearTimeout(timer));
   }
 
   /** Resolves once every queued append has settled. */
@@ -62,7 +70,7 @@ export class AppendBatcher implements OnApplicationShutdown {
   }
 
   private flush(): void {
-    while (this.inFlight < MAX_IN_FLIGHT && this.queue.length > 0) {
+    while (this.queue.length > 0 && (this.inFlight === 0 || (this.inFlight < MAX_IN_FLIGHT && this.queue.length >= SECOND_COMMIT_MIN))) {
       const batch = this.queue.splice(0, MAX_BATCH);
       this.inFlight++;
       void this.commit(batch).finally(() => {
@@ -79,11 +87,11 @@ export class AppendBatcher implements OnApplicationShutdown {
     } catch (error) {
       if (!isDataError(error)) {
         this.logger.warn({ msg: 'append failed', err: error, batch: batch.length });
-        for (const pending of batch) pending.reject(new AppendUnconfirmedError('the event log is unavailable'));
+        for (const pending of batch) this.fail(pending, new AppendUnconfirmedError('the event log is unavailable'));
         return;
       }
       if (batch.length === 1) {
-        batch[0].reject(new AppendRejectedError((error as Error).message));
+        this.fail(batch[0], new AppendRejectedError((error as Error).message));
         return;
       }
       // One bad entry fails the whole statement: commit the others one by one.
@@ -98,10 +106,33 @@ export class AppendBatcher implements OnApplicationShutdown {
     batch.forEach((pending, i) => {
       this.metrics.appendSeconds.observe(Number(now - pending.enqueuedAt) / 1e9);
       head = Math.max(head, results[i].position);
-      pending.resolve(results[i]);
+      if (this.done(pending)) pending.resolve(results[i]);
     });
     this.metrics.observeHead(head);
     if (results.some((result) => result.inserted)) this.events.emit(LOG_APPENDED, { head });
+  }
+
+  private fail(pending: Pending, error: Error): void {
+    if (this.done(pending)) pending.reject(error);
+  }
+
+  /** Marks a pending append settled; false if it already was (timed out). */
+  private done(pending: Pending): boolean {
+    if (pending.settled) return false;
+    pending.settled = true;
+    this.unsettled.delete(pending);
+    if (this.unsettled.size === 0 && this.sweeper) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+    }
+    return true;
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const pending of this.unsettled) {
+      if (pending.deadline <= now) this.fail(pending, new AppendUnconfirmedError('append not confirmed in time'));
+    }
   }
 }
 

@@ -1,14 +1,35 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import pg from 'pg';
 import { DataSource } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
 import { AppendResult, LogCheckpoint, LogEntry, LogEntrySummary, LogFilter, LogPage, NewLogEntry } from './log-entry.js';
 
 const COLUMNS = [
   'event_id', 'event_type', 'subject_type', 'subject_id', 'owner_id', 'occurred_at', 'event_seq', 'source',
   'handled', 'received_at', 'key_id', 'content_type', 'payload', 'raw_body', 'sha256',
 ] as const;
-const CASTS = ['text', 'text', 'text', 'text', 'text', 'timestamptz', 'numeric', 'text', 'boolean', 'timestamptz',
+const ARRAY_TYPES = ['text', 'text', 'text', 'text', 'text', 'timestamptz', 'numeric', 'text', 'boolean', 'timestamptz',
   'text', 'text', 'json', 'bytea', 'bytea'];
+
+/**
+ * One statement whose text never changes (a named prepared statement: parsed and planned once per
+ * connection), taking the batch as one array per column.
+ */
+const APPEND: Omit<pg.QueryConfig, 'values'> = {
+  name: 'menu_sync_append',
+  text: `INSERT INTO event_log (${COLUMNS.join(', ')})
+         SELECT ${COLUMNS.join(', ')}
+           FROM unnest(${ARRAY_TYPES.map((type, i) => `$${i + 1}::${type}[]`).join(', ')})
+                WITH ORDINALITY AS input (${COLUMNS.join(', ')}, ord)
+          ORDER BY ord
+         ON CONFLICT (event_id) DO NOTHING
+         RETURNING event_id, position`,
+};
+const POSITIONS: Omit<pg.QueryConfig, 'values'> = {
+  name: 'menu_sync_positions',
+  text: `SELECT event_id, position FROM event_log WHERE event_id = ANY($1::text[])`,
+};
 
 const SUMMARY = `position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at, received_at, source, handled`;
 /** Text casts below keep their column names: ORDER BY must name the table's columns (`e.`), or it sorts the text. */
@@ -26,45 +47,36 @@ export class EventLogRepository {
     const unique = new Map<string, NewLogEntry>();
     for (const entry of entries) if (!unique.has(entry.eventId)) unique.set(entry.eventId, entry);
     const rows = [...unique.values()];
-    const params: unknown[] = [];
-    const values = rows.map((entry, row) => {
-      const fields = [entry.eventId, entry.eventType, entry.subjectType, entry.subjectId, entry.ownerId,
-        entry.occurredAt, entry.eventSeq, entry.source, entry.handled, entry.receivedAt, entry.keyId,
-        entry.contentType, entry.payload, entry.rawBody, entry.sha256];
-      params.push(row, ...fields);
-      const base = row * (fields.length + 1);
-      return `($${base + 1}::int, ${fields.map((_, i) => `$${base + i + 2}::${CASTS[i]}`).join(', ')})`;
+    const column = <T>(pick: (entry: NewLogEntry) => T) => rows.map(pick);
+    const inserted = await this.pool.query<{ event_id: string; position: string }>({
+      ...APPEND,
+      values: [
+        column((e) => e.eventId), column((e) => e.eventType), column((e) => e.subjectType), column((e) => e.subjectId),
+        column((e) => e.ownerId), column((e) => e.occurredAt), column((e) => e.eventSeq), column((e) => e.source),
+        column((e) => e.handled), column((e) => e.receivedAt), column((e) => e.keyId), column((e) => e.contentType),
+        column((e) => e.payload), column((e) => e.rawBody), column((e) => e.sha256),
+      ],
     });
-    const found: Array<{ event_id: string; position: string; inserted: boolean }> = await this.dataSource.query(
-      `WITH input (ord, ${COLUMNS.join(', ')}) AS (VALUES ${values.join(', ')}),
-       inserted AS (
-         INSERT INTO event_log (${COLUMNS.join(', ')})
-         SELECT ${COLUMNS.join(', ')} FROM input ORDER BY ord
-         ON CONFLICT (event_id) DO NOTHING
-         RETURNING event_id, position)
-       SELECT event_id, position, true AS inserted FROM inserted
-       UNION ALL
-       SELECT e.event_id, e.position, false FROM event_log e
-        WHERE e.event_id IN (SELECT event_id FROM input)
-          AND e.event_id NOT IN (SELECT event_id FROM inserted)`,
-      params,
-    );
-    const byId = new Map(found.map((row) => [row.event_id, row]));
-    // A copy committed by a concurrent transaction while this statement ran is invisible to its snapshot.
+    const byId = new Map(inserted.rows.map((row) => [row.event_id, { position: row.position, inserted: true }]));
+    // Already in the log, or committed by a concurrent append while this one waited on the conflict.
     const missing = rows.filter((entry) => !byId.has(entry.eventId)).map((entry) => entry.eventId);
     if (missing.length > 0) {
-      const late: Array<{ event_id: string; position: string }> = await this.dataSource.query(
-        `SELECT event_id, position FROM event_log WHERE event_id = ANY($1::text[])`, [missing]);
-      for (const row of late) byId.set(row.event_id, { ...row, inserted: false });
+      const found = await this.pool.query<{ event_id: string; position: string }>({ ...POSITIONS, values: [missing] });
+      for (const row of found.rows) byId.set(row.event_id, { position: row.position, inserted: false });
     }
     const reported = new Set<string>();
     return entries.map((entry) => {
       const row = byId.get(entry.eventId);
       if (!row) throw new Error(`append did not confirm event ${entry.eventId}`);
-      const inserted = row.inserted && !reported.has(entry.eventId);
+      const first = row.inserted && !reported.has(entry.eventId);
       reported.add(entry.eventId);
-      return { eventId: entry.eventId, position: Number(row.position), inserted };
+      return { eventId: entry.eventId, position: Number(row.position), inserted: first };
     });
+  }
+
+  /** The pg pool behind the data source: the append path skips TypeORM's query runner. */
+  private get pool(): pg.Pool {
+    return (this.dataSource.driver as PostgresDriver).master as pg.Pool;
   }
 
   /**

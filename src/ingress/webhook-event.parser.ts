@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { TextDecoder } from 'node:util';
 import { isSpecEventName } from '../config/event-names.js';
 
 /** What a valid delivery contributes to its log entry. */
@@ -44,12 +45,26 @@ export function mediaCharset(contentType: string | undefined): string {
     .map((param) => param.trim().split('='))
     .find(([name]) => name.trim().toLowerCase() === 'charset')?.[1];
   const label = charset?.trim().replace(/^"|"$/g, '').toLowerCase() ?? 'utf-8';
-  try {
-    new TextDecoder(label);
-  } catch {
+  if (decoder(label) === undefined) {
     throw new DeliveryRejection(415, 'content-type', `charset ${JSON.stringify(label.slice(0, 40))} is not supported`);
   }
   return label;
+}
+
+const decoders = new Map<string, TextDecoder>();
+
+/** A fatal decoder per charset label, built once (decoding without `stream` keeps no state). */
+function decoder(label: string): TextDecoder | undefined {
+  let found = decoders.get(label);
+  if (found === undefined) {
+    try {
+      found = new TextDecoder(label, { fatal: true });
+    } catch {
+      return undefined;
+    }
+    if (decoders.size < 64) decoders.set(label, found);
+  }
+  return found;
 }
 
 /**
@@ -60,7 +75,7 @@ export function parseDelivery(body: Buffer, contentType: string | undefined): Pa
   const charset = mediaCharset(contentType);
   let text: string;
   try {
-    text = new TextDecoder(charset, { fatal: true }).decode(body);
+    text = decoder(charset)!.decode(body);
   } catch {
     throw new DeliveryRejection(400, 'body', `the body is not valid ${charset}`);
   }

@@ -4,6 +4,7 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import type { LogEntry, NewLogEntry } from '../event-log/log-entry.js';
+import { loadConfig } from '../config/app-config.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { fold, ResourceState } from './evolve.js';
 import { toWebhookEvent } from './from-log-entry.js';
@@ -194,7 +195,8 @@ describe('projection (PostgreSQL)', () => {
     async function daemon(): Promise<{ dataSource: DataSource; projector: ProjectorService }> {
       const dataSource = await openDataSource(database.url, 4);
       sources.push(dataSource);
-      const projector = new ProjectorService(dataSource, new ProjectionRepository(dataSource), new MetricsService());
+      const projector = new ProjectorService(dataSource, new ProjectionRepository(dataSource), new MetricsService(),
+        loadConfig({}));
       projector.onApplicationBootstrap();
       return { dataSource, projector };
     }

@@ -2,6 +2,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap }
 import { OnEvent } from '@nestjs/event-emitter';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
+import { AppConfig } from '../config/app-config.js';
 import { LOG_APPENDED } from '../event-log/append-batcher.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS } from './projection-definitions.js';
@@ -11,10 +12,12 @@ import { ProjectionRepository } from './projection.repository.js';
 export const PROJECTOR_LOCK = 7_260_002;
 const PAGE_SIZE = 5000;
 const POLL_MS = 1000;
+/** After a partial page, deliveries gather this long into the next one (bounds freshness, saves CPU). */
+const COALESCE_MS = 50;
 const STANDBY_POLL_MS = 2000;
 const RETRY_MS = 1000;
 
-export type ProjectorState = 'starting' | 'running' | 'standby' | 'stopped' | 'failing';
+export type ProjectorState = 'starting' | 'running' | 'standby' | 'stopped' | 'failing' | 'disabled';
 
 /**
  * The catch-up loop. It holds a session advisory lock on a dedicated connection and applies every
@@ -36,9 +39,14 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: ProjectionRepository,
     private readonly metrics: MetricsService,
+    private readonly config: AppConfig,
   ) {}
 
   onApplicationBootstrap(): void {
+    if (!this.config.PROJECTOR_ENABLED) {
+      this.state = 'disabled';
+      return;
+    }
     this.loop = this.run();
   }
 
@@ -46,7 +54,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     this.stopping = true;
     this.wake?.();
     await this.loop;
-    this.state = 'stopped';
+    if (this.state !== 'disabled') this.state = 'stopped';
   }
 
   @OnEvent(LOG_APPENDED)
@@ -77,7 +85,12 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
         this.state = 'running';
         while (!this.stopping) {
           this.pendingWake = false;
-          if ((await this.applyAll()) === 0 && !this.pendingWake) await this.sleep(POLL_MS);
+          const applied = await this.applyAll();
+          if (applied === 0) {
+            if (!this.pendingWake) await this.sleep(POLL_MS);
+          } else if (applied < PAGE_SIZE) {
+            await new Promise((resolve) => setTimeout(resolve, COALESCE_MS));
+          }
         }
       } catch (error) {
         this.state = 'failing';

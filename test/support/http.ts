@@ -36,7 +36,7 @@ export async function startDaemon(env: Record<string, string> = {}): Promise<Run
         WEBHOOK_KEYS: WEBHOOK_KEY,
         API_TOKENS: API_TOKEN,
         HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
+        LOG_LEVEL: 'debug',
         RECONCILE_CRON: 'off',
         ...env,
       },
