@@ -11,6 +11,8 @@ import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
 import { createValidationPipe } from './common/validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
+import { registerIngressRoute } from './ingress/ingress.route.js';
+import { IngressService } from './ingress/ingress.service.js';
 import { MetricsService } from './observability/metrics.service.js';
 import { PinoNestLogger } from './observability/logger.js';
 import { requestContext } from './observability/request-context.js';
@@ -50,6 +52,7 @@ export async function createHttpApp({ config, databaseUrl, logger }: HttpAppOpti
     .build());
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   await app.init();
+  registerIngressRoute(app.getHttpAdapter().getInstance(), app.get(IngressService));
   return app;
 }
 

@@ -12,13 +12,16 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const reply = http.getResponse<FastifyReply>();
     const request = http.getRequest<FastifyRequest>();
-    const body = toProblem(error);
-    if (body.status >= 500) {
-      this.logger.error({ err: error, reqId: request.id, route: request.routeOptions?.url }, 'request failed');
-    }
-    if (error instanceof ServiceUnavailableError) reply.header('Retry-After', String(error.retryAfterSeconds));
-    reply.status(body.status).header('Content-Type', PROBLEM_CONTENT_TYPE).send(body);
+    sendProblem(reply, request, error, this.logger);
   }
+}
+
+/** Answers an error as problem+json (with Retry-After for a transient fault). */
+export function sendProblem(reply: FastifyReply, request: FastifyRequest, error: unknown, logger: Logger): FastifyReply {
+  const body = toProblem(error);
+  if (body.status >= 500) logger.error({ err: error, reqId: request.id, route: request.routeOptions?.url }, 'request failed');
+  if (error instanceof ServiceUnavailableError) reply.header('Retry-After', String(error.retryAfterSeconds));
+  return reply.status(body.status).header('Content-Type', PROBLEM_CONTENT_TYPE).send(body);
 }
 
 export function toProblem(error: unknown): ProblemDetails {

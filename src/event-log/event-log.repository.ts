@@ -14,13 +14,17 @@ const ARRAY_TYPES = ['text', 'text', 'text', 'text', 'text', 'timestamptz', 'num
 
 /**
  * One statement whose text never changes (a named prepared statement: parsed and planned once per
- * connection), taking the batch as one array per column.
+ * connection), taking the batch as one array per column, zipped by ROWS FROM. The payloads travel
+ * as one JSON array joined from their texts: node-pg would otherwise escape every character of
+ * every payload into an array literal. json_array_elements gives each element's text verbatim
+ * (without surrounding whitespace, which the parser keeps in raw_body when a body has any).
  */
 const APPEND: Omit<pg.QueryConfig, 'values'> = {
   name: 'menu_sync_append',
   text: `INSERT INTO event_log (${COLUMNS.join(', ')})
          SELECT ${COLUMNS.join(', ')}
-           FROM unnest(${ARRAY_TYPES.map((type, i) => `$${i + 1}::${type}[]`).join(', ')})
+           FROM ROWS FROM (${COLUMNS.map((column, i) => column === 'payload'
+             ? `json_array_elements($${i + 1}::json)` : `unnest($${i + 1}::${ARRAY_TYPES[i]}[])`).join(', ')})
                 WITH ORDINALITY AS input (${COLUMNS.join(', ')}, ord)
           ORDER BY ord
          ON CONFLICT (event_id) DO NOTHING
@@ -54,7 +58,7 @@ export class EventLogRepository {
         column((e) => e.eventId), column((e) => e.eventType), column((e) => e.subjectType), column((e) => e.subjectId),
         column((e) => e.ownerId), column((e) => e.occurredAt), column((e) => e.eventSeq), column((e) => e.source),
         column((e) => e.handled), column((e) => e.receivedAt), column((e) => e.keyId), column((e) => e.contentType),
-        column((e) => e.payload), column((e) => e.rawBody), column((e) => e.sha256),
+        `[${column((e) => e.payload).join(',')}]`, column((e) => e.rawBody), column((e) => e.sha256),
       ],
     });
     const byId = new Map(inserted.rows.map((row) => [row.event_id, { position: row.position, inserted: true }]));

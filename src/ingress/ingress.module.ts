@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { EventLogModule } from '../event-log/event-log.module.js';
-import { IngressController } from './ingress.controller.js';
 import { IngressService } from './ingress.service.js';
 import { QuarantineRepository } from './quarantine.repository.js';
 import { WebhookKeyRegistry } from './webhook-key.registry.js';
@@ -10,8 +9,8 @@ import { QuarantineService } from './quarantine.service.js';
 
 @Module({
   imports: [EventLogModule],
-  controllers: [IngressController, QuarantineController],
+  controllers: [QuarantineController],
   providers: [IngressService, QuarantineService, QuarantineRepository, WebhookKeyRegistry, WebhookKeyRepository],
-  exports: [WebhookKeyRegistry, WebhookKeyRepository],
+  exports: [IngressService, WebhookKeyRegistry, WebhookKeyRepository],
 })
 export class IngressModule {}

@@ -79,8 +79,10 @@ export function parseDelivery(body: Buffer, contentType: string | undefined): Pa
   } catch {
     throw new DeliveryRejection(400, 'body', `the body is not valid ${charset}`);
   }
+  // The bytes are stored once, as the payload text, when that text re-encodes to exactly them:
+  // UTF-8 without a BOM, and no whitespace around the document (the log stores it trimmed).
   const exact = (charset === 'utf-8' || charset === 'utf8' || charset === 'unicode-1-1-utf-8')
-    && !body.subarray(0, 3).equals(UTF8_BOM);
+    && !body.subarray(0, 3).equals(UTF8_BOM) && !/^[ \t\n\r]|[ \t\n\r]$/.test(text);
   let document: unknown;
   try {
     document = JSON.parse(text);
