@@ -20,6 +20,14 @@ const ROOT = join(HERE, '..');
 
 export const description = 'POST /webhooks/{key}: daemon vs bare http + one INSERT per request';
 
+/**
+ * What is measured: the whole daemon (its projector applying the appended events in the same
+ * process and database), the daemon with PROJECTOR_ENABLED=false (projection run by another
+ * daemon: the ingress-only deployment), and the bare baseline.
+ */
+const TARGETS = ['daemon', 'ingest-only', 'baseline'];
+const DAEMON_ENV = { daemon: {}, 'ingest-only': { PROJECTOR_ENABLED: 'false' } };
+
 /** The product target: at these connection counts, >= 1.5x the baseline's req/s with a p99 no worse. */
 const TARGET = { connections: [50, 200], minRatio: 1.5 };
 
@@ -45,7 +53,7 @@ export async function run({ connections = defaults.connections, duration = defau
   const runs = [];
   try {
     for (const c of connections) {
-      for (const target of ['daemon', 'baseline']) {
+      for (const target of TARGETS) {
         const result = await measure({ target, connections: c, duration, warmup, quietWait, template, baseEnv, webhookKey, nextBody, logDir });
         runs.push(result);
         for (const problem of problems(result)) log(`  WARNING ${target} c=${c}: ${problem}`);
@@ -58,14 +66,14 @@ export async function run({ connections = defaults.connections, duration = defau
   } finally {
     await dropDatabase(template);
   }
-  const comparisons = connections.map((c) => compare(c, runs));
+  const comparisons = TARGETS.filter((t) => t !== 'baseline').flatMap((t) => connections.map((c) => compare(c, runs, t)));
   return {
     settings: { connections, durationSeconds: duration, warmupSeconds: warmup, bodyBytes: sampleSize, pipelining: 1,
       daemon: 'node dist/src/main.js serve (LOG_LEVEL=info, defaults otherwise: DATABASE_POOL_SIZE=10)',
       baseline: 'bench/baseline-server.js (node:http, pg.Pool max 10, one INSERT per request)' },
     runs,
     comparisons,
-    targetMet: comparisons.filter((row) => row.targeted).every((row) => row.met),
+    targetMet: comparisons.filter((row) => row.targeted && row.target === 'daemon').every((row) => row.met),
     tables: tables(runs, comparisons),
   };
 }
@@ -75,8 +83,8 @@ async function measure({ target, connections, duration, warmup, quietWait, templ
   const port = await freePort();
   const logFile = join(logDir, `ingress-${target}-c${connections}.log`);
   const env = { ...baseEnv, DATABASE_URL: databaseUrl(database), PORT: String(port) };
-  const child = target === 'daemon'
-    ? startService('node', ['dist/src/main.js', 'serve'], { cwd: ROOT, env, logFile })
+  const child = target !== 'baseline'
+    ? startService('node', ['dist/src/main.js', 'serve'], { cwd: ROOT, env: { ...env, ...DAEMON_ENV[target] }, logFile })
     : startService('node', [join(HERE, 'baseline-server.js')], { cwd: ROOT, env: { ...env, WEBHOOK_KEY: webhookKey, POOL_SIZE: '10' }, logFile });
   const base = `http://127.0.0.1:${port}`;
   try {
@@ -86,7 +94,7 @@ async function measure({ target, connections, duration, warmup, quietWait, templ
     const busyBeforePct = quietWait > 0 ? await waitForQuiet({ maxWaitMs: quietWait * 1000, thresholdPct: 15 }) : null;
     const load = { url: `${base}/webhooks/${webhookKey}`, connections, nextBody };
     const warm = warmup > 0 ? await cannon({ ...load, duration: warmup }) : null;
-    const metricsBefore = target === 'daemon' ? await scrape(base) : null;
+    const metricsBefore = target !== 'baseline' ? await scrape(base) : null;
     const pgPids = (await admin(`SELECT pid FROM pg_stat_activity
       WHERE (datname = $1 AND pid <> pg_backend_pid()) OR backend_type NOT IN ('client backend', 'autovacuum worker')`, [database]))
       .rows.map((row) => row.pid);
@@ -98,7 +106,7 @@ async function measure({ target, connections, duration, warmup, quietWait, templ
     const finishCpu = sampleCpu(child.pid, pgPids, projectorPids);
     const result = await cannon({ ...load, duration });
     const cpu = finishCpu();
-    const metricsAfter = target === 'daemon' ? await scrape(base) : null;
+    const metricsAfter = target !== 'baseline' ? await scrape(base) : null;
     const memory = memoryOf(child.pid);
     const rows = Number((await query(database, 'SELECT count(*) AS n FROM event_log')).rows[0].n);
     const accepted = (result.statusCodeStats['202']?.count ?? 0) + (warm?.statusCodeStats['202']?.count ?? 0);
@@ -214,7 +222,7 @@ function scanLog(file, target) {
   } catch {
     return result;
   }
-  if (target !== 'daemon') {
+  if (target === 'baseline') {
     result.errors = text.split('\n').filter((line) => /error/i.test(line)).length;
     return result;
   }
@@ -240,13 +248,13 @@ function problems(run) {
   return out;
 }
 
-function compare(connections, runs) {
-  const daemon = runs.find((r) => r.target === 'daemon' && r.connections === connections);
+function compare(connections, runs, target) {
+  const daemon = runs.find((r) => r.target === target && r.connections === connections);
   const baseline = runs.find((r) => r.target === 'baseline' && r.connections === connections);
   const ratio = round(daemon.reqPerSec / baseline.reqPerSec, 2);
   const targeted = TARGET.connections.includes(connections);
   const p99NoWorse = daemon.p99Ms <= baseline.p99Ms;
-  return { connections, ratio, daemonP99Ms: daemon.p99Ms, baselineP99Ms: baseline.p99Ms, p99NoWorse, targeted,
+  return { target, connections, ratio, daemonP99Ms: daemon.p99Ms, baselineP99Ms: baseline.p99Ms, p99NoWorse, targeted,
     met: ratio >= TARGET.minRatio && p99NoWorse };
 }
 
@@ -258,12 +266,12 @@ function tables(runs, comparisons) {
         'CPU srv %', 'CPU pg %', '(projector)', 'CPU gen %', 'CPU other %', 'batch mean'],
       rows: runs.map((r) => [r.target, r.connections, Math.round(r.reqPerSec), r.p50Ms, r.p99Ms,
         r.statusCodes['202'] ?? 0, r.non2xx, r.errors + r.timeouts, r.peakRssMiB, r.cpu.serverPct, r.cpu.postgresPct,
-        r.target === 'daemon' ? r.cpu.postgresSubsetPct : '-', r.cpu.loadGeneratorPct, r.cpu.otherPct, r.appendBatchSize?.mean != null ? round(r.appendBatchSize.mean, 1) : '-']),
+        r.target !== 'baseline' ? r.cpu.postgresSubsetPct : '-', r.cpu.loadGeneratorPct, r.cpu.otherPct, r.appendBatchSize?.mean != null ? round(r.appendBatchSize.mean, 1) : '-']),
     },
     {
       title: `ingress: daemon / baseline (target at ${TARGET.connections.join(' and ')} connections: >= ${TARGET.minRatio}x req/s, p99 no worse)`,
-      columns: ['conns', 'req/s ratio', 'p99 daemon ms', 'p99 baseline ms', 'target'],
-      rows: comparisons.map((c) => [c.connections, `${c.ratio}x`, c.daemonP99Ms, c.baselineP99Ms,
+      columns: ['daemon', 'conns', 'req/s ratio', 'p99 daemon ms', 'p99 baseline ms', 'target'],
+      rows: comparisons.map((c) => [c.target, c.connections, `${c.ratio}x`, c.daemonP99Ms, c.baselineP99Ms,
         c.targeted ? (c.met ? 'met' : 'NOT met') : '(not targeted)']),
     },
   ];
