@@ -8,6 +8,7 @@ import { IngressModule } from './ingress/ingress.module.js';
 import { MenuModule } from './menu/menu.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { ProjectionModule } from './projection/projection.module.js';
+import { ReplayModule } from './replay/replay.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 
 export interface AppModuleOptions {
@@ -30,6 +31,7 @@ export class AppModule {
         ProjectionModule,
         MenuModule,
         OrdersModule,
+        ReplayModule,
       ],
     };
   }

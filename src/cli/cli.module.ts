@@ -3,6 +3,8 @@ import { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
 import { ROOT_LOGGER, RootLogger } from './cli-context.js';
 import { MigrateCommand } from './migrate.command.js';
+import { ReplayCommand } from './replay.command.js';
+import { VerifyCommand } from './verify.command.js';
 import { ServeCommand } from './serve.command.js';
 
 /** The command-line entry: only the commands and what they need, no database until a command opens one. */
@@ -12,7 +14,7 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [ConfigModule.forRoot(config)],
-      providers: [{ provide: ROOT_LOGGER, useValue: rootLogger }, ServeCommand, MigrateCommand],
+      providers: [{ provide: ROOT_LOGGER, useValue: rootLogger }, ServeCommand, MigrateCommand, ReplayCommand, VerifyCommand],
     };
   }
 }

@@ -61,6 +61,18 @@ export class EmbeddedPostgres {
     return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/menu_sync`;
   }
 
+  /**
+   * The URL of the PostgreSQL a running daemon started on this DATA_DIR, or null: commands such as
+   * replay attach to it rather than starting (or, worse, stopping) one of their own.
+   */
+  static async running(dataDir: string): Promise<string | null> {
+    const directory = path.resolve(dataDir);
+    const postmaster = await livePostmaster(path.join(directory, 'postgres'));
+    if (postmaster === null) return null;
+    const password = await localSecret(directory, 'postgres.password', 24);
+    return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${postmaster.port}/menu_sync`;
+  }
+
   async stop(): Promise<void> {
     await this.instance?.stop();
     this.instance = undefined;
@@ -89,18 +101,35 @@ async function allowTraversal(dir: string): Promise<void> {
   if ((mode & 0o001) === 0) await chmod(dir, mode | 0o011);
 }
 
+interface Postmaster {
+  pid: number;
+  port: number;
+}
+
+/** The postmaster running on this data directory (checked by its command line: pid files go stale). */
+async function livePostmaster(databaseDir: string): Promise<Postmaster | null> {
+  const lines = await readFile(path.join(databaseDir, 'postmaster.pid'), 'utf8').then((text) => text.split('\n'), () => []);
+  const pid = Number(lines[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !isAlive(pid)) return null;
+  const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  if (!commandLine.split('\0').includes(databaseDir)) return null;
+  return { pid, port: Number(lines[3]) };
+}
+
 /**
- * A PostgreSQL left running by a daemon that was killed holds the data directory: stop it — but
- * only if that pid really is a postmaster of this directory (after a reboot the pid file is stale
- * and its number may belong to anything); otherwise PostgreSQL handles the stale file itself.
+ * A PostgreSQL left running by a daemon that was killed holds the data directory: stop it. One
+ * whose parent is still a running menu-sync belongs to another daemon on this DATA_DIR: refuse.
  */
 async function stopOrphan(databaseDir: string, logger: Logger): Promise<void> {
-  const pidFile = path.join(databaseDir, 'postmaster.pid');
-  if (!existsSync(pidFile)) return;
-  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !isAlive(pid)) return;
-  const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-  if (!commandLine.split('\0').includes(databaseDir)) return;
+  const postmaster = await livePostmaster(databaseDir);
+  if (postmaster === null) return;
+  const { pid } = postmaster;
+  const parent = Number((await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).split(') ')[1]?.split(' ')[1]);
+  const parentCommand = Number.isInteger(parent) && parent > 1
+    ? await readFile(`/proc/${parent}/cmdline`, 'utf8').catch(() => '') : '';
+  if (/menu-sync|main\.js/.test(parentCommand)) {
+    throw new Error(`another menu-sync daemon (pid ${parent}) is running on ${databaseDir}`);
+  }
   logger.warn(`stopping PostgreSQL left running by an earlier daemon (pid ${pid})`);
   process.kill(pid, 'SIGINT');
   const deadline = Date.now() + 15000;

@@ -6,6 +6,8 @@ export interface ProjectionDefinition {
   name: ProjectionName;
   /** The schema holding the projection's tables, checkpoint and parked events. */
   schema: string;
+  /** Identifies the projection in its advisory locks. */
+  lockKey: number;
   tables: Array<{ type: ResourceType; table: string }>;
   /**
    * SQL selecting this projection's resource changes from the entries of `event_log e` matching
@@ -34,6 +36,7 @@ const included = `CASE WHEN jsonb_typeof(parsed.doc -> 'included') = 'array' THE
 export const MENU_PROJECTION: ProjectionDefinition = {
   name: 'menu',
   schema: 'proj_menu',
+  lockKey: 1,
   tables: [
     { type: 'collection', table: 'collections' },
     { type: 'product', table: 'products' },
@@ -61,6 +64,7 @@ export const MENU_PROJECTION: ProjectionDefinition = {
 export const ORDERS_PROJECTION: ProjectionDefinition = {
   name: 'orders',
   schema: 'proj_orders',
+  lockKey: 2,
   tables: [
     { type: 'order', table: 'orders' },
     { type: 'order_product', table: 'order_products' },

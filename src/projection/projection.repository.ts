@@ -20,6 +20,8 @@ export interface ProjectionStatus {
 
 const VERSION = (alias: string, prefix = '') => `(${alias}.${prefix}occurred_at, ${alias}.${prefix}event_seq, ${alias}.${prefix}event_id)`;
 const NEWEST_FIRST = 'ORDER BY id, occurred_at DESC, event_seq DESC, event_id DESC';
+/** First key of the two-key advisory locks taken per projection (the second is its lockKey). */
+const PROJECTION_LOCK_SPACE = 7_260_100;
 
 /**
  * Applies the event log to a projection's tables inside PostgreSQL, page by page: the page's
@@ -47,44 +49,62 @@ export class ProjectionRepository {
   }
 
   /**
-   * Applies up to `limit` log entries after the checkpoint, gap-safely (see EventLogRepository.readAfter).
-   * An entry that cannot be applied is parked with its error and the rest of the page still applies.
+   * Applies up to `limit` log entries after the checkpoint in its own transaction. A live page
+   * (schema = the projection's own) first takes the projection's transaction lock, so a rebuild
+   * swapping the schema (see RebuildService) never interleaves with it.
    */
-  async applyPage(runner: QueryRunner, projection: ProjectionDefinition, limit: number, schema = projection.schema): Promise<PageResult> {
+  async applyPage(runner: QueryRunner, projection: ProjectionDefinition, limit: number, schema = projection.schema,
+    until?: LogCheckpoint): Promise<PageResult> {
     await runner.startTransaction();
     try {
-      const from = await this.checkpoint(runner, projection, schema);
-      const keys: Array<{ transaction_id: string; position: string }> = await runner.query(
-        `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position FROM event_log e
-          WHERE (e.transaction_id, e.position) > ($1::xid8, $2::bigint)
-            AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-          ORDER BY e.transaction_id, e.position LIMIT $3`, [from.transactionId, from.position, limit]);
-      if (keys.length === 0) {
-        await runner.commitTransaction();
-        return { entries: 0, parked: 0, checkpoint: from };
-      }
-      const last = keys[keys.length - 1];
-      const to: LogCheckpoint = { transactionId: last.transaction_id, position: last.position };
-      let parked = 0;
-      await runner.query('SAVEPOINT page');
-      try {
-        parked = await this.applyRange(runner, projection, schema, from, to);
-        await runner.query('RELEASE SAVEPOINT page');
-      } catch {
-        await runner.query('ROLLBACK TO SAVEPOINT page');
-        parked = await this.applyOneByOne(runner, projection, schema, from, keys);
-      }
-      const moved = await runner.query(
-        `UPDATE ${schema}.checkpoint SET transaction_id = $3::xid8, position = $4, applied = applied + $5, updated_at = now()
-          WHERE transaction_id = $1::xid8 AND position = $2`,
-        [from.transactionId, from.position, to.transactionId, to.position, keys.length], true);
-      if (moved.affected !== 1) throw new Error(`the ${projection.name} checkpoint moved under this projector`);
+      if (schema === projection.schema) await this.lockLive(runner, projection);
+      const page = await this.applyPageInTransaction(runner, projection, limit, schema, until);
       await runner.commitTransaction();
-      return { entries: keys.length, parked, checkpoint: to };
+      return page;
     } catch (error) {
       if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
       throw error;
     }
+  }
+
+  /** Serialises live pages of a projection with a swap of its schema; held until the transaction ends. */
+  async lockLive(runner: QueryRunner, projection: ProjectionDefinition): Promise<void> {
+    await runner.query('SELECT pg_advisory_xact_lock($1, $2)', [PROJECTION_LOCK_SPACE, projection.lockKey]);
+  }
+
+  /**
+   * Applies up to `limit` entries after the checkpoint of `schema` (and not beyond `until`), gap-safely
+   * (see EventLogRepository.readAfter), within the caller's transaction. An entry that cannot be
+   * applied is parked with its error and the rest of the page still applies.
+   */
+  async applyPageInTransaction(runner: QueryRunner, projection: ProjectionDefinition, limit: number, schema: string,
+    until?: LogCheckpoint): Promise<PageResult> {
+    const from = await this.checkpoint(runner, projection, schema);
+    const bound = until === undefined ? '' : 'AND (e.transaction_id, e.position) <= ($4::xid8, $5::bigint)';
+    const keys: Array<{ transaction_id: string; position: string }> = await runner.query(
+      `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position FROM event_log e
+        WHERE (e.transaction_id, e.position) > ($1::xid8, $2::bigint)
+          AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot()) ${bound}
+        ORDER BY e.transaction_id, e.position LIMIT $3`,
+      [from.transactionId, from.position, limit, ...(until === undefined ? [] : [until.transactionId, until.position])]);
+    if (keys.length === 0) return { entries: 0, parked: 0, checkpoint: from };
+    const last = keys[keys.length - 1];
+    const to: LogCheckpoint = { transactionId: last.transaction_id, position: last.position };
+    let parked = 0;
+    await runner.query('SAVEPOINT page');
+    try {
+      parked = await this.applyRange(runner, projection, schema, from, to);
+      await runner.query('RELEASE SAVEPOINT page');
+    } catch {
+      await runner.query('ROLLBACK TO SAVEPOINT page');
+      parked = await this.applyOneByOne(runner, projection, schema, from, keys);
+    }
+    const moved = await runner.query(
+      `UPDATE ${schema}.checkpoint SET transaction_id = $3::xid8, position = $4, applied = applied + $5, updated_at = now()
+        WHERE transaction_id = $1::xid8 AND position = $2`,
+      [from.transactionId, from.position, to.transactionId, to.position, keys.length], true);
+    if (moved.affected !== 1) throw new Error(`the ${projection.name} checkpoint moved under this projector`);
+    return { entries: keys.length, parked, checkpoint: to };
   }
 
   /** Slow path for a page that failed as a whole: each entry alone, the failing ones parked. */
