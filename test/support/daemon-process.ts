@@ -1,8 +1,8 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../src/database/embedded-postgres.js';
 
 /** The repository root (this file is test/support/daemon-process.ts). */
 export const ROOT_DIR = fileURLToPath(new URL('../..', import.meta.url));
@@ -34,18 +34,7 @@ export interface StartDaemonOptions extends SpawnDaemonOptions {
   readyTimeoutMs?: number;
 }
 
-/** A free TCP port: listen on port 0, note the port the kernel chose, close. */
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
+export { freePort } from '../../src/database/embedded-postgres.js';
 
 /** Only what a shell user would minimally have: tests must not depend on the runner's environment. */
 function baseEnv(): Record<string, string> {
