@@ -56,6 +56,20 @@ export class EventLog1763700000000 implements MigrationInterface {
       CREATE TRIGGER event_log_no_truncate BEFORE TRUNCATE ON event_log
         FOR EACH STATEMENT EXECUTE FUNCTION event_log_reject_change()`);
 
+    // Gap-safe readers read below this: the oldest transaction still in progress, except those that
+    // pg_stat_activity shows belong to other databases (they cannot have written this log), so a
+    // long transaction elsewhere on the server does not hold the projector back. A transaction not
+    // (yet) shown there counts as possibly ours: the horizon errs low, never high.
+    await runner.query(`
+      CREATE FUNCTION event_log_horizon() RETURNS xid8 LANGUAGE sql STABLE AS $$
+        SELECT coalesce(
+          (SELECT min(x) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+            WHERE (x::text::numeric % 4294967296)::bigint NOT IN (
+              SELECT backend_xid::text::bigint FROM pg_stat_activity
+               WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database())),
+          pg_snapshot_xmax(pg_current_snapshot()))
+      $$`);
+
     await runner.query(`
       CREATE TABLE quarantine (
         id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -84,5 +98,6 @@ export class EventLog1763700000000 implements MigrationInterface {
     await runner.query(`DROP TABLE quarantine`);
     await runner.query(`DROP TABLE event_log`);
     await runner.query(`DROP FUNCTION event_log_reject_change()`);
+    await runner.query(`DROP FUNCTION event_log_horizon()`);
   }
 }

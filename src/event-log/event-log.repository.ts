@@ -85,7 +85,8 @@ export class EventLogRepository {
 
   /**
    * Reads entries after `checkpoint` in (transaction id, position) order, and only those written by
-   * transactions older than every transaction still open. An append that commits late therefore
+   * transactions older than every transaction of this database still open (event_log_horizon, in
+   * the event-log migration). An append that commits late therefore
    * appears after the checkpoint of any reader that has not yet passed it: nothing is skipped,
    * nothing is read twice, and no time-based guess is involved.
    */
@@ -93,7 +94,7 @@ export class EventLogRepository {
     const rows: RawEntry[] = await this.dataSource.query(
       `SELECT ${FULL} FROM event_log e
         WHERE (e.transaction_id, e.position) > ($1::xid8, $2::bigint)
-          AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+          AND e.transaction_id < (SELECT event_log_horizon())
         ORDER BY e.transaction_id, e.position
         LIMIT $3`,
       [checkpoint.transactionId, checkpoint.position, limit],

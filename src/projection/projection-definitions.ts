@@ -11,12 +11,16 @@ export interface ProjectionDefinition {
   tables: Array<{ type: ResourceType; table: string }>;
   /**
    * SQL selecting this projection's resource changes from the entries of `event_log e` matching
-   * `range`, reading the payload through `payload` (see ProjectionRepository).
+   * `range`, reading the payload through `payload`: columns type, id, owner_id, occurred_at,
+   * event_seq, event_id, position, deleted, missing, attributes, relationships. An event that
+   * should change something but carries nothing to apply yields one row with `missing` = true.
    */
   changes(range: string, payload?: string): string;
-  /** SQL condition on `event_log e` for events of this projection that must yield a change. */
-  mustChange: string;
+  /** Why a `missing` event is parked. */
+  missingError: string;
 }
+
+export const CHANGE_COLUMNS = 'type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, missing, attributes, relationships';
 
 const MENU_UPSERTS = `e.event_type IN ('collection.created', 'collection.updated', 'product.created', 'product.updated',
   'trait.created', 'trait.updated', 'trait_option.created', 'trait_option.updated')`;
@@ -30,8 +34,7 @@ const included = `CASE WHEN jsonb_typeof(parsed.doc -> 'included') = 'array' THE
 
 /**
  * The menu projection: a `*.created`/`*.updated` event yields its subject from `included`;
- * a `*.destroyed` event yields a tombstone. Columns: type, id, owner_id, occurred_at, event_seq,
- * event_id, position, deleted, attributes, relationships.
+ * a `*.destroyed` event yields a tombstone.
  */
 export const MENU_PROJECTION: ProjectionDefinition = {
   name: 'menu',
@@ -45,19 +48,19 @@ export const MENU_PROJECTION: ProjectionDefinition = {
   ],
   changes: (range, payload = CAST) => `
     SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id,
-           e.position, false, subject.resource -> 'attributes', subject.resource -> 'relationships'
+           e.position, false, subject.resource IS NULL, subject.resource -> 'attributes', subject.resource -> 'relationships'
       FROM event_log e
       ${parsed(payload)}
-      CROSS JOIN LATERAL (SELECT resource FROM jsonb_array_elements(${included}) AS resource
-                           WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id
-                           LIMIT 1) AS subject
+      LEFT JOIN LATERAL (SELECT resource FROM jsonb_array_elements(${included}) AS resource
+                          WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id
+                          LIMIT 1) AS subject ON true
      WHERE ${MENU_UPSERTS} AND ${range}
     UNION ALL
     SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id,
-           e.position, true, NULL, NULL
+           e.position, true, false, NULL, NULL
       FROM event_log e
      WHERE ${MENU_DESTROYS} AND ${range}`,
-  mustChange: `(${MENU_UPSERTS} OR ${MENU_DESTROYS})`,
+  missingError: 'the event does not include its subject resource',
 };
 
 /** The orders projection: an order event upserts the order, order products, their trait options and the store. */
@@ -73,14 +76,15 @@ export const ORDERS_PROJECTION: ProjectionDefinition = {
   ],
   changes: (range, payload = CAST) => `
     SELECT resource ->> 'type', resource ->> 'id', e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'),
-           e.event_id, e.position, false, coalesce(resource -> 'attributes', '{}'), coalesce(resource -> 'relationships', '{}')
+           e.event_id, e.position, false, resource IS NULL,
+           coalesce(resource -> 'attributes', '{}'), coalesce(resource -> 'relationships', '{}')
       FROM event_log e
       ${parsed(payload)}
-      CROSS JOIN LATERAL jsonb_array_elements(${included}) AS resource
-     WHERE ${ORDER_EVENTS} AND ${range}
-       AND resource ->> 'type' IN ('order', 'order_product', 'order_product_trait_option', 'store')
-       AND resource ->> 'id' IS NOT NULL`,
-  mustChange: ORDER_EVENTS,
+      LEFT JOIN LATERAL (SELECT resource FROM jsonb_array_elements(${included}) AS resource
+                          WHERE resource ->> 'type' IN ('order', 'order_product', 'order_product_trait_option', 'store')
+                            AND resource ->> 'id' IS NOT NULL) AS found ON true
+     WHERE ${ORDER_EVENTS} AND ${range}`,
+  missingError: 'the order event includes no order resources',
 };
 
 export const PROJECTIONS: readonly ProjectionDefinition[] = [MENU_PROJECTION, ORDERS_PROJECTION];

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
-import type { ProjectionDefinition } from './projection-definitions.js';
+import { CHANGE_COLUMNS, ProjectionDefinition } from './projection-definitions.js';
 
 export interface PageResult {
   /** Log entries the page covered (applied, skipped as irrelevant, or parked). */
@@ -38,7 +38,7 @@ export class ProjectionRepository {
     await runner.query(`
       CREATE TEMP TABLE IF NOT EXISTS page_changes (
         type text, id text, owner_id text, occurred_at timestamptz, event_seq numeric, event_id text COLLATE "C",
-        position bigint, deleted boolean, attributes jsonb, relationships jsonb
+        position bigint, deleted boolean, missing boolean, attributes jsonb, relationships jsonb
       ) ON COMMIT DELETE ROWS`);
   }
 
@@ -81,15 +81,17 @@ export class ProjectionRepository {
     until?: LogCheckpoint): Promise<PageResult> {
     const from = await this.checkpoint(runner, projection, schema);
     const bound = until === undefined ? '' : 'AND (e.transaction_id, e.position) <= ($4::xid8, $5::bigint)';
-    const keys: Array<{ transaction_id: string; position: string }> = await runner.query(
-      `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position FROM event_log e
-        WHERE (e.transaction_id, e.position) > ($1::xid8, $2::bigint)
-          AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot()) ${bound}
-        ORDER BY e.transaction_id, e.position LIMIT $3`,
+    const [end]: Array<{ transaction_id: string; position: string; entries: number }> = await runner.query(
+      `WITH page AS (
+         SELECT e.transaction_id, e.position FROM event_log e
+          WHERE (e.transaction_id, e.position) > ($1::xid8, $2::bigint)
+            AND e.transaction_id < (SELECT event_log_horizon()) ${bound}
+          ORDER BY e.transaction_id, e.position LIMIT $3)
+       SELECT page.transaction_id::text AS transaction_id, page.position::text AS position, count(*) OVER ()::int AS entries
+         FROM page ORDER BY page.transaction_id DESC, page.position DESC LIMIT 1`,
       [from.transactionId, from.position, limit, ...(until === undefined ? [] : [until.transactionId, until.position])]);
-    if (keys.length === 0) return { entries: 0, parked: 0, checkpoint: from };
-    const last = keys[keys.length - 1];
-    const to: LogCheckpoint = { transactionId: last.transaction_id, position: last.position };
+    if (end === undefined) return { entries: 0, parked: 0, checkpoint: from };
+    const to: LogCheckpoint = { transactionId: end.transaction_id, position: end.position };
     let parked = 0;
     await runner.query('SAVEPOINT page');
     try {
@@ -97,19 +99,23 @@ export class ProjectionRepository {
       await runner.query('RELEASE SAVEPOINT page');
     } catch {
       await runner.query('ROLLBACK TO SAVEPOINT page');
-      parked = await this.applyOneByOne(runner, projection, schema, from, keys);
+      parked = await this.applyOneByOne(runner, projection, schema, from, to);
     }
     const moved = await runner.query(
       `UPDATE ${schema}.checkpoint SET transaction_id = $3::xid8, position = $4, applied = applied + $5, updated_at = now()
         WHERE transaction_id = $1::xid8 AND position = $2`,
-      [from.transactionId, from.position, to.transactionId, to.position, keys.length], true);
+      [from.transactionId, from.position, to.transactionId, to.position, end.entries], true);
     if (moved.affected !== 1) throw new Error(`the ${projection.name} checkpoint moved under this projector`);
-    return { entries: keys.length, parked, checkpoint: to };
+    return { entries: end.entries, parked, checkpoint: to };
   }
 
   /** Slow path for a page that failed as a whole: each entry alone, the failing ones parked. */
   private async applyOneByOne(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
-    keys: Array<{ transaction_id: string; position: string }>): Promise<number> {
+    to: LogCheckpoint): Promise<number> {
+    const keys: Array<{ transaction_id: string; position: string }> = await runner.query(
+      `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position FROM event_log e
+        WHERE (e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)
+        ORDER BY e.transaction_id, e.position`, [from.transactionId, from.position, to.transactionId, to.position]);
     let parked = 0;
     let previous = from;
     for (const key of keys) {
@@ -136,16 +142,11 @@ export class ProjectionRepository {
     to: LogCheckpoint): Promise<number> {
     const range = `(e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)`;
     const params = [from.transactionId, from.position, to.transactionId, to.position];
-    await runner.query(
-      `INSERT INTO page_changes (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, attributes, relationships)
-       ${projection.changes(range)}`, params);
+    await runner.query(`INSERT INTO page_changes (${CHANGE_COLUMNS}) ${projection.changes(range)}`, params);
     const parked: unknown[] = await runner.query(
       `INSERT INTO ${schema}.parked_events (position, event_id, error)
-       SELECT e.position, e.event_id, 'the event does not include its subject resource'
-         FROM event_log e
-        WHERE ${projection.mustChange} AND ${range}
-          AND NOT EXISTS (SELECT 1 FROM page_changes c WHERE c.position = e.position)
-       ON CONFLICT (position) DO NOTHING RETURNING 1`, params);
+       SELECT DISTINCT position, event_id, $1 FROM page_changes WHERE missing
+       ON CONFLICT (position) DO NOTHING RETURNING 1`, [projection.missingError]);
     for (const { type, table } of projection.tables) {
       await runner.query(upsertSql(`${schema}.${table}`), [type]);
     }
@@ -188,8 +189,9 @@ function upsertSql(table: string): string {
                                data_occurred_at, data_event_seq, data_event_id)
     SELECT v.id, v.owner_id, coalesce(d.attributes, '{}'), coalesce(d.relationships, '{}'), v.deleted, v.occurred_at,
            v.event_seq, v.event_id, v.position, d.occurred_at, d.event_seq, d.event_id
-      FROM (SELECT DISTINCT ON (id) * FROM page_changes WHERE type = $1 ${NEWEST_FIRST}) v
-      LEFT JOIN (SELECT DISTINCT ON (id) * FROM page_changes WHERE type = $1 AND NOT deleted ${NEWEST_FIRST}) d USING (id)
+      FROM (SELECT DISTINCT ON (id) * FROM page_changes WHERE type = $1 AND NOT missing ${NEWEST_FIRST}) v
+      LEFT JOIN (SELECT DISTINCT ON (id) * FROM page_changes WHERE type = $1 AND NOT missing AND NOT deleted ${NEWEST_FIRST}) d
+        USING (id)
     ON CONFLICT (id) DO UPDATE SET
       ${['owner_id', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position'].map((c) => pick(c, newer)).join(',\n      ')},
       ${['attributes', 'relationships', 'data_occurred_at', 'data_event_seq', 'data_event_id'].map((c) => pick(c, newerData)).join(',\n      ')}

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { ORDERS_PROJECTION } from './projection-definitions.js';
+import { CHANGE_COLUMNS, ORDERS_PROJECTION } from './projection-definitions.js';
 import { ResourceTable } from './resource-tables.js';
 
 export interface ResourceRow {
@@ -99,7 +99,7 @@ export class ReadModelRepository {
       'menu_sync_jsonb(e.payload)');
     const ofType = `type = ${param(table.type)}`;
     return `(
-      WITH changes (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, attributes, relationships) AS (${changes})
+      WITH changes (${CHANGE_COLUMNS}) AS (${changes})
       SELECT DISTINCT ON (id) id, menu_sync_sort_key(id) AS sort_key, owner_id, attributes, relationships, deleted,
              occurred_at, event_id, position
         FROM changes WHERE ${ofType} ORDER BY id, ${NEWEST_FIRST}) AS folded`;

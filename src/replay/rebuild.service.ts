@@ -163,7 +163,7 @@ export class RebuildService {
   private async horizon(runner: QueryRunner): Promise<LogCheckpoint> {
     const rows: Array<{ transaction_id: string; position: string }> = await runner.query(
       `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position FROM event_log e
-        WHERE e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        WHERE e.transaction_id < (SELECT event_log_horizon())
         ORDER BY e.transaction_id DESC, e.position DESC LIMIT 1`);
     return rows.length === 0 ? { transactionId: '0', position: '0' } : { transactionId: rows[0].transaction_id, position: rows[0].position };
   }
