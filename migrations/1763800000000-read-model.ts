@@ -1,5 +1,8 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
+/** Room on each page so that updating a resource (its indexed columns unchanged) can stay on the page (HOT). */
+const RESOURCE_FILLFACTOR = 80;
+
 /** Per-type link columns, generated from the verbatim relationships (spec: Resources and their fields). */
 const TABLES: Record<string, { schema: string; links: string[] }> = {
   collections: { schema: 'proj_menu', links: [`product_ids text[] GENERATED ALWAYS AS (menu_sync_ids(relationships, 'products')) STORED`] },
@@ -95,7 +98,7 @@ export class ReadModel1763800000000 implements MigrationInterface {
           data_occurred_at timestamptz,
           data_event_seq   numeric,
           data_event_id    text COLLATE "C"${links.map((link) => `,\n          ${link}`).join('')}
-        )`);
+        ) WITH (fillfactor = ${RESOURCE_FILLFACTOR})`);
       await runner.query(`CREATE INDEX ${table}_sort_idx ON ${schema}.${table} (sort_key)`);
       await runner.query(`CREATE INDEX ${table}_owner_sort_idx ON ${schema}.${table} (owner_id, sort_key)`);
     }

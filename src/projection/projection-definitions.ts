@@ -47,7 +47,7 @@ export const MENU_PROJECTION: ProjectionDefinition = {
     { type: 'trait_option', table: 'trait_options' },
   ],
   changes: (range, payload = CAST) => `
-    SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id,
+    SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id COLLATE "C",
            e.position, false, subject.resource IS NULL, subject.resource -> 'attributes', subject.resource -> 'relationships'
       FROM event_log e
       ${parsed(payload)}
@@ -56,7 +56,7 @@ export const MENU_PROJECTION: ProjectionDefinition = {
                           LIMIT 1) AS subject ON true
      WHERE ${MENU_UPSERTS} AND ${range}
     UNION ALL
-    SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id,
+    SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id COLLATE "C",
            e.position, true, false, NULL, NULL
       FROM event_log e
      WHERE ${MENU_DESTROYS} AND ${range}`,
@@ -76,7 +76,7 @@ export const ORDERS_PROJECTION: ProjectionDefinition = {
   ],
   changes: (range, payload = CAST) => `
     SELECT resource ->> 'type', resource ->> 'id', e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'),
-           e.event_id, e.position, false, resource IS NULL,
+           e.event_id COLLATE "C", e.position, false, resource IS NULL,
            coalesce(resource -> 'attributes', '{}'), coalesce(resource -> 'relationships', '{}')
       FROM event_log e
       ${parsed(payload)}

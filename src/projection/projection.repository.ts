@@ -33,13 +33,9 @@ const PROJECTION_LOCK_SPACE = 7_260_100;
 export class ProjectionRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  /** Prepares a dedicated connection for applyPage. */
+  /** Prepares a dedicated connection for applyPage: a page's changes are held in memory. */
   async prepare(runner: QueryRunner): Promise<void> {
-    await runner.query(`
-      CREATE TEMP TABLE IF NOT EXISTS page_changes (
-        type text, id text, owner_id text, occurred_at timestamptz, event_seq numeric, event_id text COLLATE "C",
-        position bigint, deleted boolean, missing boolean, attributes jsonb, relationships jsonb
-      ) ON COMMIT DELETE ROWS`);
+    await runner.query(`SET work_mem = '128MB'`);
   }
 
   async checkpoint(runner: QueryRunner | DataSource, projection: ProjectionDefinition, schema = projection.schema): Promise<LogCheckpoint> {
@@ -122,7 +118,6 @@ export class ProjectionRepository {
       const current: LogCheckpoint = { transactionId: key.transaction_id, position: key.position };
       await runner.query('SAVEPOINT entry');
       try {
-        await runner.query('TRUNCATE page_changes');
         parked += await this.applyRange(runner, projection, schema, previous, current);
         await runner.query('RELEASE SAVEPOINT entry');
       } catch (error) {
@@ -138,19 +133,24 @@ export class ProjectionRepository {
     return parked;
   }
 
+  /**
+   * One statement: the range's changes are extracted once (a materialized CTE), missing subjects
+   * parked, and every table upserted by its own data-modifying CTE.
+   */
   private async applyRange(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
     to: LogCheckpoint): Promise<number> {
     const range = `(e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)`;
-    const params = [from.transactionId, from.position, to.transactionId, to.position];
-    await runner.query(`INSERT INTO page_changes (${CHANGE_COLUMNS}) ${projection.changes(range)}`, params);
-    const parked: unknown[] = await runner.query(
-      `INSERT INTO ${schema}.parked_events (position, event_id, error)
-       SELECT DISTINCT position, event_id, $1 FROM page_changes WHERE missing
-       ON CONFLICT (position) DO NOTHING RETURNING 1`, [projection.missingError]);
-    for (const { type, table } of projection.tables) {
-      await runner.query(upsertSql(`${schema}.${table}`), [type]);
-    }
-    return parked.length;
+    const upserts = projection.tables.map(({ type, table }) => `${table} AS (${upsertSql(`${schema}.${table}`, type)})`);
+    const [row] = await runner.query(
+      `WITH changes (${CHANGE_COLUMNS}) AS MATERIALIZED (${projection.changes(range)}),
+       parked AS (
+         INSERT INTO ${schema}.parked_events (position, event_id, error)
+         SELECT DISTINCT position, event_id, $5 FROM changes WHERE missing
+         ON CONFLICT (position) DO NOTHING RETURNING 1),
+       ${upserts.join(',\n       ')}
+       SELECT (SELECT count(*) FROM parked)::int AS parked`,
+      [from.transactionId, from.position, to.transactionId, to.position, projection.missingError]);
+    return row.parked;
   }
 
   async status(projection: ProjectionDefinition): Promise<ProjectionStatus> {
@@ -177,21 +177,23 @@ export class ProjectionRepository {
 }
 
 /**
- * Per id, the page's newest change (deciding version and `deleted`) and its newest create/update
+ * Per id, the range's newest change (deciding version and `deleted`) and its newest create/update
  * (deciding attributes) are written when newer than what the row has.
  */
-function upsertSql(table: string): string {
+function upsertSql(table: string, type: string): string {
   const newer = `${VERSION('excluded')} > ${VERSION('t')}`;
   const newerData = `excluded.data_event_id IS NOT NULL AND (t.data_event_id IS NULL OR ${VERSION('excluded', 'data_')} > ${VERSION('t', 'data_')})`;
   const pick = (column: string, condition: string) => `${column} = CASE WHEN ${condition} THEN excluded.${column} ELSE t.${column} END`;
+  const ofType = `type = '${type}' AND NOT missing`;
   return `
     INSERT INTO ${table} AS t (id, owner_id, attributes, relationships, deleted, occurred_at, event_seq, event_id, position,
                                data_occurred_at, data_event_seq, data_event_id)
     SELECT v.id, v.owner_id, coalesce(d.attributes, '{}'), coalesce(d.relationships, '{}'), v.deleted, v.occurred_at,
            v.event_seq, v.event_id, v.position, d.occurred_at, d.event_seq, d.event_id
-      FROM (SELECT DISTINCT ON (id) * FROM page_changes WHERE type = $1 AND NOT missing ${NEWEST_FIRST}) v
-      LEFT JOIN (SELECT DISTINCT ON (id) * FROM page_changes WHERE type = $1 AND NOT missing AND NOT deleted ${NEWEST_FIRST}) d
-        USING (id)
+      FROM (SELECT DISTINCT ON (id) id, owner_id, deleted, occurred_at, event_seq, event_id, position
+              FROM changes WHERE ${ofType} ${NEWEST_FIRST}) v
+      LEFT JOIN (SELECT DISTINCT ON (id) id, attributes, relationships, occurred_at, event_seq, event_id
+                   FROM changes WHERE ${ofType} AND NOT deleted ${NEWEST_FIRST}) d USING (id)
     ON CONFLICT (id) DO UPDATE SET
       ${['owner_id', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position'].map((c) => pick(c, newer)).join(',\n      ')},
       ${['attributes', 'relationships', 'data_occurred_at', 'data_event_seq', 'data_event_id'].map((c) => pick(c, newerData)).join(',\n      ')}

@@ -5,7 +5,7 @@ import type { LogCheckpoint } from '../event-log/log-entry.js';
 import type { ProjectionDefinition } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
 
-const PAGE_SIZE = 10000;
+const PAGE_SIZE = 50000;
 /** First key of the session lock that lets one rebuild (replay or verify) of a projection run at a time. */
 const REBUILD_LOCK_SPACE = 7_260_200;
 const COMPARED = ['owner_id', 'attributes', 'relationships', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position',
@@ -77,6 +77,8 @@ export class RebuildService {
           tail += page.entries;
           if (page.entries === 0) break;
         }
+        // Left by an earlier replay cut off between its swap and its clean-up.
+        await runner.query(`DROP SCHEMA IF EXISTS ${projection.schema}__old CASCADE`);
         await runner.query(`ALTER SCHEMA ${projection.schema} RENAME TO ${projection.schema}__old`);
         await runner.query(`ALTER SCHEMA ${shadow} RENAME TO ${projection.schema}`);
         await runner.commitTransaction();
@@ -141,7 +143,11 @@ export class RebuildService {
     await runner.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await runner.query(`CREATE SCHEMA ${schema}`);
     for (const table of ['checkpoint', 'parked_events', ...projection.tables.map((t) => t.table)]) {
-      await runner.query(`CREATE TABLE ${schema}.${table} (LIKE ${projection.schema}.${table} INCLUDING ALL)`);
+      // LIKE copies columns, constraints and indexes but not storage options (fillfactor).
+      const [{ options }] = await runner.query(
+        `SELECT array_to_string(reloptions, ', ') AS options FROM pg_class WHERE oid = $1::regclass`, [`${projection.schema}.${table}`]);
+      await runner.query(`CREATE TABLE ${schema}.${table} (LIKE ${projection.schema}.${table} INCLUDING ALL)`
+        + (options ? ` WITH (${options})` : ''));
     }
     await runner.query(`INSERT INTO ${schema}.checkpoint DEFAULT VALUES`);
   }
