@@ -93,9 +93,10 @@ export class ProjectionRepository {
     try {
       parked = await this.applyRange(runner, projection, schema, from, to);
       await runner.query('RELEASE SAVEPOINT page');
-    } catch {
+    } catch (error) {
       await runner.query('ROLLBACK TO SAVEPOINT page');
-      parked = await this.applyOneByOne(runner, projection, schema, from, to);
+      if (!isDataError(error)) throw error;
+      parked = await this.applyBisecting(runner, projection, schema, from, await this.keys(runner, from, to), 0);
     }
     const moved = await runner.query(
       `UPDATE ${schema}.checkpoint SET transaction_id = $3::xid8, position = $4, applied = applied + $5, updated_at = now()
@@ -105,30 +106,44 @@ export class ProjectionRepository {
     return { entries: end.entries, parked, checkpoint: to };
   }
 
-  /** Slow path for a page that failed as a whole: each entry alone, the failing ones parked. */
-  private async applyOneByOne(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
-    to: LogCheckpoint): Promise<number> {
-    const keys: Array<{ transaction_id: string; position: string }> = await runner.query(
+  private async keys(runner: QueryRunner, from: LogCheckpoint, to: LogCheckpoint): Promise<LogCheckpoint[]> {
+    const rows: Array<{ transaction_id: string; position: string }> = await runner.query(
       `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position FROM event_log e
         WHERE (e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)
         ORDER BY e.transaction_id, e.position`, [from.transactionId, from.position, to.transactionId, to.position]);
+    return rows.map((row) => ({ transactionId: row.transaction_id, position: row.position }));
+  }
+
+  /**
+   * Slow path for a range the database refused as a whole (an event whose payload jsonb rejects, say):
+   * each half is tried under its own savepoint, down to the single entries that fail, which are parked
+   * with their error. One bad event in a page of n costs about 2·log2(n) attempts, not n.
+   */
+  private async applyBisecting(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
+    keys: LogCheckpoint[], depth: number): Promise<number> {
+    const half = Math.ceil(keys.length / 2);
     let parked = 0;
-    let previous = from;
-    for (const key of keys) {
-      const current: LogCheckpoint = { transactionId: key.transaction_id, position: key.position };
-      await runner.query('SAVEPOINT entry');
+    let start = from;
+    for (const part of keys.length === 1 ? [keys] : [keys.slice(0, half), keys.slice(half)]) {
+      const savepoint = `bisect_${depth}`;
+      await runner.query(`SAVEPOINT ${savepoint}`);
       try {
-        parked += await this.applyRange(runner, projection, schema, previous, current);
-        await runner.query('RELEASE SAVEPOINT entry');
+        parked += await this.applyRange(runner, projection, schema, start, part[part.length - 1]);
+        await runner.query(`RELEASE SAVEPOINT ${savepoint}`);
       } catch (error) {
-        await runner.query('ROLLBACK TO SAVEPOINT entry');
-        await runner.query(
-          `INSERT INTO ${schema}.parked_events (position, event_id, error)
-           SELECT position, event_id, $2 FROM event_log WHERE position = $1 ON CONFLICT (position) DO NOTHING`,
-          [key.position, errorText(error)]);
-        parked++;
+        await runner.query(`ROLLBACK TO SAVEPOINT ${savepoint}`);
+        if (!isDataError(error)) throw error;
+        if (part.length > 1) {
+          parked += await this.applyBisecting(runner, projection, schema, start, part, depth + 1);
+        } else {
+          await runner.query(
+            `INSERT INTO ${schema}.parked_events (position, event_id, error)
+             SELECT position, event_id, $2 FROM event_log WHERE position = $1 ON CONFLICT (position) DO NOTHING`,
+            [part[0].position, errorText(error)]);
+          parked++;
+        }
       }
-      previous = current;
+      start = part[part.length - 1];
     }
     return parked;
   }
@@ -198,6 +213,17 @@ function upsertSql(table: string, type: string): string {
       ${['owner_id', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position'].map((c) => pick(c, newer)).join(',\n      ')},
       ${['attributes', 'relationships', 'data_occurred_at', 'data_event_seq', 'data_event_id'].map((c) => pick(c, newerData)).join(',\n      ')}
     WHERE ${newer} OR (${newerData})`;
+}
+
+/**
+ * Errors that the same events will always raise: SQLSTATE classes 22 (data exception, e.g. JSON
+ * that jsonb refuses), 23 (integrity) and 54 (program limit, e.g. nesting too deep). Anything else
+ * (a lost connection, a cancelled statement) is transient: the page is retried, nothing parked.
+ */
+function isDataError(error: unknown): boolean {
+  const code = (error as { driverError?: { code?: unknown }; code?: unknown })?.driverError?.code
+    ?? (error as { code?: unknown })?.code;
+  return typeof code === 'string' && /^(22|23|54)/.test(code);
 }
 
 function errorText(error: unknown): string {

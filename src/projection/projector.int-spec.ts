@@ -180,6 +180,42 @@ describe('projection (PostgreSQL)', () => {
     });
   });
 
+  describe('with poisoned events scattered through a large page', () => {
+    let database: TestDatabase;
+    let dataSource: DataSource;
+
+    beforeAll(async () => {
+      database = await createTestDatabase();
+      dataSource = await openDataSource(database.url);
+    });
+    afterAll(async () => {
+      await dataSource.destroy();
+      await database.drop();
+    });
+
+    it('parks exactly the bad ones (found by bisection) and applies every other entry of the page', async () => {
+      const log = new EventLogRepository(dataSource);
+      const projections = new ProjectionRepository(dataSource);
+      const poisoned = new Set([17, 1000, 1001, 2999]);
+      const entries = Array.from({ length: 3000 }, (_, i) => {
+        const entry = logEntry({ eventType: 'product.created', subjectType: 'product', subjectId: String(i),
+          createdAt: '2024-01-01T00:00:00.000Z', seq: i, eventId: `e${i}`, title: 'ok' });
+        if (poisoned.has(i)) entry.payload = entry.payload.replace('"title":"ok product"', '"title":"\\u0000"');
+        return entry;
+      });
+      for (let i = 0; i < entries.length; i += 500) await log.append(entries.slice(i, i + 500));
+      const runner = dataSource.createQueryRunner();
+      await runner.connect();
+      await projections.prepare(runner);
+      await catchUp(projections, runner, MENU_PROJECTION, 5000, entries.length);
+      await runner.release();
+      const [{ count }] = await dataSource.query(`SELECT count(*)::int AS count FROM proj_menu.products`);
+      expect(count).toBe(3000 - poisoned.size);
+      const parked = await dataSource.query(`SELECT event_id FROM proj_menu.parked_events ORDER BY position`);
+      expect(parked.map((row: { event_id: string }) => row.event_id)).toEqual([...poisoned].map((i) => `e${i}`));
+    });
+  });
+
   describe('two projectors on one database', () => {
     let database: TestDatabase;
     const sources: DataSource[] = [];
