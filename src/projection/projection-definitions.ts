@@ -29,8 +29,14 @@ const ORDER_EVENTS = `e.event_type IN ('order.created', 'order.updated')`;
 
 const CAST = 'e.payload::jsonb';
 /** Each payload is parsed once (a lateral `doc`), then its `included` array read. */
-const parsed = (payload: string) => `CROSS JOIN LATERAL (SELECT ${payload} AS doc) AS parsed`;
+const parsed = (payload: string) => `CROSS JOIN LATERAL (SELECT ${payload} AS doc OFFSET 0) AS parsed`;
 const included = `CASE WHEN jsonb_typeof(parsed.doc -> 'included') = 'array' THEN parsed.doc -> 'included' ELSE '[]' END`;
+/** The subject resource: usually `included[0]`, else searched for. */
+const subject = `CASE
+  WHEN parsed.doc #>> '{included,0,type}' = e.subject_type AND parsed.doc #>> '{included,0,id}' = e.subject_id
+    THEN parsed.doc #> '{included,0}'
+  ELSE (SELECT resource FROM jsonb_array_elements(${included}) AS resource
+         WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id LIMIT 1) END`;
 
 /**
  * The menu projection: a `*.created`/`*.updated` event yields its subject from `included`;
@@ -51,9 +57,7 @@ export const MENU_PROJECTION: ProjectionDefinition = {
            e.position, false, subject.resource IS NULL, subject.resource -> 'attributes', subject.resource -> 'relationships'
       FROM event_log e
       ${parsed(payload)}
-      LEFT JOIN LATERAL (SELECT resource FROM jsonb_array_elements(${included}) AS resource
-                          WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id
-                          LIMIT 1) AS subject ON true
+      CROSS JOIN LATERAL (SELECT ${subject} AS resource OFFSET 0) AS subject
      WHERE ${MENU_UPSERTS} AND ${range}
     UNION ALL
     SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id COLLATE "C",
