@@ -22,6 +22,7 @@ const RESULTS = join(HERE, 'results');
 
 const BENCHES = {
   ingress: () => import('./ingress.js'),
+  projection: () => import('./projection.js'),
 };
 
 function parseArgs(argv) {

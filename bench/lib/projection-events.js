@@ -177,7 +177,8 @@ export function fillSql() {
                                                    md5('menu-sync-bench-' || i)::uuid::text AS event_id
                                               FROM generate_series($1::bigint, $2::bigint) AS i
                                              CROSS JOIN LATERAL (SELECT (i * 2654435761) % 4294967296 AS h,
-                                                                        (i * 2246822519 + 3266489917) % 4294967296 AS h2) AS hashes) AS a) AS b) AS c) AS d) AS e`;
+                                                                        (i * 2246822519 + 3266489917) % 4294967296 AS h2) AS hashes) AS a) AS b) AS c) AS d
+            OFFSET 0) AS e`;
 }
 
 /** created_at of the first of `events` events, so that the last one is a minute in the past. */

@@ -1,0 +1,116 @@
+// Freshness: paced product.updated deliveries to POST /webhooks/{key}; after each 202, GET
+// /api/v1/products/{id} every few ms until the product shows the delivery's data.id as its version.
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { productUpdatedBody } from './projection-events.js';
+
+/** One HTTP exchange on a keep-alive agent; resolves with the status and the body text. */
+function exchange(agent, base, method, path, body) {
+  return new Promise((resolve, reject) => {
+    const request = http.request(`${base}${path}`, {
+      agent, method, timeout: 10_000,
+      headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    }, (response) => {
+      const chunks = [];
+      response.on('data', (chunk) => chunks.push(chunk));
+      response.on('end', () => resolve({ status: response.statusCode, text: Buffer.concat(chunks).toString('utf8') }));
+      response.on('error', reject);
+    });
+    request.on('timeout', () => request.destroy(new Error(`${method} timed out`)));
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/**
+ * Sends `rate` deliveries per second for `seconds` (one every 1000/rate ms, on schedule), each for a
+ * product not used by any other delivery, and measures 202 → visible in the API. A delivery not
+ * visible after giveUpMs counts as slower than that.
+ */
+export async function measureFreshness({ base, webhookKey, products, rate, seconds, pollMs = 10, giveUpMs = 2000, firstSeq }) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
+  const total = Math.round(rate * seconds);
+  if (products.length < total) throw new Error(`freshness needs ${total} distinct products, has ${products.length}`);
+  const deliveries = [];
+  let polls = 0;
+  let pollErrors = 0;
+
+  async function deliver(k) {
+    const id = products[k];
+    const { eventId, body } = productUpdatedBody(id, firstSeq + k);
+    const record = { status: null, postMs: null, visibleMs: null, error: null };
+    deliveries.push(record);
+    const sent = performance.now();
+    try {
+      const answer = await exchange(agent, base, 'POST', `/webhooks/${webhookKey}`, body);
+      record.status = answer.status;
+      const accepted = performance.now();
+      record.postMs = accepted - sent;
+      if (answer.status !== 202) return;
+      while (performance.now() - accepted < giveUpMs) {
+        const started = performance.now();
+        polls++;
+        try {
+          const product = await exchange(agent, base, 'GET', `/api/v1/products/${id}`);
+          if (product.status === 200 && JSON.parse(product.text).version?.event_id === eventId) {
+            record.visibleMs = performance.now() - accepted;
+            return;
+          }
+        } catch {
+          pollErrors++;
+        }
+        await sleep(Math.max(0, started + pollMs - performance.now()));
+      }
+    } catch (error) {
+      record.error = error.message;
+    }
+  }
+
+  const interval = 1000 / rate;
+  const pending = [];
+  const start = performance.now();
+  for (let k = 0; k < total; k++) {
+    const due = start + k * interval;
+    const wait = due - performance.now();
+    if (wait >= 1) await sleep(wait);
+    pending.push(deliver(k));
+  }
+  const sendSeconds = (performance.now() - start) / 1000;
+  await Promise.all(pending);
+  agent.destroy();
+
+  const visible = deliveries.filter((d) => d.visibleMs !== null).map((d) => d.visibleMs).sort((a, b) => a - b);
+  const accepted = deliveries.filter((d) => d.status === 202);
+  // Deliveries answered 202 but not seen within giveUpMs count as slower than giveUpMs.
+  const latencies = [...visible, ...Array(accepted.length - visible.length).fill(Infinity)].sort((a, b) => a - b);
+  const posts = deliveries.filter((d) => d.postMs !== null).map((d) => d.postMs).sort((a, b) => a - b);
+  const ms = (value) => (value === null ? null : value === Infinity ? `>${giveUpMs}` : Math.round(value * 10) / 10);
+  return {
+    rate,
+    seconds,
+    pollMs,
+    giveUpMs,
+    deliveries: deliveries.length,
+    accepted: accepted.length,
+    statuses: deliveries.reduce((counts, d) => ({ ...counts, [d.status ?? 'error']: (counts[d.status ?? 'error'] ?? 0) + 1 }), {}),
+    errors: deliveries.filter((d) => d.error).length,
+    firstError: deliveries.find((d) => d.error)?.error ?? null,
+    achievedRate: Math.round((deliveries.length / sendSeconds) * 10) / 10,
+    notVisible: accepted.length - visible.length,
+    p50Ms: ms(percentile(latencies, 50)),
+    p90Ms: ms(percentile(latencies, 90)),
+    p99Ms: ms(percentile(latencies, 99)),
+    maxMs: ms(latencies.at(-1) ?? null),
+    p99Value: percentile(latencies, 99),
+    postP50Ms: ms(percentile(posts, 50)),
+    postP99Ms: ms(percentile(posts, 99)),
+    polls,
+    pollErrors,
+  };
+}
