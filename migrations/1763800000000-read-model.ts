@@ -3,37 +3,22 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 /** Room on each page so that updating a resource (its indexed columns unchanged) can stay on the page (HOT). */
 const RESOURCE_FILLFACTOR = 80;
 
-/** Per-type link columns, generated from the verbatim relationships (spec: Resources and their fields). */
-const TABLES: Record<string, { schema: string; links: string[] }> = {
-  collections: { schema: 'proj_menu', links: [`product_ids text[] GENERATED ALWAYS AS (menu_sync_ids(relationships, 'products')) STORED`] },
-  products: { schema: 'proj_menu', links: [`trait_ids text[] GENERATED ALWAYS AS (menu_sync_ids(relationships, 'traits')) STORED`] },
-  traits: { schema: 'proj_menu', links: [`trait_option_ids text[] GENERATED ALWAYS AS (menu_sync_ids(relationships, 'trait_options')) STORED`] },
-  trait_options: { schema: 'proj_menu', links: [`trait_id text GENERATED ALWAYS AS (relationships #>> '{trait,data,id}') STORED`] },
-  orders: {
-    schema: 'proj_orders',
-    links: [
-      `order_product_ids text[] GENERATED ALWAYS AS (menu_sync_ids(relationships, 'order_products')) STORED`,
-      `store_id text GENERATED ALWAYS AS (relationships #>> '{store,data,id}') STORED`,
-    ],
-  },
-  order_products: {
-    schema: 'proj_orders',
-    links: [
-      `order_product_trait_option_ids text[] GENERATED ALWAYS AS (menu_sync_ids(relationships, 'order_product_trait_options')) STORED`,
-      `product_id text GENERATED ALWAYS AS (relationships #>> '{product,data,id}') STORED`,
-    ],
-  },
-  order_product_trait_options: {
-    schema: 'proj_orders',
-    links: [`trait_option_id text GENERATED ALWAYS AS (relationships #>> '{trait_option,data,id}') STORED`],
-  },
-  stores: { schema: 'proj_orders', links: [] },
+const TABLES: Record<string, string> = {
+  collections: 'proj_menu',
+  products: 'proj_menu',
+  traits: 'proj_menu',
+  trait_options: 'proj_menu',
+  orders: 'proj_orders',
+  order_products: 'proj_orders',
+  order_product_trait_options: 'proj_orders',
+  stores: 'proj_orders',
 };
 
 /**
  * The read model: one schema per projection (proj_menu, proj_orders) holding its resource tables,
  * its checkpoint and its parked events, so that a rebuild can fill a copy of the schema and swap
- * it in by renaming. A resource row keeps its newest event's version (which decides `deleted`)
+ * it in by renaming. Relationships stay in their jsonb: expansion reads a row's to-many ids there
+ * and fetches the related rows by primary key. A resource row keeps its newest event's version (which decides `deleted`)
  * and, separately, the version of its newest create/update (whose attributes it shows).
  * menu_sync_jsonb is a cast that gives NULL for JSON that jsonb refuses (`\u0000`), for reads
  * that must not fail on an event the projector parked.
@@ -42,14 +27,6 @@ export class ReadModel1763800000000 implements MigrationInterface {
   name = 'ReadModel1763800000000';
 
   async up(runner: QueryRunner): Promise<void> {
-    await runner.query(`
-      CREATE FUNCTION menu_sync_ids(relationships jsonb, name text) RETURNS text[]
-      LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-        SELECT CASE WHEN jsonb_typeof(relationships -> name -> 'data') = 'array'
-          THEN ARRAY(SELECT element ->> 'id' FROM jsonb_array_elements(relationships -> name -> 'data') AS element
-                      WHERE element ->> 'id' IS NOT NULL)
-          ELSE '{}'::text[] END
-      $$`);
     await runner.query(`
       CREATE FUNCTION menu_sync_jsonb(document json) RETURNS jsonb
       LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
@@ -82,7 +59,7 @@ export class ReadModel1763800000000 implements MigrationInterface {
           parked_at timestamptz NOT NULL DEFAULT now()
         )`);
     }
-    for (const [table, { schema, links }] of Object.entries(TABLES)) {
+    for (const [table, schema] of Object.entries(TABLES)) {
       await runner.query(`
         CREATE TABLE ${schema}.${table} (
           id               text PRIMARY KEY,
@@ -97,7 +74,7 @@ export class ReadModel1763800000000 implements MigrationInterface {
           position         bigint NOT NULL,
           data_occurred_at timestamptz,
           data_event_seq   numeric,
-          data_event_id    text COLLATE "C"${links.map((link) => `,\n          ${link}`).join('')}
+          data_event_id    text COLLATE "C"
         ) WITH (fillfactor = ${RESOURCE_FILLFACTOR})`);
       await runner.query(`CREATE INDEX ${table}_sort_idx ON ${schema}.${table} (sort_key)`);
       await runner.query(`CREATE INDEX ${table}_owner_sort_idx ON ${schema}.${table} (owner_id, sort_key)`);
@@ -111,6 +88,5 @@ export class ReadModel1763800000000 implements MigrationInterface {
     await runner.query(`DROP SCHEMA proj_menu CASCADE`);
     await runner.query(`DROP FUNCTION menu_sync_sort_key(text)`);
     await runner.query(`DROP FUNCTION menu_sync_jsonb(json)`);
-    await runner.query(`DROP FUNCTION menu_sync_ids(jsonb, text)`);
   }
 }
