@@ -3,6 +3,7 @@ import {
   at, collection, destroyedEvent, Json, menuEvent, order, orderEvent, orderProduct, orderProductTraitOption, product,
   Resource, store, trait, traitOption, user,
 } from './support/menu-events.js';
+import { eventually } from './support/eventually.js';
 
 /**
  * The query API (CONTRACT §4 and §5) through HTTP only: deliveries go in through
@@ -21,18 +22,6 @@ const ALL_LISTS = ['collections', 'products', 'traits', 'trait_options', 'orders
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Retries `fn` until it stops throwing (e.g. a failed expect), or rethrows its last error after `timeoutMs`. */
-async function eventually<T>(fn: () => Promise<T>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (Date.now() >= deadline) throw error;
-    }
-    await sleep(20);
-  }
-}
 
 function expectProblem(answer: Answer, status: number): void {
   expect(answer.status).toBe(status);

@@ -10,6 +10,7 @@ import {
   collection, destroyedEvent, Json, menuEvent, orderEvent, orderProduct, orderProductTraitOption, product, Resource, store,
   trait, traitOption, user,
 } from './support/menu-events.js';
+import { eventually } from './support/eventually.js';
 
 /**
  * CONTRACT §4 and §8: `menu-sync replay` rebuilds the projections from the whole log into shadow
@@ -56,18 +57,6 @@ const verbose = (line: string) => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Retries `fn` until it stops throwing, or rethrows its last error after `timeoutMs`. */
-async function eventually<T>(fn: () => Promise<T>, timeoutMs = 5000, pauseMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (Date.now() >= deadline) throw error;
-    }
-    await sleep(pauseMs);
-  }
-}
 
 /** A small seeded PRNG (mulberry32): the same log on every run. */
 function prng(seed: number): () => number {

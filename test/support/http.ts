@@ -73,7 +73,10 @@ export interface Answer {
 }
 
 async function read(response: Response): Promise<Answer> {
-  const bytes = Buffer.from(await response.arrayBuffer());
+  return answer(response.status, response.headers, Buffer.from(await response.arrayBuffer()));
+}
+
+function answer(status: number, headers: Headers, bytes: Buffer): Answer {
   const text = bytes.toString('utf8');
   let json: unknown;
   try {
@@ -81,7 +84,7 @@ async function read(response: Response): Promise<Answer> {
   } catch {
     json = undefined;
   }
-  return { status: response.status, headers: response.headers, bytes, text, json };
+  return { status, headers, bytes, text, json };
 }
 
 export interface DeliveryOptions {
@@ -130,19 +133,11 @@ export function postChunked(url: string, chunks: Buffer[], headers: Record<strin
       const parts: Buffer[] = [];
       res.on('data', (part: Buffer) => parts.push(part));
       res.on('end', () => {
-        const bytes = Buffer.concat(parts);
-        const text = bytes.toString('utf8');
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
         const responseHeaders = new Headers();
         for (const [name, value] of Object.entries(res.headers)) {
           if (value !== undefined) responseHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
         }
-        resolve({ status: res.statusCode ?? 0, headers: responseHeaders, bytes, text, json });
+        resolve(answer(res.statusCode ?? 0, responseHeaders, Buffer.concat(parts)));
       });
       res.on('error', reject);
     });
