@@ -138,7 +138,7 @@ function checkDisk(events) {
 }
 
 /** 1M events in chunks of 100k, one transaction each (transaction_id default), then VACUUM ANALYZE. */
-async function fill(client, events) {
+export async function fill(client, events) {
   await client.query('SET jit = off');
   await client.query('SET synchronous_commit = off');
   const sql = fillSql();
@@ -172,7 +172,7 @@ async function fill(client, events) {
 }
 
 /** The set-based rebuild of the eight tables from the whole log, timed per table. */
-async function runBaseline(client, database, events, quietWait) {
+export async function runBaseline(client, database, events, quietWait) {
   for (const statement of baselineSetupSql()) await client.query(statement);
   await admin('CHECKPOINT');
   if (quietWait > 0) await waitForQuiet({ maxWaitMs: quietWait * 1000, thresholdPct: 15 });

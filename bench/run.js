@@ -23,6 +23,7 @@ const RESULTS = join(HERE, 'results');
 const BENCHES = {
   ingress: () => import('./ingress.js'),
   projection: () => import('./projection.js'),
+  replay: () => import('./replay.js'),
 };
 
 function parseArgs(argv) {
