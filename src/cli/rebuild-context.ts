@@ -1,10 +1,12 @@
+import type { Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { createDataSource } from '../database/data-source.factory.js';
 import { openDatabase } from '../database/database-target.js';
 import { migrateDatabase } from '../database/migrate.js';
 import { PROJECTIONS, projectionByName, ProjectionDefinition } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
-import { RebuildService } from '../replay/rebuild.service.js';
+import { RebuildProgress, RebuildService } from '../replay/rebuild.service.js';
+import { progressReporter } from './progress.js';
 
 /** `--projection NAME|all` → the projections, or undefined for an unknown name. */
 export function selectProjections(name: string | undefined): ProjectionDefinition[] | undefined {
@@ -30,4 +32,32 @@ export async function withRebuildService<T>(config: AppConfig, work: (rebuild: R
   } finally {
     await database.close();
   }
+}
+
+/**
+ * The frame of `replay` and `verify`: `--projection` checked (exit 2 when unknown), then `work` run
+ * for each selected projection with a progress reporter; what it returns is printed once the
+ * progress bar is gone.
+ */
+export async function forEachProjection(command: string, config: AppConfig, logger: Logger, name: string | undefined,
+  work: (rebuild: RebuildService, projection: ProjectionDefinition, progress: (update: RebuildProgress) => void) => Promise<string>,
+): Promise<void> {
+  const projections = selectProjections(name);
+  if (projections === undefined) {
+    process.stderr.write(`menu-sync ${command}: --projection must be ${PROJECTION_NAMES}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  await withRebuildService(config, async (rebuild) => {
+    for (const projection of projections) {
+      const progress = progressReporter(logger);
+      let text: string;
+      try {
+        text = await work(rebuild, projection, progress.update);
+      } finally {
+        progress.stop();
+      }
+      process.stdout.write(text);
+    }
+  });
 }

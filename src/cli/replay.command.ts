@@ -1,8 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
-import { progressReporter } from './progress.js';
-import { PROJECTION_NAMES, selectProjections, withRebuildService } from './rebuild-context.js';
+import { forEachProjection, PROJECTION_NAMES } from './rebuild-context.js';
 
 interface ReplayOptions {
   projection?: string;
@@ -17,24 +16,10 @@ export class ReplayCommand extends CommandRunner {
   }
 
   async run(_: string[], options: ReplayOptions): Promise<void> {
-    const projections = selectProjections(options.projection);
-    if (projections === undefined) {
-      process.stderr.write(`menu-sync replay: --projection must be ${PROJECTION_NAMES}\n`);
-      process.exitCode = 2;
-      return;
-    }
-    await withRebuildService(this.config, async (rebuild) => {
-      for (const projection of projections) {
-        const progress = progressReporter(this.logger);
-        try {
-          const report = await rebuild.replay(projection, progress.update);
-          progress.stop();
-          process.stdout.write(`${report.projection}: rebuilt from ${report.applied} log entries in ${report.seconds.toFixed(1)} s `
-            + `(${Math.round(report.applied / Math.max(report.seconds, 0.001))} events/s), ${report.parked} parked, swapped in\n`);
-        } finally {
-          progress.stop();
-        }
-      }
+    await forEachProjection('replay', this.config, this.logger, options.projection, async (rebuild, projection, progress) => {
+      const report = await rebuild.replay(projection, progress);
+      return `${report.projection}: rebuilt from ${report.applied} log entries in ${report.seconds.toFixed(1)} s `
+        + `(${Math.round(report.applied / Math.max(report.seconds, 0.001))} events/s), ${report.parked} parked, swapped in\n`;
     });
   }
 

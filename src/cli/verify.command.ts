@@ -1,8 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
-import { progressReporter } from './progress.js';
-import { PROJECTION_NAMES, selectProjections, withRebuildService } from './rebuild-context.js';
+import { forEachProjection, PROJECTION_NAMES } from './rebuild-context.js';
 
 interface VerifyOptions {
   projection?: string;
@@ -18,29 +17,14 @@ export class VerifyCommand extends CommandRunner {
 
   /** Prints each difference (type, id, fields); exit 1 on drift, 0 when identical. */
   async run(_: string[], options: VerifyOptions): Promise<void> {
-    const projections = selectProjections(options.projection);
-    if (projections === undefined) {
-      process.stderr.write(`menu-sync verify: --projection must be ${PROJECTION_NAMES}\n`);
-      process.exitCode = 2;
-      return;
-    }
     let drift = 0;
-    await withRebuildService(this.config, async (rebuild) => {
-      for (const projection of projections) {
-        const progress = progressReporter(this.logger);
-        try {
-          const report = await rebuild.verify(projection, progress.update);
-          progress.stop();
-          for (const difference of report.differences) {
-            process.stdout.write(`${difference.type} ${difference.id}: ${difference.fields.join(', ')}\n`);
-          }
-          if (report.count > report.differences.length) process.stdout.write(`… and ${report.count - report.differences.length} more\n`);
-          process.stdout.write(`${report.projection}: ${report.count === 0 ? 'identical to a rebuild from the log' : `${report.count} difference(s)`}\n`);
-          drift += report.count;
-        } finally {
-          progress.stop();
-        }
-      }
+    await forEachProjection('verify', this.config, this.logger, options.projection, async (rebuild, projection, progress) => {
+      const report = await rebuild.verify(projection, progress);
+      drift += report.count;
+      const lines = report.differences.map((difference) => `${difference.type} ${difference.id}: ${difference.fields.join(', ')}`);
+      if (report.count > report.differences.length) lines.push(`… and ${report.count - report.differences.length} more`);
+      lines.push(`${report.projection}: ${report.count === 0 ? 'identical to a rebuild from the log' : `${report.count} difference(s)`}`);
+      return `${lines.join('\n')}\n`;
     });
     if (drift > 0) process.exitCode = 1;
   }

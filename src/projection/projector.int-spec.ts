@@ -98,6 +98,21 @@ async function catchUp(projections: ProjectionRepository, runner: QueryRunner, p
   }
 }
 
+/** A fresh migrated database (and a data source on it) for the tests of one describe block. */
+function useDatabase(): { readonly dataSource: DataSource } {
+  let database: TestDatabase;
+  let dataSource: DataSource;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    dataSource = await openDataSource(database.url);
+  });
+  afterAll(async () => {
+    await dataSource.destroy();
+    await database.drop();
+  });
+  return { get dataSource() { return dataSource; } };
+}
+
 describe('projection (PostgreSQL)', () => {
   it('applied to a shuffled log with duplicates, in pages of any size, equals the fold of the set', async () => {
     await fc.assert(fc.asyncProperty(
@@ -135,28 +150,18 @@ describe('projection (PostgreSQL)', () => {
   });
 
   describe('with a poisoned log', () => {
-    let database: TestDatabase;
-    let dataSource: DataSource;
-
-    beforeAll(async () => {
-      database = await createTestDatabase();
-      dataSource = await openDataSource(database.url);
-    });
-    afterAll(async () => {
-      await dataSource.destroy();
-      await database.drop();
-    });
+    const db = useDatabase();
 
     it('parks an event that cannot be applied, with its error, and applies the rest', async () => {
-      const log = new EventLogRepository(dataSource);
-      const projections = new ProjectionRepository(dataSource);
+      const log = new EventLogRepository(db.dataSource);
+      const projections = new ProjectionRepository(db.dataSource);
       const spec = (eventId: string, subjectId: string): Spec => ({ eventType: 'product.created', subjectType: 'product',
         subjectId, createdAt: '2024-01-01T00:00:00.000Z', seq: 1, eventId, title: 'ok' });
       const nul = logEntry(spec('nul', '2'));
       nul.payload = nul.payload.replace('"title":"ok product"', '"title":"a\\u0000b"');
       const missing = { ...logEntry(spec('missing', '3')), payload: JSON.stringify({ data: { id: 'missing' }, included: [] }) };
       await log.append([logEntry(spec('before', '1')), nul, missing, logEntry(spec('after', '4'))]);
-      const runner = dataSource.createQueryRunner();
+      const runner = db.dataSource.createQueryRunner();
       await runner.connect();
       await projections.prepare(runner);
       const covered = { entries: 0, parked: 0 };
@@ -169,9 +174,9 @@ describe('projection (PostgreSQL)', () => {
       }
       await runner.release();
       expect(covered).toEqual({ entries: 4, parked: 2 });
-      const ids = (await dataSource.query(`SELECT id FROM proj_menu.products ORDER BY id`)).map((row: { id: string }) => row.id);
+      const ids = (await db.dataSource.query(`SELECT id FROM proj_menu.products ORDER BY id`)).map((row: { id: string }) => row.id);
       expect(ids).toEqual(['1', '4']);
-      const parked = await dataSource.query(`SELECT event_id, error FROM proj_menu.parked_events ORDER BY position`);
+      const parked = await db.dataSource.query(`SELECT event_id, error FROM proj_menu.parked_events ORDER BY position`);
       expect(parked).toEqual([
         { event_id: 'nul', error: expect.stringMatching(/Unicode/) },
         { event_id: 'missing', error: expect.stringMatching(/subject/) },
@@ -181,21 +186,11 @@ describe('projection (PostgreSQL)', () => {
   });
 
   describe('with poisoned events scattered through a large page', () => {
-    let database: TestDatabase;
-    let dataSource: DataSource;
-
-    beforeAll(async () => {
-      database = await createTestDatabase();
-      dataSource = await openDataSource(database.url);
-    });
-    afterAll(async () => {
-      await dataSource.destroy();
-      await database.drop();
-    });
+    const db = useDatabase();
 
     it('parks exactly the bad ones (found by bisection) and applies every other entry of the page', async () => {
-      const log = new EventLogRepository(dataSource);
-      const projections = new ProjectionRepository(dataSource);
+      const log = new EventLogRepository(db.dataSource);
+      const projections = new ProjectionRepository(db.dataSource);
       const poisoned = new Set([17, 1000, 1001, 2999]);
       const entries = Array.from({ length: 3000 }, (_, i) => {
         const entry = logEntry({ eventType: 'product.created', subjectType: 'product', subjectId: String(i),
@@ -204,14 +199,14 @@ describe('projection (PostgreSQL)', () => {
         return entry;
       });
       for (let i = 0; i < entries.length; i += 500) await log.append(entries.slice(i, i + 500));
-      const runner = dataSource.createQueryRunner();
+      const runner = db.dataSource.createQueryRunner();
       await runner.connect();
       await projections.prepare(runner);
       await catchUp(projections, runner, MENU_PROJECTION, 5000, entries.length);
       await runner.release();
-      const [{ count }] = await dataSource.query(`SELECT count(*)::int AS count FROM proj_menu.products`);
+      const [{ count }] = await db.dataSource.query(`SELECT count(*)::int AS count FROM proj_menu.products`);
       expect(count).toBe(3000 - poisoned.size);
-      const parked = await dataSource.query(`SELECT event_id FROM proj_menu.parked_events ORDER BY position`);
+      const parked = await db.dataSource.query(`SELECT event_id FROM proj_menu.parked_events ORDER BY position`);
       expect(parked.map((row: { event_id: string }) => row.event_id)).toEqual([...poisoned].map((i) => `e${i}`));
     });
   });
