@@ -6,13 +6,14 @@
 //   -> start the server -> wait for GET /health/ready -> CHECKPOINT -> warm-up -> measured run
 //   -> /metrics (daemon), peak RSS, row count check -> stop (SIGTERM, then SIGKILL) -> drop database.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { cloneDatabase, createMigratedDatabase, databaseUrl, dropDatabase, admin, query } from './lib/database.js';
 import { eventBodies } from './lib/events.js';
 import { sampleCpu, waitForQuiet } from './lib/cpu.js';
+import { scanLog } from './lib/logs.js';
 import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -111,7 +112,7 @@ async function measure({ target, connections, duration, warmup, quietWait, templ
     const rows = Number((await query(database, 'SELECT count(*) AS n FROM event_log')).rows[0].n);
     const accepted = (result.statusCodeStats['202']?.count ?? 0) + (warm?.statusCodeStats['202']?.count ?? 0);
     const stopped = await stopService(child);
-    const logs = scanLog(logFile, target);
+    const logs = scanLog(logFile, { json: target !== 'baseline' });
     return {
       target,
       connections,
@@ -212,28 +213,6 @@ function histogramDelta(beforeText, afterText, name) {
   }
   const count = after.count - before.count;
   return { count, mean: count > 0 ? round((after.sum - before.sum) / count, 4) : null, cumulativeBuckets: buckets };
-}
-
-function scanLog(file, target) {
-  const result = { warnings: 0, errors: 0, first: null };
-  let text = '';
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return result;
-  }
-  if (target === 'baseline') {
-    result.errors = text.split('\n').filter((line) => /error/i.test(line)).length;
-    return result;
-  }
-  for (const line of text.split('\n')) {
-    const warn = line.includes('"level":"warn"');
-    const error = line.includes('"level":"error"') || line.includes('"level":"fatal"');
-    if (warn) result.warnings++;
-    if (error) result.errors++;
-    if ((warn || error) && result.first === null) result.first = line.slice(0, 500);
-  }
-  return result;
 }
 
 /** What makes a measurement suspect: not ~all 202, rows not matching, logged problems, noise. */

@@ -10,7 +10,7 @@
 //   -> freshness: 200 deliveries/s, each followed until GET /api/v1/products/{id} shows it
 //   -> stop the daemon, drop the database (also on error).
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, statfsSync, statSync } from 'node:fs';
+import { mkdirSync, statfsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { admin, cloneDatabase, createMigratedDatabase, databaseUrl, dropDatabase } from './lib/database.js';
 import { sampleCpu, waitForQuiet } from './lib/cpu.js';
+import { scanLog } from './lib/logs.js';
 import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
 import { FOREIGN_XACT_SQL, sampleActivity, summarize } from './lib/projection-activity.js';
 import { BASELINE_SCHEMA, baselineSetupSql, compareSql, MENU_TABLES, menuBaselineSql, ordersBaselineSql, TABLES } from './lib/projection-baseline.js';
@@ -333,24 +334,6 @@ async function getJson(url) {
   const text = await response.text();
   if (response.status >= 500 || response.status === 404) throw new Error(`GET ${url}: ${response.status} ${text.slice(0, 300)}`);
   return JSON.parse(text);
-}
-
-function scanLog(file) {
-  const result = { warnings: 0, errors: 0, first: null };
-  let text = '';
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return result;
-  }
-  for (const line of text.split('\n')) {
-    const warn = line.includes('"level":"warn"') || line.includes('"level":40');
-    const error = /"level":("error"|"fatal"|50|60)/.test(line);
-    if (warn) result.warnings++;
-    if (error) result.errors++;
-    if ((warn || error) && result.first === null) result.first = line.slice(0, 500);
-  }
-  return result;
 }
 
 function judge({ serverWideHorizon, baseline, catchUp, correctness, freshness, logWarnings, logErrors, logFile, firstLogProblem }) {

@@ -6,6 +6,7 @@ import { migrateDatabase } from '../database/migrate.js';
 import { PROJECTIONS, projectionByName, ProjectionDefinition } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
 import { RebuildProgress, RebuildService } from '../replay/rebuild.service.js';
+import { ShadowSchemaRepository } from '../replay/shadow-schema.repository.js';
 import { progressReporter } from './progress.js';
 
 /** `--projection NAME|all` → the projections, or undefined for an unknown name. */
@@ -25,7 +26,7 @@ export async function withRebuildService<T>(config: AppConfig, work: (rebuild: R
     const dataSource = createDataSource({ url: database.url, poolSize: 3 });
     await dataSource.initialize();
     try {
-      return await work(new RebuildService(dataSource, new ProjectionRepository(dataSource)));
+      return await work(new RebuildService(dataSource, new ProjectionRepository(dataSource), new ShadowSchemaRepository()));
     } finally {
       await dataSource.destroy();
     }

@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { AppConfig } from '../config/app-config.js';
+import { isDataError } from '../database/database-errors.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { EventLogRepository } from './event-log.repository.js';
 import { AppendResult, NewLogEntry } from './log-entry.js';
@@ -134,10 +135,4 @@ export class AppendBatcher implements OnApplicationShutdown {
       if (pending.deadline <= now) this.fail(pending, new AppendUnconfirmedError('append not confirmed in time'));
     }
   }
-}
-
-/** SQLSTATE classes 22 (data exception) and 54 (program limit, e.g. an index row too large). */
-function isDataError(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('54'));
 }

@@ -22,18 +22,4 @@ export class WebhookKeyRepository {
       connectionId: row.connection_id === null ? null : Number(row.connection_id),
     }));
   }
-
-  async add(keyHash: Buffer, connectionId: number | null): Promise<number> {
-    const rows: Array<{ id: string }> = await this.dataSource.query(
-      `INSERT INTO webhook_keys (key_hash, connection_id) VALUES ($1, $2) RETURNING id`, [keyHash, connectionId]);
-    return Number(rows[0].id);
-  }
-
-  /** Rotation: the old keys of a connection stay valid for `overlapSeconds` more. */
-  async expireForConnection(connectionId: number, overlapSeconds: number, exceptId: number): Promise<void> {
-    await this.dataSource.query(
-      `UPDATE webhook_keys SET expires_at = now() + make_interval(secs => $2)
-        WHERE connection_id = $1 AND id <> $3 AND (expires_at IS NULL OR expires_at > now() + make_interval(secs => $2))`,
-      [connectionId, overlapSeconds, exceptId]);
-  }
 }

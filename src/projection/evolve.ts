@@ -1,5 +1,5 @@
 import { compareVersions, Version } from './version.js';
-import { MENU_TYPES, ORDER_TYPES, ResourceObject, ResourceType, WebhookEvent } from './webhook-event.js';
+import { ORDER_TYPES, ResourceObject, ResourceType, WebhookEvent } from './webhook-event.js';
 
 /** What one event says about one resource. */
 export interface ResourceChange {
@@ -90,4 +90,3 @@ export function fold(events: Iterable<WebhookEvent>, states = new Map<string, Re
   return states;
 }
 
-export const isMenuType = (type: string): boolean => (MENU_TYPES as readonly string[]).includes(type);

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
+import { isDataError } from '../database/database-errors.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import { CHANGE_COLUMNS, ProjectionDefinition } from './projection-definitions.js';
 
@@ -222,17 +223,6 @@ function upsertSql(table: string, type: string): string {
       ${['owner_id', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position'].map((c) => pick(c, newer)).join(',\n      ')},
       ${['attributes', 'relationships', 'data_occurred_at', 'data_event_seq', 'data_event_id'].map((c) => pick(c, newerData)).join(',\n      ')}
     WHERE ${newer} OR (${newerData})`;
-}
-
-/**
- * Errors that the same events will always raise: SQLSTATE classes 22 (data exception, e.g. JSON
- * that jsonb refuses), 23 (integrity) and 54 (program limit, e.g. nesting too deep). Anything else
- * (a lost connection, a cancelled statement) is transient: the page is retried, nothing parked.
- */
-function isDataError(error: unknown): boolean {
-  const code = (error as { driverError?: { code?: unknown }; code?: unknown })?.driverError?.code
-    ?? (error as { code?: unknown })?.code;
-  return typeof code === 'string' && /^(22|23|54)/.test(code);
 }
 
 function errorText(error: unknown): string {

@@ -63,17 +63,6 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     this.wake?.();
   }
 
-  /** Applies every page available now; resolves when the projections are caught up. */
-  async catchUp(): Promise<number> {
-    if (!this.runner || this.state !== 'running') throw new Error('this daemon is not the active projector');
-    let total = 0;
-    for (;;) {
-      const applied = await this.applyAll();
-      total += applied;
-      if (applied === 0) return total;
-    }
-  }
-
   private async run(): Promise<void> {
     while (!this.stopping) {
       try {

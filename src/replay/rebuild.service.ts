@@ -4,12 +4,9 @@ import { DataSource, QueryRunner } from 'typeorm';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import type { ProjectionDefinition } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
+import { ShadowSchemaRepository } from './shadow-schema.repository.js';
 
 const PAGE_SIZE = 50000;
-/** First key of the session lock that lets one rebuild (replay or verify) of a projection run at a time. */
-const REBUILD_LOCK_SPACE = 7_260_200;
-const COMPARED = ['owner_id', 'attributes', 'relationships', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position',
-  'data_occurred_at', 'data_event_seq', 'data_event_id'];
 const MAX_REPORTED = 1000;
 
 export interface RebuildProgress {
@@ -53,6 +50,7 @@ export class RebuildService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly projections: ProjectionRepository,
+    private readonly shadows: ShadowSchemaRepository,
   ) {}
 
   /**
@@ -70,19 +68,16 @@ export class RebuildService {
       await runner.startTransaction();
       try {
         await this.projections.lockLive(runner, projection);
-        const horizon = await this.horizon(runner);
+        const horizon = await this.shadows.horizon(runner);
         let tail = 0;
         for (;;) {
           const page = await this.projections.applyPageInTransaction(runner, projection, PAGE_SIZE, shadow, horizon);
           tail += page.entries;
           if (page.entries === 0) break;
         }
-        // Left by an earlier replay cut off between its swap and its clean-up.
-        await runner.query(`DROP SCHEMA IF EXISTS ${projection.schema}__old CASCADE`);
-        await runner.query(`ALTER SCHEMA ${projection.schema} RENAME TO ${projection.schema}__old`);
-        await runner.query(`ALTER SCHEMA ${shadow} RENAME TO ${projection.schema}`);
+        await this.shadows.swap(runner, projection, shadow);
         await runner.commitTransaction();
-        await runner.query(`DROP SCHEMA ${projection.schema}__old CASCADE`);
+        await this.shadows.dropRetired(runner, projection);
         const status = await this.projections.status(projection);
         this.logger.log(`replayed ${projection.name}: ${applied + tail} entries, ${status.parked} parked`);
         return { projection: projection.name, applied: applied + tail, parked: status.parked, seconds: (Date.now() - started) / 1000 };
@@ -123,38 +118,23 @@ export class RebuildService {
     await runner.connect();
     const schema = `${projection.schema}__${suffix}`;
     try {
-      const [{ locked }] = await runner.query('SELECT pg_try_advisory_lock($1, $2) AS locked', [REBUILD_LOCK_SPACE, projection.lockKey]);
-      if (!locked) throw new RebuildInProgressError(`another replay or verify of ${projection.name} is running`);
+      if (!(await this.shadows.tryLock(runner, projection))) throw new RebuildInProgressError(`another replay or verify of ${projection.name} is running`);
       await this.projections.prepare(runner);
-      await this.createShadow(runner, projection, schema);
+      await this.shadows.create(runner, projection, schema);
       try {
         return await work(runner, schema);
       } finally {
-        await runner.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+        await this.shadows.drop(runner, schema).catch(() => undefined);
       }
     } finally {
-      await runner.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
+      await this.shadows.unlock(runner).catch(() => undefined);
       await runner.release();
     }
   }
 
-  /** An empty copy of the live schema (columns, generated columns, constraints, indexes). */
-  private async createShadow(runner: QueryRunner, projection: ProjectionDefinition, schema: string): Promise<void> {
-    await runner.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await runner.query(`CREATE SCHEMA ${schema}`);
-    for (const table of ['checkpoint', 'parked_events', ...projection.tables.map((t) => t.table)]) {
-      // LIKE copies columns, constraints and indexes but not storage options (fillfactor).
-      const [{ options }] = await runner.query(
-        `SELECT array_to_string(reloptions, ', ') AS options FROM pg_class WHERE oid = $1::regclass`, [`${projection.schema}.${table}`]);
-      await runner.query(`CREATE TABLE ${schema}.${table} (LIKE ${projection.schema}.${table} INCLUDING ALL)`
-        + (options ? ` WITH (${options})` : ''));
-    }
-    await runner.query(`INSERT INTO ${schema}.checkpoint DEFAULT VALUES`);
-  }
-
   private async fill(runner: QueryRunner, projection: ProjectionDefinition, schema: string, until: LogCheckpoint | undefined,
     onProgress: (progress: RebuildProgress) => void): Promise<number> {
-    const [{ total }] = await runner.query(`SELECT count(*)::int AS total FROM event_log`);
+    const total = await this.shadows.countLogEntries(runner);
     let applied = 0;
     for (;;) {
       const page = await this.projections.applyPage(runner, projection, PAGE_SIZE, schema, until);
@@ -165,26 +145,11 @@ export class RebuildService {
     }
   }
 
-  /** The last entry a gap-safe reader may read now. */
-  private async horizon(runner: QueryRunner): Promise<LogCheckpoint> {
-    const rows: Array<{ transaction_id: string; position: string }> = await runner.query(
-      `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position FROM event_log e
-        WHERE e.transaction_id < (SELECT event_log_horizon())
-        ORDER BY e.transaction_id DESC, e.position DESC LIMIT 1`);
-    return rows.length === 0 ? { transactionId: '0', position: '0' } : { transactionId: rows[0].transaction_id, position: rows[0].position };
-  }
-
   private async compare(runner: QueryRunner, projection: ProjectionDefinition, scratch: string): Promise<VerifyReport> {
     const differences: Difference[] = [];
     let count = 0;
     for (const { type, table } of projection.tables) {
-      const rows: Array<{ id: string; live: boolean; rebuilt: boolean; fields: string[] }> = await runner.query(
-        `SELECT coalesce(l.id, s.id) AS id, l.id IS NOT NULL AS live, s.id IS NOT NULL AS rebuilt,
-                array_remove(ARRAY[${COMPARED.map((c) => `CASE WHEN l.${c} IS DISTINCT FROM s.${c} THEN '${c}' END`).join(', ')}], NULL) AS fields
-           FROM ${projection.schema}.${table} l FULL JOIN ${scratch}.${table} s ON s.id = l.id
-          WHERE l.id IS NULL OR s.id IS NULL
-             OR (${COMPARED.map((c) => `l.${c}`).join(', ')}) IS DISTINCT FROM (${COMPARED.map((c) => `s.${c}`).join(', ')})
-          ORDER BY coalesce(l.sort_key, s.sort_key)`);
+      const rows = await this.shadows.differences(runner, projection, table, scratch);
       count += rows.length;
       for (const row of rows) {
         if (differences.length >= MAX_REPORTED) break;

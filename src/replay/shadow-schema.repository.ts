@@ -1,0 +1,86 @@
+import { Injectable } from '@nestjs/common';
+import type { QueryRunner } from 'typeorm';
+import type { LogCheckpoint } from '../event-log/log-entry.js';
+import type { ProjectionDefinition } from '../projection/projection-definitions.js';
+
+/** First key of the session lock that lets one rebuild (replay or verify) of a projection run at a time. */
+const REBUILD_LOCK_SPACE = 7_260_200;
+/** The columns the fold decides: what verify compares. */
+const COMPARED = ['owner_id', 'attributes', 'relationships', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position',
+  'data_occurred_at', 'data_event_seq', 'data_event_id'];
+
+export interface RowDifference {
+  id: string;
+  live: boolean;
+  rebuilt: boolean;
+  fields: string[];
+}
+
+/** The SQL of a rebuild: its lock, the shadow copy of a projection's schema, the swap, the comparison. */
+@Injectable()
+export class ShadowSchemaRepository {
+  async tryLock(runner: QueryRunner, projection: ProjectionDefinition): Promise<boolean> {
+    const [{ locked }] = await runner.query('SELECT pg_try_advisory_lock($1, $2) AS locked', [REBUILD_LOCK_SPACE, projection.lockKey]);
+    return locked;
+  }
+
+  async unlock(runner: QueryRunner): Promise<void> {
+    await runner.query('SELECT pg_advisory_unlock_all()');
+  }
+
+  /** An empty copy of the live schema (columns, constraints, indexes, storage options). */
+  async create(runner: QueryRunner, projection: ProjectionDefinition, schema: string): Promise<void> {
+    await this.drop(runner, schema);
+    await runner.query(`CREATE SCHEMA ${schema}`);
+    for (const table of ['checkpoint', 'parked_events', ...projection.tables.map((t) => t.table)]) {
+      // LIKE copies columns, constraints and indexes but not storage options (fillfactor).
+      const [{ options }] = await runner.query(
+        `SELECT array_to_string(reloptions, ', ') AS options FROM pg_class WHERE oid = $1::regclass`, [`${projection.schema}.${table}`]);
+      await runner.query(`CREATE TABLE ${schema}.${table} (LIKE ${projection.schema}.${table} INCLUDING ALL)`
+        + (options ? ` WITH (${options})` : ''));
+    }
+    await runner.query(`INSERT INTO ${schema}.checkpoint DEFAULT VALUES`);
+  }
+
+  async drop(runner: QueryRunner, schema: string): Promise<void> {
+    await runner.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  }
+
+  /** Renames the shadow into the live schema's place (in the caller's transaction); the old one becomes `…__old`. */
+  async swap(runner: QueryRunner, projection: ProjectionDefinition, shadow: string): Promise<void> {
+    // Left by an earlier replay cut off between its swap and its clean-up.
+    await this.drop(runner, `${projection.schema}__old`);
+    await runner.query(`ALTER SCHEMA ${projection.schema} RENAME TO ${projection.schema}__old`);
+    await runner.query(`ALTER SCHEMA ${shadow} RENAME TO ${projection.schema}`);
+  }
+
+  /** After the swap has committed: the retired live schema goes. */
+  async dropRetired(runner: QueryRunner, projection: ProjectionDefinition): Promise<void> {
+    await runner.query(`DROP SCHEMA ${projection.schema}__old CASCADE`);
+  }
+
+  async countLogEntries(runner: QueryRunner): Promise<number> {
+    const [{ total }] = await runner.query(`SELECT count(*)::int AS total FROM event_log`);
+    return total;
+  }
+
+  /** The last entry a gap-safe reader may read now. */
+  async horizon(runner: QueryRunner): Promise<LogCheckpoint> {
+    const rows: Array<{ transaction_id: string; position: string }> = await runner.query(
+      `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position FROM event_log e
+        WHERE e.transaction_id < (SELECT event_log_horizon())
+        ORDER BY e.transaction_id DESC, e.position DESC LIMIT 1`);
+    return rows.length === 0 ? { transactionId: '0', position: '0' } : { transactionId: rows[0].transaction_id, position: rows[0].position };
+  }
+
+  /** Rows of a table that differ between the live schema and `scratch`, in id order. */
+  async differences(runner: QueryRunner, projection: ProjectionDefinition, table: string, scratch: string): Promise<RowDifference[]> {
+    return runner.query(
+      `SELECT coalesce(l.id, s.id) AS id, l.id IS NOT NULL AS live, s.id IS NOT NULL AS rebuilt,
+              array_remove(ARRAY[${COMPARED.map((c) => `CASE WHEN l.${c} IS DISTINCT FROM s.${c} THEN '${c}' END`).join(', ')}], NULL) AS fields
+         FROM ${projection.schema}.${table} l FULL JOIN ${scratch}.${table} s ON s.id = l.id
+        WHERE l.id IS NULL OR s.id IS NULL
+           OR (${COMPARED.map((c) => `l.${c}`).join(', ')}) IS DISTINCT FROM (${COMPARED.map((c) => `s.${c}`).join(', ')})
+        ORDER BY coalesce(l.sort_key, s.sort_key)`);
+  }
+}
