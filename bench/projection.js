@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { admin, cloneDatabase, createMigratedDatabase, databaseUrl, dropDatabase } from './lib/database.js';
+import { admin, createMigratedDatabase, databaseUrl, dropDatabase } from './lib/database.js';
 import { sampleCpu, waitForQuiet } from './lib/cpu.js';
 import { scanLog } from './lib/logs.js';
 import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
@@ -51,13 +51,7 @@ export async function run({ duration = defaults.duration, quietWait = defaults.q
   const baseEnv = { ...process.env, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1' };
   delete baseEnv.API_TOKENS;
   delete baseEnv.PROJECTOR_ENABLED;
-  const template = await createMigratedDatabase({ cwd: ROOT, env: baseEnv });
-  let database;
-  try {
-    database = await cloneDatabase(template, 'projection');
-  } finally {
-    await dropDatabase(template);
-  }
+  const database = await createMigratedDatabase({ cwd: ROOT, env: baseEnv, suffix: 'projection' });
   const client = new pg.Client({ connectionString: databaseUrl(database), application_name: 'menu-sync-bench' });
   await client.connect();
   let daemon;

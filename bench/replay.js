@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { cloneDatabase, createMigratedDatabase, databaseUrl, dropDatabase } from './lib/database.js';
+import { createMigratedDatabase, databaseUrl, dropDatabase } from './lib/database.js';
 import { waitForQuiet } from './lib/cpu.js';
 import { memoryOf } from './lib/processes.js';
 import { fill, runBaseline } from './projection.js';
@@ -21,13 +21,7 @@ export const defaults = { quietWait: 10 };
 export async function run({ quietWait = defaults.quietWait }) {
   const events = Number(process.env.BENCH_REPLAY_EVENTS ?? 1_000_000);
   const env = { ...process.env, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'warn' };
-  const template = await createMigratedDatabase({ cwd: ROOT, env });
-  let database;
-  try {
-    database = await cloneDatabase(template, 'replay');
-  } finally {
-    await dropDatabase(template);
-  }
+  const database = await createMigratedDatabase({ cwd: ROOT, env, suffix: 'replay' });
   const client = new pg.Client({ connectionString: databaseUrl(database), application_name: 'menu-sync-bench' });
   await client.connect();
   try {

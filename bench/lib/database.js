@@ -30,8 +30,8 @@ function freshName(suffix) {
 }
 
 /** CREATE DATABASE, then `node dist/src/main.js migrate` against it. Returns its name. */
-export async function createMigratedDatabase({ cwd, env }) {
-  const name = freshName('template');
+export async function createMigratedDatabase({ cwd, env, suffix = 'template' }) {
+  const name = freshName(suffix);
   await admin(`CREATE DATABASE ${name} ENCODING 'UTF8' TEMPLATE template0`);
   created.add(name);
   await runToCompletion('node', ['dist/src/main.js', 'migrate'], {
