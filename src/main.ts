@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { config as loadDotenv } from 'dotenv';
-import { CommandFactory } from 'nest-commander';
+import type { Command } from 'commander';
+import { CommandFactory, CommandRunnerService } from 'nest-commander';
 import { CliModule } from './cli/cli.module.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
 import { createRootLogger, PinoNestLogger } from './observability/logger.js';
@@ -21,17 +22,30 @@ async function main(): Promise<void> {
   const nestLogger = new PinoNestLogger(rootLogger);
   Logger.overrideLogger(nestLogger);
   const exit = (code: number) => rootLogger.flush(() => process.exit(code));
-  await CommandFactory.run(CliModule.register(config, rootLogger), {
+  // Synchronous: commander exits by itself right after this handler returns.
+  const usageError = (error: Error) => {
+    const code = (error as { code?: string }).code;
+    process.exit(code === 'commander.helpDisplayed' || code === 'commander.version' || code === 'commander.help' ? 0 : 2);
+  };
+  const app = await CommandFactory.createWithoutRunning(CliModule.register(config, rootLogger), {
     logger: nestLogger,
-    errorHandler: (error) => {
-      const code = (error as { code?: string }).code;
-      exit(code === 'commander.helpDisplayed' || code === 'commander.version' || code === 'commander.help' ? 0 : 2);
-    },
+    errorHandler: usageError,
     serviceErrorHandler: (error) => {
       rootLogger.error({ err: error }, 'command failed');
       exit(1);
     },
   });
+  // nest-commander sets the usage handler on the root command only; subcommands would exit 1 on bad usage.
+  const overrideAll = (command: Command) => {
+    command.exitOverride(usageError);
+    command.commands.forEach(overrideAll);
+  };
+  overrideAll((app.get(CommandRunnerService) as unknown as { commander: Command }).commander);
+  try {
+    await CommandFactory.runApplication(app);
+  } finally {
+    await app.close();
+  }
   exit(process.exitCode === undefined ? 0 : Number(process.exitCode));
 }
 

@@ -2,6 +2,8 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
 import { ROOT_LOGGER, RootLogger } from './cli-context.js';
+import { EmulatorResendCommand, EmulatorTriggerCommand } from './emulator-client.command.js';
+import { EmulatorCommand } from './emulator.command.js';
 import { MigrateCommand } from './migrate.command.js';
 import { ReplayCommand } from './replay.command.js';
 import { VerifyCommand } from './verify.command.js';
@@ -14,7 +16,8 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [ConfigModule.forRoot(config)],
-      providers: [{ provide: ROOT_LOGGER, useValue: rootLogger }, ServeCommand, MigrateCommand, ReplayCommand, VerifyCommand],
+      providers: [{ provide: ROOT_LOGGER, useValue: rootLogger }, ServeCommand, MigrateCommand, ReplayCommand, VerifyCommand,
+        EmulatorCommand, EmulatorTriggerCommand, EmulatorResendCommand],
     };
   }
 }

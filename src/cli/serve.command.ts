@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app-config.js';
 import { Daemon } from '../daemon.js';
 import { ROOT_LOGGER } from './cli-context.js';
 import type { RootLogger } from './cli-context.js';
+import { untilSignalled } from './signals.js';
 
 @Command({ name: 'serve', description: 'Run the daemon (the default command)', options: { isDefault: true } })
 export class ServeCommand extends CommandRunner {
@@ -18,16 +19,7 @@ export class ServeCommand extends CommandRunner {
 
   /** Signals are taken from the first moment: one arriving during start-up stops the daemon once it is up. */
   async run(): Promise<void> {
-    let signalled: () => void = () => undefined;
-    const stopRequested = new Promise<void>((resolve) => (signalled = resolve));
-    const onSignal = (signal: NodeJS.Signals) => {
-      this.logger.log(`${signal} received: shutting down`);
-      process.removeListener('SIGTERM', onSignal);
-      process.removeListener('SIGINT', onSignal);
-      signalled();
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
+    const stopRequested = untilSignalled(this.logger);
     this.logger.log({ msg: 'configuration', config: this.config.dump() });
     const daemon = await Daemon.start(this.config, this.rootLogger);
     await stopRequested;
