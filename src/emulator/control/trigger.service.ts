@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { isSpecEventName } from '../../config/event-names.js';
+import { DeliveryService } from '../delivery/delivery.service.js';
 import { controlError } from '../emulator-http.error.js';
 import { DEMO_STORE_ID, EmulatorState } from '../state/emulator-state.service.js';
 import type { MenuType } from '../state/resource-schemas.js';
@@ -12,15 +13,18 @@ const STATUS_CYCLE = ['pending', 'accepted', 'preparing', 'ready', 'collected'];
  */
 @Injectable()
 export class TriggerService {
-  constructor(private readonly state: EmulatorState) {}
+  constructor(
+    private readonly state: EmulatorState,
+    private readonly deliveries: DeliveryService,
+  ) {}
 
   trigger(eventType: unknown, id: unknown): { event_ids: string[]; subject: { type: string; id: string } } {
     if (typeof eventType !== 'string' || !isSpecEventName(eventType)) throw controlError(422, 'event_type must be one of the spec\'s 14 event names', 'event_type');
     if (id !== undefined && typeof id !== 'string' && typeof id !== 'number') throw controlError(422, 'id must be a resource id', 'id');
-    const before = this.state.events().length;
+    const before = this.deliveries.events().length;
     const [type, action] = eventType.split('.') as [MenuType | 'order', string];
     const subjectId = type === 'order' ? this.orderChange(action, id) : this.menuChange(type, action, id);
-    return { event_ids: this.state.events().slice(before).map((event) => event.id), subject: { type, id: subjectId } };
+    return { event_ids: this.deliveries.events().slice(before).map((event) => event.id), subject: { type, id: subjectId } };
   }
 
   private menuChange(type: MenuType, action: string, id: unknown): string {

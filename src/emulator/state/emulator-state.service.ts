@@ -41,8 +41,8 @@ export class EmulatorState implements OnModuleInit {
   private readonly menu = new Map<MenuType, Map<string, MenuRecord>>(MENU_TYPES.map((type) => [type, new Map()]));
   private readonly orders = new Map<string, OrderRecord>();
   private readonly lastIds = new Map<string, number>();
-  private readonly produced: PlatformEvent[] = [];
   private seq: number;
+  private ordinal = 0;
 
   constructor(
     @Inject(EMULATOR_OPTIONS) private readonly options: EmulatorOptions,
@@ -95,11 +95,6 @@ export class EmulatorState implements OnModuleInit {
     return orderIncluded(record, (type, id) => this.table(type as MenuType).get(id), this.stores.get(record.storeId)!.resource);
   }
 
-  /** Every event produced so far, oldest first. */
-  events(): readonly PlatformEvent[] {
-    return this.produced;
-  }
-
   liveIds(type: MenuType | 'order'): string[] {
     const ids = type === 'order' ? [...this.orders.keys()] : [...this.table(type).keys()];
     return ids.sort((a, b) => Number(a) - Number(b));
@@ -127,8 +122,11 @@ export class EmulatorState implements OnModuleInit {
     const attributes = parseAttributes(type, body.attributes, false);
     const links = parseRelationships(type, body.relationships);
     const previousTrait = relatedId(record.resource, 'trait');
-    record.resource = { ...record.resource, attributes: { ...record.resource.attributes, ...attributes }, relationships: { ...record.resource.relationships } };
-    this.applyLinks(record, links);
+    // Links are checked on a copy: a refused request leaves the resource as it was.
+    const resource = { ...record.resource, attributes: { ...record.resource.attributes, ...attributes }, relationships: { ...record.resource.relationships } };
+    const updated: MenuRecord = { ...record, resource };
+    this.applyLinks(updated, links);
+    record.resource = updated.resource;
     this.emit(`${type}.updated`, record);
     this.syncTraitOptions(record, previousTrait);
     return record.resource;
@@ -287,12 +285,11 @@ export class EmulatorState implements OnModuleInit {
   private publish(eventType: SpecEventName, ownerId: string, subject: { id: string; type: string }, included: ResourceObject[]): void {
     this.seq += 1;
     const event: PlatformEvent = {
-      id: String(this.seq), seq: this.seq, ordinal: this.produced.length, eventType,
+      id: String(this.seq), seq: this.seq, ordinal: this.ordinal++, eventType,
       createdAt: this.clock.now().toISOString(), ownerId, subject,
       // A deep copy: later changes to the state must not alter an event already produced.
       included: structuredClone(included),
     };
-    this.produced.push(event);
     this.sink.publish(event);
   }
 

@@ -9,7 +9,7 @@ export const MENU_PATHS: Record<string, MenuType> = {
   collections: 'collection', products: 'product', traits: 'trait', trait_options: 'trait_option',
 };
 
-type AttributeKind = 'string' | 'nullable-string' | 'boolean' | 'money-map';
+type AttributeKind = 'title' | 'string' | 'nullable-string' | 'boolean' | 'money-map';
 
 interface AttributeSpec {
   kind: AttributeKind;
@@ -35,12 +35,12 @@ interface ResourceSchema {
  */
 export const SCHEMAS: Record<MenuType, ResourceSchema> = {
   collection: {
-    attributes: { title: { kind: 'string' }, description: { kind: 'nullable-string', default: null } },
+    attributes: { title: { kind: 'title' }, description: { kind: 'nullable-string', default: null } },
     relationships: { products: { kind: 'to-many', target: 'product' } },
   },
   product: {
     attributes: {
-      title: { kind: 'string' },
+      title: { kind: 'title' },
       description: { kind: 'string', default: '' },
       available: { kind: 'boolean', default: true },
       base_cost: { kind: 'money-map' },
@@ -52,7 +52,7 @@ export const SCHEMAS: Record<MenuType, ResourceSchema> = {
   },
   trait: {
     attributes: {
-      title: { kind: 'string' },
+      title: { kind: 'title' },
       description: { kind: 'string', default: '' },
       required: { kind: 'boolean', default: false },
       allow_multiple: { kind: 'boolean', default: false },
@@ -61,7 +61,7 @@ export const SCHEMAS: Record<MenuType, ResourceSchema> = {
   },
   trait_option: {
     attributes: {
-      title: { kind: 'string' },
+      title: { kind: 'title' },
       description: { kind: 'nullable-string', default: null },
       available: { kind: 'boolean', default: true },
       default: { kind: 'boolean', default: false },
@@ -95,8 +95,11 @@ export function parseAttributes(type: MenuType, input: unknown, creating: boolea
 
 function parseValue(kind: AttributeKind, value: unknown, field: string): unknown {
   switch (kind) {
-    case 'string':
+    case 'title':
       if (typeof value !== 'string' || value.length === 0) throw controlError(422, `${field} must be a non-empty string`, field);
+      return value;
+    case 'string':
+      if (typeof value !== 'string') throw controlError(422, `${field} must be a string`, field);
       return value;
     case 'nullable-string':
       if (value !== null && typeof value !== 'string') throw controlError(422, `${field} must be a string or null`, field);
