@@ -16,6 +16,7 @@ import { IngressService } from './ingress/ingress.service.js';
 import { MetricsService } from './observability/metrics.service.js';
 import { PinoNestLogger } from './observability/logger.js';
 import { requestContext } from './observability/request-context.js';
+import type { UpstreamSettings } from './upstream/upstream-settings.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -23,10 +24,12 @@ export interface HttpAppOptions {
   config: AppConfig;
   databaseUrl: string;
   logger: Pino;
+  /** The upstream to connect to (default: the configured one). */
+  upstream?: UpstreamSettings | null;
 }
 
 /** The Nest application on Fastify, fully configured but not yet listening. */
-export async function createHttpApp({ config, databaseUrl, logger }: HttpAppOptions): Promise<NestFastifyApplication> {
+export async function createHttpApp({ config, databaseUrl, logger, upstream }: HttpAppOptions): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -38,7 +41,7 @@ export async function createHttpApp({ config, databaseUrl, logger }: HttpAppOpti
     return503OnClosing: false,
     forceCloseConnections: 'idle',
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, databaseUrl }), adapter, {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, databaseUrl, upstream }), adapter, {
     bodyParser: false,
     logger: new PinoNestLogger(logger),
   });

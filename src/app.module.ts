@@ -10,19 +10,27 @@ import { OrdersModule } from './orders/orders.module.js';
 import { ProjectionModule } from './projection/projection.module.js';
 import { ReplayModule } from './replay/replay.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
+import { AuthModule } from './auth/auth.module.js';
+import { ReconcileModule } from './reconcile/reconcile.module.js';
+import { UpstreamSettings } from './upstream/upstream-settings.js';
+import { UpstreamSettingsModule } from './upstream/upstream-settings.module.js';
+import { UpstreamModule } from './upstream/upstream.module.js';
 
 export interface AppModuleOptions {
   config: AppConfig;
   databaseUrl: string;
+  /** The upstream to connect to: by default the configured one (null when none). */
+  upstream?: UpstreamSettings | null;
 }
 
 @Module({})
 export class AppModule {
-  static register({ config, databaseUrl }: AppModuleOptions): DynamicModule {
+  static register({ config, databaseUrl, upstream = UpstreamSettings.fromConfig(config) }: AppModuleOptions): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
+        UpstreamSettingsModule.forRoot(upstream),
         DatabaseModule.forRoot({ url: databaseUrl, poolSize: config.DATABASE_POOL_SIZE }),
         EventEmitterModule.forRoot(),
         ObservabilityModule,
@@ -32,6 +40,9 @@ export class AppModule {
         MenuModule,
         OrdersModule,
         ReplayModule,
+        UpstreamModule,
+        AuthModule,
+        ReconcileModule.forDaemon(),
       ],
     };
   }

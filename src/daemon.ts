@@ -5,10 +5,13 @@ import { createHttpApp } from './app.factory.js';
 import { AppConfig } from './config/app-config.js';
 import { openDatabase, OpenDatabase } from './database/database-target.js';
 import { migrateDatabase } from './database/migrate.js';
+import { ConnectionRepository } from './auth/connection.repository.js';
+import { Sandbox } from './sandbox/sandbox.js';
+import { UpstreamSettings } from './upstream/upstream-settings.js';
 
 const SHUTDOWN_BUDGET_MS = 9500;
 
-/** A running menu-sync: database (embedded or external), migrations, HTTP app. */
+/** A running menu-sync: database (embedded or external), migrations, HTTP app, and in sandbox mode the emulator. */
 export class Daemon {
   private readonly logger = new Logger(Daemon.name);
 
@@ -16,26 +19,43 @@ export class Daemon {
     readonly app: NestFastifyApplication,
     readonly url: string,
     private readonly database: OpenDatabase,
+    private readonly sandbox: Sandbox | null,
   ) {}
 
   static async start(config: AppConfig, rootLogger: Pino): Promise<Daemon> {
     const logger = new Logger(Daemon.name);
     const database = await openDatabase(config);
+    let sandbox: Sandbox | null = null;
     try {
       logger.log(database.embedded ? `database: embedded PostgreSQL under ${config.DATA_DIR}` : 'database: external (DATABASE_URL)');
       if (config.MIGRATIONS_RUN) await migrateDatabase(database.url, config.DATABASE_POOL_SIZE);
-      const app = await createHttpApp({ config, databaseUrl: database.url, logger: rootLogger });
+      sandbox = !config.hasUpstream && config.SANDBOX ? await Sandbox.start(config, rootLogger) : null;
+      const upstream = sandbox?.upstream ?? UpstreamSettings.fromConfig(config);
+      const app = await createHttpApp({ config, databaseUrl: database.url, logger: rootLogger, upstream });
       await app.listen({ port: config.PORT, host: config.HOST });
       const address = app.getHttpServer().address();
       const port = typeof address === 'object' && address ? address.port : config.PORT;
       config.bindPort(port);
       const url = `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`;
-      logger.log(`menu-sync listening on ${url} (upstream: ${config.hasUpstream ? config.UPSTREAM_BASE_URL : 'none configured'})`);
-      return new Daemon(app, url, database);
+      logger.log(`menu-sync listening on ${url} (${sandbox !== null ? `sandbox: the built-in emulator at ${sandbox.emulator.url} is the upstream`
+        : config.hasUpstream ? `upstream: ${config.UPSTREAM_BASE_URL}` : 'no upstream: SANDBOX=false'})`);
+      const daemon = new Daemon(app, url, database, sandbox);
+      if (sandbox !== null) {
+        await daemon.connectSandbox(sandbox).catch((error) => logger.error({ msg: 'the sandbox could not connect to its emulator', err: error }));
+      }
+      return daemon;
     } catch (error) {
+      await sandbox?.stop().catch(() => undefined);
       await database.close();
       throw error;
     }
+  }
+
+  /** A fresh emulator each start: connections to earlier ones are retired, and this one is connected. */
+  private async connectSandbox(sandbox: Sandbox): Promise<void> {
+    const retired = await this.app.get(ConnectionRepository).retireOthers(sandbox.emulator.url, 'its sandbox emulator has stopped');
+    if (retired > 0) this.logger.log(`sandbox: ${retired} connection(s) to earlier emulators marked reauthorization_required`);
+    await sandbox.connect(this.url);
   }
 
   /**
@@ -51,6 +71,7 @@ export class Daemon {
     try {
       await this.app.close();
     } finally {
+      await this.sandbox?.stop().catch((error) => this.logger.warn({ msg: 'the sandbox emulator did not stop cleanly', err: error }));
       await this.database.close();
       clearTimeout(deadline);
     }

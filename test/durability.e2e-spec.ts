@@ -177,6 +177,7 @@ describe('durability of acknowledged deliveries (built daemon, child process)', 
       WEBHOOK_KEYS: WEBHOOK_KEY,
       HOST: '127.0.0.1',
       RECONCILE_CRON: 'off',
+      SANDBOX: 'false',
       LOG_LEVEL: 'warn',
     };
   });

@@ -153,6 +153,14 @@ export class AppConfig {
   @IsBoolean()
   MIGRATIONS_RUN = true;
 
+  /**
+   * With no upstream configured, run the built-in emulator as the upstream (the zero-config
+   * sandbox, CONTRACT §1); false: no upstream at all. A configured upstream switches it off.
+   */
+  @Transform(bool)
+  @IsBoolean()
+  SANDBOX = true;
+
   /** Run the projector in this process (one daemon per database projects; others stand by). */
   @Transform(bool)
   @IsBoolean()
@@ -178,6 +186,27 @@ export class AppConfig {
   @Min(0)
   @Max(1000000)
   QUARANTINE_MAX_ENTRIES = 1000;
+
+  /** The menu snapshot path template of reconcile (CONTRACT §7): `{store_id}` and `{resources}` are filled in. */
+  @Matches(/^\/\S*\{store_id\}\S*\{resources\}\S*$/, { message: 'UPSTREAM_SNAPSHOT_PATH must be a path containing {store_id} and {resources}' })
+  UPSTREAM_SNAPSHOT_PATH = '/stores/{store_id}/{resources}';
+
+  /** The order list path of reconcile (spec endpoint 3). */
+  @Matches(/^\/\S*\{store_id\}\S*$/, { message: 'UPSTREAM_ORDERS_PATH must be a path containing {store_id}' })
+  UPSTREAM_ORDERS_PATH = '/stores/{store_id}/orders';
+
+  /** Reconcile destroys nothing when a snapshot lacks more than this share of the mirrored resources of a type. */
+  @Transform(({ value }) => (value === undefined || value === '' ? value : Number(value)))
+  @Min(0)
+  @Max(1)
+  RECONCILE_MAX_DESTROY_RATIO = 0.5;
+
+  /** Pages reconcile follows per snapshot document before it calls the snapshot incomplete. */
+  @Transform(int)
+  @IsInt()
+  @Min(1)
+  @Max(10000)
+  RECONCILE_MAX_PAGES = 100;
 
   get hasUpstream(): boolean {
     return this.UPSTREAM_AUTH_URL !== undefined || this.UPSTREAM_BASE_URL !== undefined;

@@ -19,6 +19,9 @@ export class WebhookKeyRegistry implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(WebhookKeyRegistry.name);
   private readonly configured: Map<string, string>;
   private stored = new Map<string, string>();
+  /** Keys learned since the last refresh began, with the order in which they were learned. */
+  private readonly learned = new Map<string, { keyId: string; sequence: number }>();
+  private sequence = 0;
   private timer?: NodeJS.Timeout;
 
   constructor(
@@ -50,8 +53,31 @@ export class WebhookKeyRegistry implements OnModuleInit, OnModuleDestroy {
     return this.configured.get(hash) ?? this.stored.get(hash) ?? null;
   }
 
+  /**
+   * Accepts a key just stored (committed) at once, without waiting for the next refresh. A refresh
+   * whose read began before the key was learned keeps it too, since that read may not have seen it.
+   */
+  learn(keyHash: Buffer, id: number): void {
+    const hash = keyHash.toString('hex');
+    this.learned.set(hash, { keyId: `key:${id}`, sequence: ++this.sequence });
+    this.stored.set(hash, `key:${id}`);
+  }
+
+  /** Stops accepting a key at once (it was expired in the database). */
+  forget(keyHash: Buffer): void {
+    const hash = keyHash.toString('hex');
+    this.learned.delete(hash);
+    this.stored.delete(hash);
+  }
+
   async refresh(): Promise<void> {
+    const readFrom = this.sequence;
     const keys = await this.repository.listActive();
-    this.stored = new Map(keys.map((key) => [key.keyHash.toString('hex'), `key:${key.id}`]));
+    const stored = new Map(keys.map((key) => [key.keyHash.toString('hex'), `key:${key.id}`]));
+    for (const [hash, entry] of this.learned) {
+      if (entry.sequence > readFrom) stored.set(hash, entry.keyId);
+      else this.learned.delete(hash);
+    }
+    this.stored = stored;
   }
 }

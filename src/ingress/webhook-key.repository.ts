@@ -22,4 +22,16 @@ export class WebhookKeyRepository {
       connectionId: row.connection_id === null ? null : Number(row.connection_id),
     }));
   }
+
+  /** Stores a new key (its hash only) for a connection; returns its id. */
+  async add(keyHash: Buffer, connectionId: number | null): Promise<number> {
+    const [row]: Array<{ id: string }> = await this.dataSource.query(
+      `INSERT INTO webhook_keys (key_hash, connection_id) VALUES ($1, $2) RETURNING id`, [keyHash, connectionId]);
+    return Number(row.id);
+  }
+
+  /** Stops accepting a key from now on (a key no endpoint upstream will ever use). */
+  async expire(id: number): Promise<void> {
+    await this.dataSource.query(`UPDATE webhook_keys SET expires_at = now() WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())`, [id]);
+  }
 }

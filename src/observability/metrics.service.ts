@@ -68,6 +68,27 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly reconcileRuns = new Counter({
+    name: 'menu_sync_reconcile_runs_total',
+    help: 'Reconcile runs by outcome (ok, partial, failed, skipped)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly reconcileDifferences = new Counter({
+    name: 'menu_sync_reconcile_differences_total',
+    help: 'Differences reconcile found between the upstream and the mirror, by resource type and kind',
+    labelNames: ['type', 'kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly reconcileSkippedDocuments = new Counter({
+    name: 'menu_sync_reconcile_skipped_documents_total',
+    help: 'Snapshot documents reconcile skipped (failed or unrecognised answers), by resource type',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'menu_sync_' });
   }

@@ -178,6 +178,43 @@ export class ProjectionRepository {
     return row.parked;
   }
 
+  /**
+   * Applies each parked entry of the live projection again (reconcile does this): one that now
+   * applies leaves the parked list; one that fails again stays, with its new error. Returns how
+   * many were released.
+   */
+  async retryParked(runner: QueryRunner, projection: ProjectionDefinition): Promise<{ retried: number; released: number }> {
+    await runner.startTransaction();
+    try {
+      await this.lockLive(runner, projection);
+      const parked: Array<{ transaction_id: string; position: string }> = await runner.query(
+        `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position
+           FROM ${projection.schema}.parked_events p JOIN event_log e ON e.position = p.position
+          ORDER BY e.transaction_id, e.position`);
+      let released = 0;
+      for (const entry of parked) {
+        await runner.query('SAVEPOINT retry');
+        try {
+          await runner.query(`DELETE FROM ${projection.schema}.parked_events WHERE position = $1`, [entry.position]);
+          const before = { transactionId: entry.transaction_id, position: String(BigInt(entry.position) - 1n) };
+          const parkedAgain = await this.applyRange(runner, projection, projection.schema, before, { transactionId: entry.transaction_id, position: entry.position });
+          await runner.query('RELEASE SAVEPOINT retry');
+          if (parkedAgain === 0) released++;
+        } catch (error) {
+          await runner.query('ROLLBACK TO SAVEPOINT retry');
+          if (!isDataError(error)) throw error;
+          await runner.query(`UPDATE ${projection.schema}.parked_events SET error = $2, parked_at = now() WHERE position = $1`,
+            [entry.position, errorText(error)]);
+        }
+      }
+      await runner.commitTransaction();
+      return { retried: parked.length, released };
+    } catch (error) {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      throw error;
+    }
+  }
+
   async status(projection: ProjectionDefinition): Promise<ProjectionStatus> {
     const [row] = await this.dataSource.query(
       `SELECT c.transaction_id::text AS transaction_id, c.position::text AS position, c.applied::text AS applied,

@@ -183,6 +183,27 @@ describe('projection (PostgreSQL)', () => {
       ]);
       expect(await projections.status(MENU_PROJECTION)).toMatchObject({ parked: 2, lastError: expect.any(String) });
     });
+
+    it('retries parked events (for reconcile): those that still fail stay parked, one that applies now is released', async () => {
+      const projections = new ProjectionRepository(db.dataSource);
+      const runner = db.dataSource.createQueryRunner();
+      await runner.connect();
+      try {
+        expect(await projections.retryParked(runner, MENU_PROJECTION)).toEqual({ retried: 2, released: 0 });
+        expect((await db.dataSource.query(`SELECT event_id FROM proj_menu.parked_events ORDER BY position`))
+          .map((row: { event_id: string }) => row.event_id)).toEqual(['nul', 'missing']);
+        // As if 'after' had once failed for a reason since gone: parked, and absent from the read model.
+        await db.dataSource.query(`DELETE FROM proj_menu.products WHERE id = '4'`);
+        await db.dataSource.query(`INSERT INTO proj_menu.parked_events (position, event_id, error)
+          SELECT position, event_id, 'a fault since gone' FROM event_log WHERE event_id = 'after'`);
+        expect(await projections.retryParked(runner, MENU_PROJECTION)).toEqual({ retried: 3, released: 1 });
+      } finally {
+        await runner.release();
+      }
+      const ids = (await db.dataSource.query(`SELECT id FROM proj_menu.products ORDER BY id`)).map((row: { id: string }) => row.id);
+      expect(ids).toEqual(['1', '4']);
+      expect(await projections.status(MENU_PROJECTION)).toMatchObject({ parked: 2 });
+    });
   });
 
   describe('with poisoned events scattered through a large page', () => {

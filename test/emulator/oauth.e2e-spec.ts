@@ -145,6 +145,7 @@ describe('POST /oauth/token: authorization_code', () => {
     expect(reply.json).toEqual({
       access_token: expect.stringMatching(/^[A-Za-z0-9_-]{43,}$/),
       token_type: 'Bearer',
+      resource_owner_id: DEMO_USER_ID,
       expires_in: LIFETIME_SECONDS,
       refresh_token: expect.stringMatching(/^[A-Za-z0-9_-]{43,}$/),
       created_at: expect.any(Number),

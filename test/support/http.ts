@@ -38,6 +38,7 @@ export async function startDaemon(env: Record<string, string> = {}): Promise<Run
         HOST: '127.0.0.1',
         LOG_LEVEL: 'debug',
         RECONCILE_CRON: 'off',
+        SANDBOX: 'false',
         ...env,
       },
     });

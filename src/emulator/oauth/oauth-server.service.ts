@@ -34,6 +34,8 @@ export interface TokenAnswer {
   refresh_token?: string;
   created_at: number;
   scope: string;
+  /** The user who granted access (an addition, as Doorkeeper-based platforms can send it). */
+  resource_owner_id: string;
 }
 
 /** What one user consented to one client: every code, access and refresh token descends from one grant. */
@@ -238,6 +240,7 @@ export class OAuthServer {
     this.accessTokens.set(accessToken, { grantId, scopes, issuedAtMs: now, expiresAtMs: now + expiresIn * 1000 });
     const answer: TokenAnswer = {
       access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn, created_at: Math.floor(now / 1000), scope: scopes.join(' '),
+      resource_owner_id: this.grants.get(grantId)!.userId,
     };
     if (withRefreshToken) {
       answer.refresh_token = randomToken();

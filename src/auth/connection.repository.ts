@@ -1,0 +1,123 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import type { Connection, ConnectionState, TokenSet } from './connection.js';
+import { TokenCipher } from './token-cipher.js';
+
+interface ConnectionRow {
+  id: string;
+  auth_url: string;
+  base_url: string;
+  scopes: string[];
+  state: ConnectionState;
+  access_token: Buffer;
+  refresh_token: Buffer | null;
+  token_created_at: Date;
+  expires_in: number;
+  token_version: number;
+  owner_id: string | null;
+  last_refresh_at: Date | null;
+  last_error: string | null;
+  created_at: Date;
+}
+
+const aad = (id: number, column: 'access_token' | 'refresh_token') => `connection:${id}:${column}`;
+
+/**
+ * Connections with their tokens sealed at rest: only this repository sees ciphertext, and only
+ * its callers see tokens. `withLocked` serialises token refreshes across processes by a row lock.
+ */
+@Injectable()
+export class ConnectionRepository {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly cipher: TokenCipher,
+  ) {}
+
+  async create(input: { authUrl: string; baseUrl: string; scopes: string[]; tokens: TokenSet }): Promise<Connection> {
+    const [{ id }] = await this.dataSource.query(`SELECT nextval(pg_get_serial_sequence('connections', 'id'))::int AS id`);
+    const [row] = await this.dataSource.query(
+      `INSERT INTO connections (id, auth_url, base_url, scopes, access_token, refresh_token, token_created_at, expires_in, owner_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+      [id, input.authUrl, input.baseUrl, input.tokens.scopes ?? input.scopes, ...this.sealTokens(id, input.tokens), input.tokens.createdAt,
+        input.tokens.expiresIn, input.tokens.ownerId ?? null]);
+    return this.toConnection(row);
+  }
+
+  async find(id: number, manager: EntityManager = this.dataSource.manager): Promise<Connection | null> {
+    const [row] = await manager.query(`SELECT * FROM connections WHERE id = $1`, [id]);
+    return row === undefined ? null : this.toConnection(row);
+  }
+
+  async list(): Promise<Connection[]> {
+    const rows: ConnectionRow[] = await this.dataSource.query(`SELECT * FROM connections ORDER BY id`);
+    return rows.map((row) => this.toConnection(row));
+  }
+
+  /**
+   * Runs `fn` in a transaction holding the connection's row lock (another process refreshing the
+   * same connection waits here), with the connection as it is once the lock is held.
+   */
+  async withLocked<T>(id: number, fn: (connection: Connection, manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(async (manager) => {
+      const [row] = await manager.query(`SELECT * FROM connections WHERE id = $1 FOR UPDATE`, [id]);
+      if (row === undefined) throw new Error(`no connection ${id}`);
+      return fn(this.toConnection(row), manager);
+    });
+  }
+
+  /** Stores refreshed tokens; a refresh answer without a refresh token keeps the old one. */
+  async saveTokens(manager: EntityManager, id: number, tokens: TokenSet): Promise<Connection> {
+    const [access, refresh] = this.sealTokens(id, tokens);
+    const [[row]] = await manager.query(
+      `UPDATE connections SET access_token = $2, refresh_token = COALESCE($3, refresh_token), token_created_at = $4,
+         expires_in = $5, scopes = COALESCE($6, scopes), token_version = token_version + 1, state = 'active',
+         last_refresh_at = now(), last_error = NULL, updated_at = now()
+       WHERE id = $1 RETURNING *`,
+      [id, access, refresh, tokens.createdAt, tokens.expiresIn, tokens.scopes ?? null]);
+    return this.toConnection(row);
+  }
+
+  async setState(id: number, state: ConnectionState, lastError: string | null, manager: EntityManager = this.dataSource.manager): Promise<void> {
+    await manager.query(`UPDATE connections SET state = $2, last_error = $3, updated_at = now() WHERE id = $1`, [id, state, lastError]);
+  }
+
+  /** Marks every active connection to another upstream as needing authorization again (a restarted sandbox). */
+  async retireOthers(baseUrl: string, reason: string): Promise<number> {
+    const [, count] = await this.dataSource.query(
+      `UPDATE connections SET state = 'reauthorization_required', last_error = $2, updated_at = now() WHERE state = 'active' AND base_url <> $1`,
+      [baseUrl, reason]);
+    return count;
+  }
+
+  async setOwner(id: number, ownerId: string): Promise<void> {
+    await this.dataSource.query(`UPDATE connections SET owner_id = $2, updated_at = now() WHERE id = $1 AND owner_id IS DISTINCT FROM $2`, [id, ownerId]);
+  }
+
+  private sealTokens(id: number, tokens: TokenSet): [Buffer, Buffer | null] {
+    return [
+      this.cipher.seal(tokens.accessToken, aad(id, 'access_token')),
+      tokens.refreshToken === null ? null : this.cipher.seal(tokens.refreshToken, aad(id, 'refresh_token')),
+    ];
+  }
+
+  private toConnection(row: ConnectionRow): Connection {
+    const id = Number(row.id);
+    return {
+      id,
+      authUrl: row.auth_url,
+      baseUrl: row.base_url,
+      scopes: row.scopes,
+      state: row.state,
+      accessToken: this.cipher.open(row.access_token, aad(id, 'access_token')),
+      refreshToken: row.refresh_token === null ? null : this.cipher.open(row.refresh_token, aad(id, 'refresh_token')),
+      tokenCreatedAt: row.token_created_at,
+      expiresIn: row.expires_in,
+      tokenVersion: row.token_version,
+      ownerId: row.owner_id,
+      lastRefreshAt: row.last_refresh_at,
+      lastError: row.last_error,
+      createdAt: row.created_at,
+    };
+  }
+}

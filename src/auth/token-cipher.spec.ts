@@ -1,0 +1,31 @@
+import { randomBytes } from 'node:crypto';
+import { TokenCipher } from './token-cipher.js';
+
+describe('TokenCipher (AES-256-GCM, CONTRACT §6)', () => {
+  const cipher = TokenCipher.fromKey(randomBytes(32));
+
+  it('opens what it sealed, and the sealed bytes do not contain the token', () => {
+    const token = 'access-token-value-123';
+    const sealed = cipher.seal(token, 'connection:1:access_token');
+    expect(sealed.includes(Buffer.from(token))).toBe(false);
+    expect(cipher.open(sealed, 'connection:1:access_token')).toBe(token);
+  });
+
+  it('seals the same token differently each time (random IV)', () => {
+    expect(cipher.seal('t', 'a').equals(cipher.seal('t', 'a'))).toBe(false);
+  });
+
+  it('refuses a value bound to another row or column, a tampered value, or another key', () => {
+    const sealed = cipher.seal('secret', 'connection:1:access_token');
+    expect(() => cipher.open(sealed, 'connection:2:access_token')).toThrow();
+    expect(() => cipher.open(sealed, 'connection:1:refresh_token')).toThrow();
+    const tampered = Buffer.from(sealed);
+    tampered[tampered.length - 1] ^= 1;
+    expect(() => cipher.open(tampered, 'connection:1:access_token')).toThrow();
+    expect(() => TokenCipher.fromKey(randomBytes(32)).open(sealed, 'connection:1:access_token')).toThrow();
+  });
+
+  it('takes only a 32-byte key', () => {
+    expect(() => TokenCipher.fromKey(randomBytes(16))).toThrow(/32 bytes/);
+  });
+});

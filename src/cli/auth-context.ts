@@ -1,0 +1,67 @@
+import { DynamicModule, INestApplicationContext, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { EventEmitterModule } from '@nestjs/event-emitter';
+import { AuthModule } from '../auth/auth.module.js';
+import { UpstreamNotConfiguredError } from '../auth/auth.errors.js';
+import { AppError } from '../common/app-error.js';
+import { AppConfig } from '../config/app-config.js';
+import { ConfigModule } from '../config/config.module.js';
+import { DatabaseModule } from '../database/database.module.js';
+import { openDatabase } from '../database/database-target.js';
+import { migrateDatabase } from '../database/migrate.js';
+import { ObservabilityModule } from '../observability/observability.module.js';
+import { ReconcileModule } from '../reconcile/reconcile.module.js';
+import { UpstreamSettings } from '../upstream/upstream-settings.js';
+import { UpstreamSettingsModule } from '../upstream/upstream-settings.module.js';
+
+/** What the connection commands need: the connect flow, subscriptions and reconcile on the daemon's database, no HTTP. */
+@Module({})
+class ConnectionCommandsModule {
+  static register(config: AppConfig, databaseUrl: string): DynamicModule {
+    return {
+      module: ConnectionCommandsModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        UpstreamSettingsModule.forRoot(UpstreamSettings.fromConfig(config)),
+        DatabaseModule.forRoot({ url: databaseUrl, poolSize: 3 }),
+        EventEmitterModule.forRoot(),
+        ObservabilityModule,
+        AuthModule,
+        ReconcileModule.forCommand(),
+      ],
+    };
+  }
+}
+
+/**
+ * Runs `work` in a Nest application context on the daemon's database (attaching to a running
+ * embedded one), migrated first unless MIGRATIONS_RUN=false. Exit codes: an AppError is reported
+ * on stderr with exit 1, a missing upstream configuration with exit 2; anything else propagates.
+ */
+export async function runConnectionCommand(command: string, config: AppConfig,
+  work: (app: INestApplicationContext) => Promise<void>): Promise<void> {
+  try {
+    if (!config.hasUpstream) throw new UpstreamNotConfiguredError();
+    const database = await openDatabase(config, { attach: true });
+    try {
+      if (config.MIGRATIONS_RUN) await migrateDatabase(database.url);
+      const app = await NestFactory.createApplicationContext(ConnectionCommandsModule.register(config, database.url));
+      try {
+        await work(app);
+      } finally {
+        await app.close();
+      }
+    } finally {
+      await database.close();
+    }
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    process.stderr.write(`menu-sync ${command}: ${error.detail}\n`);
+    process.exitCode = error instanceof UpstreamNotConfiguredError ? 2 : 1;
+  }
+}
+
+/** A result for the user, as indented JSON on stdout. */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}

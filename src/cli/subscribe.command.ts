@@ -1,0 +1,50 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { InvalidArgumentError } from 'commander';
+import { Command, CommandRunner, Option } from 'nest-commander';
+import { subscriptionView } from '../auth/connection-view.js';
+import { ConnectionsService } from '../auth/connections.service.js';
+import { AppConfig } from '../config/app-config.js';
+import { SubscriptionService } from '../upstream/subscription.service.js';
+import { printJson, runConnectionCommand } from './auth-context.js';
+
+interface SubscribeFlags {
+  connection?: number;
+}
+
+/** `menu-sync subscribe [--connection ID]`: a fresh webhook endpoint for one connection, or for every one. */
+@Command({ name: 'subscribe', description: 'Register a fresh webhook endpoint upstream for a connection (default: every active connection)' })
+export class SubscribeCommand extends CommandRunner {
+  constructor(private readonly config: AppConfig) {
+    super();
+  }
+
+  async run(_: string[], flags: SubscribeFlags): Promise<void> {
+    await runConnectionCommand('subscribe', this.config, async (app) => {
+      const ids = flags.connection === undefined ? await activeConnections(app) : [flags.connection];
+      if (ids.length === 0) {
+        process.stderr.write('menu-sync subscribe: there is no active connection: connect one at /auth/connect or with `menu-sync auth url`\n');
+        process.exitCode = 1;
+        return;
+      }
+      const subscriptions = [];
+      for (const id of ids) subscriptions.push(await app.get(SubscriptionService).subscribe(id));
+      printJson({ data: subscriptions.map((subscription) => ({ connection_id: subscription.connectionId, ...subscriptionView(subscription) })) });
+      if (subscriptions.some((subscription) => subscription.status === 'failed')) process.exitCode = 1;
+    });
+  }
+
+  @Option({ flags: '-c, --connection <id>', description: 'the connection (an id from GET /api/v1/connections)' })
+  parseConnection(value: string): number {
+    if (!/^[1-9]\d{0,15}$/.test(value)) throw new InvalidArgumentError(`--connection must be a connection id, got ${JSON.stringify(value)}`);
+    return Number(value);
+  }
+}
+
+/** Every connection that can call the upstream; the others are named on stderr. */
+async function activeConnections(app: INestApplicationContext): Promise<number[]> {
+  const connections = (await app.get(ConnectionsService).list()).data;
+  for (const connection of connections.filter((item) => item.state !== 'active')) {
+    process.stderr.write(`menu-sync subscribe: skipping connection ${connection.id} (${connection.state}): authorize it again first\n`);
+  }
+  return connections.filter((connection) => connection.state === 'active').map((connection) => connection.id);
+}

@@ -1,0 +1,61 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { PROJECTIONS } from '../projection/projection-definitions.js';
+import { PROJECTOR_LOCK } from '../projection/projector.service.js';
+import { ProjectionRepository } from '../projection/projection.repository.js';
+
+const CATCH_UP_TIMEOUT_MS = 30_000;
+const POLL_MS = 100;
+
+/**
+ * Reconcile's first step: wait until every projection has read the whole log (the projector may
+ * run in this daemon or another), so the comparison sees every delivered event; then apply the
+ * parked events again. Returns what the report should say: errors (a projection still behind)
+ * and notes (events that stay parked).
+ */
+@Injectable()
+export class ProjectionCatchUp {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly projections: ProjectionRepository,
+  ) {}
+
+  async catchUpAndRetryParked(timeoutMs = CATCH_UP_TIMEOUT_MS): Promise<{ errors: string[]; notes: string[] }> {
+    const errors: string[] = [];
+    const notes: string[] = [];
+    const deadline = await this.projectorRunning() ? Date.now() + timeoutMs : Date.now();
+    for (const projection of PROJECTIONS) {
+      let lag = await this.lag(projection);
+      while (lag > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+        lag = await this.lag(projection);
+      }
+      if (lag > 0) errors.push(`projection ${projection.name} is ${lag} events behind the log; compared with what it has`);
+    }
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    try {
+      for (const projection of PROJECTIONS) {
+        const { retried, released } = await this.projections.retryParked(runner, projection);
+        if (retried > 0) notes.push(`projection ${projection.name}: ${released} of ${retried} parked event(s) applied on retry`);
+      }
+    } finally {
+      await runner.release();
+    }
+    return { errors, notes };
+  }
+
+  /** Whether some daemon on this database holds the projector lock (a command alone waits for nobody). */
+  private async projectorRunning(): Promise<boolean> {
+    const [{ running }] = await this.dataSource.query(
+      `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                        WHERE d.datname = current_database() AND l.locktype = 'advisory' AND l.granted
+                          AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1) AS running`, [PROJECTOR_LOCK]);
+    return running;
+  }
+
+  private async lag(projection: (typeof PROJECTIONS)[number]): Promise<number> {
+    return this.projections.lag((await this.projections.status(projection)).checkpoint);
+  }
+}

@@ -1,0 +1,36 @@
+import type { SpecEventName } from '../config/event-names.js';
+import type { NewLogEntry } from '../event-log/log-entry.js';
+import { parseDelivery } from '../ingress/webhook-event.parser.js';
+import type { SnapshotResource } from './snapshot-diff.js';
+
+export interface ReconcileChange {
+  eventType: SpecEventName;
+  subject: { type: string; id: string };
+  ownerId: string;
+  /** The resource and what its event includes (empty for `*.destroyed`). */
+  included: SnapshotResource[];
+}
+
+/**
+ * A difference found by reconcile, as a log entry with source `reconcile`: a spec-shaped webhook
+ * event whose version is the fetch time with `attributes.id` 0, so any webhook created after the
+ * fetch — even in the same millisecond — still wins (CONTRACT §4, §8). It goes through the same
+ * parser as deliveries, so the log holds one shape whatever the source.
+ */
+export function reconcileEntry(change: ReconcileChange, runId: string, fetchedAt: Date): NewLogEntry {
+  const eventId = `reconcile:${runId}:${change.subject.type}:${change.subject.id}`;
+  const body = {
+    data: {
+      id: eventId,
+      type: 'webhook_event',
+      attributes: { id: 0, created_at: fetchedAt.toISOString(), event_type: change.eventType, uri: null },
+      relationships: {
+        subject: { data: change.subject },
+        resource_owner: { data: { id: change.ownerId, type: 'user' } },
+      },
+    },
+    included: change.included.map(({ related: _related, ...resource }) => resource),
+  };
+  const parsed = parseDelivery(Buffer.from(JSON.stringify(body), 'utf8'), 'application/json');
+  return { ...parsed, source: 'reconcile', receivedAt: new Date(), keyId: null, contentType: 'application/json' };
+}

@@ -1,0 +1,40 @@
+export type RunOutcome = 'ok' | 'partial' | 'failed' | 'skipped';
+export type DifferenceKind = 'created' | 'updated' | 'destroyed';
+
+/** What reconcile did for one connection and store (CONTRACT §8). */
+export interface StoreReport {
+  connection_id: number;
+  store_id: string;
+  owner_id: string | null;
+  /** Resources read from the upstream, by type. */
+  checked: Record<string, number>;
+  /** Differences found, by kind and type. */
+  differences: Record<DifferenceKind, Record<string, number>>;
+  events_appended: number;
+  /** Failed or unrecognised answers, skipped documents: each a sentence. */
+  errors: string[];
+  /** Decisions worth knowing, e.g. destroys left out of an implausible snapshot. */
+  notes: string[];
+  duration_ms: number;
+}
+
+/** One run, as `GET /api/v1/reconcile/runs` lists it. */
+export interface ReconcileRun {
+  id: number;
+  trigger: string;
+  started_at: string;
+  finished_at: string;
+  outcome: RunOutcome;
+  stores: StoreReport[];
+  /** Errors not tied to one store (a connection to reauthorize, no store known …). */
+  errors: string[];
+  /** Run-level notes (parked events retried …). */
+  notes: string[];
+}
+
+export function emptyStoreReport(connectionId: number, storeId: string, ownerId: string | null): StoreReport {
+  return {
+    connection_id: connectionId, store_id: storeId, owner_id: ownerId, checked: {},
+    differences: { created: {}, updated: {}, destroyed: {} }, events_appended: 0, errors: [], notes: [], duration_ms: 0,
+  };
+}

@@ -1,0 +1,38 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { ConnectionStoreModule } from '../auth/connection-store.module.js';
+import { EventLogRepository } from '../event-log/event-log.repository.js';
+import { ProjectionRepository } from '../projection/projection.repository.js';
+import { ReadModelRepository } from '../projection/read-model.repository.js';
+import { UpstreamModule } from '../upstream/upstream.module.js';
+import { ProjectionCatchUp } from './projection-catch-up.js';
+import { ReconcileController } from './reconcile.controller.js';
+import { ReconcileRepository } from './reconcile.repository.js';
+import { ReconcileScheduler } from './reconcile.scheduler.js';
+import { ReconcileService } from './reconcile.service.js';
+import { SnapshotFetcher } from './snapshot.fetcher.js';
+
+const SERVICE_PROVIDERS = [ReconcileService, ReconcileRepository, SnapshotFetcher, ProjectionCatchUp,
+  EventLogRepository, ProjectionRepository, ReadModelRepository];
+
+/**
+ * Reconcile: the service and its reports; in the daemon also its schedule and API. The
+ * repositories it reads are provided here directly, not through their modules, so a command can
+ * run it without a projector or ingress of its own.
+ */
+@Module({})
+export class ReconcileModule {
+  static forDaemon(): DynamicModule {
+    return {
+      module: ReconcileModule,
+      imports: [ConnectionStoreModule, UpstreamModule, ScheduleModule.forRoot()],
+      controllers: [ReconcileController],
+      providers: [...SERVICE_PROVIDERS, ReconcileScheduler],
+      exports: [ReconcileService, ReconcileScheduler],
+    };
+  }
+
+  static forCommand(): DynamicModule {
+    return { module: ReconcileModule, imports: [ConnectionStoreModule, UpstreamModule], providers: SERVICE_PROVIDERS, exports: [ReconcileService] };
+  }
+}

@@ -1,0 +1,58 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { ReconcileRun, RunOutcome } from './reconcile-report.js';
+
+/** Any constant: one reconcile run at a time per database. */
+const RECONCILE_LOCK = 7_260_003;
+
+/** Reconcile's own SQL: its run reports, its lock, and what the log tells about a connection. */
+@Injectable()
+export class ReconcileRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** Runs `work` holding the reconcile lock, or returns undefined at once when another run holds it. */
+  async exclusively<T>(work: () => Promise<T>): Promise<T | undefined> {
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    try {
+      const [{ locked }] = await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [RECONCILE_LOCK]);
+      if (!locked) return undefined;
+      try {
+        return await work();
+      } finally {
+        await runner.query('SELECT pg_advisory_unlock($1)', [RECONCILE_LOCK]);
+      }
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /** The resource owner of the newest event delivered through one of the connection's webhook keys. */
+  async ownerSeenOn(connectionId: number): Promise<string | null> {
+    const [row] = await this.dataSource.query(
+      `SELECT e.owner_id FROM event_log e
+        WHERE e.key_id = ANY (SELECT 'key:' || s.webhook_key_id FROM subscriptions s WHERE s.connection_id = $1 AND s.webhook_key_id IS NOT NULL)
+          AND e.owner_id IS NOT NULL
+        ORDER BY e.position DESC LIMIT 1`, [connectionId]);
+    return row?.owner_id ?? null;
+  }
+
+  async saveRun(run: Omit<ReconcileRun, 'id'>): Promise<ReconcileRun> {
+    const [row] = await this.dataSource.query(
+      `INSERT INTO reconcile_runs (trigger, started_at, finished_at, outcome, report) VALUES ($1, $2, $3, $4, $5) RETURNING id::int AS id`,
+      [run.trigger, run.started_at, run.finished_at, run.outcome, JSON.stringify({ stores: run.stores, errors: run.errors, notes: run.notes })]);
+    return { id: row.id, ...run };
+  }
+
+  /** Newest first. */
+  async listRuns(limit: number): Promise<ReconcileRun[]> {
+    const rows: Array<{ id: number; trigger: string; started_at: Date; finished_at: Date; outcome: RunOutcome; report: Pick<ReconcileRun, 'stores' | 'errors' | 'notes'> }> =
+      await this.dataSource.query(
+        `SELECT id::int AS id, trigger, started_at, finished_at, outcome, report FROM reconcile_runs ORDER BY id DESC LIMIT $1`, [limit]);
+    return rows.map((row) => ({
+      id: row.id, trigger: row.trigger, started_at: row.started_at.toISOString(), finished_at: row.finished_at.toISOString(),
+      outcome: row.outcome, stores: row.report.stores, errors: row.report.errors, notes: row.report.notes ?? [],
+    }));
+  }
+}

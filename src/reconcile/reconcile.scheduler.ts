@@ -1,0 +1,63 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { OnEvent } from '@nestjs/event-emitter';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { CronJob } from 'cron';
+import { CONNECTION_CREATED } from '../auth/connect.service.js';
+import { AppConfig } from '../config/app-config.js';
+import type { ReconcileRun } from './reconcile-report.js';
+import { ReconcileFilter, ReconcileService } from './reconcile.service.js';
+
+const JOB = 'reconcile';
+/** On shutdown, a run in progress gets this long to finish before the modules close under it. */
+const SHUTDOWN_WAIT_MS = 5000;
+
+/**
+ * When reconcile runs in the daemon: on RECONCILE_CRON (`off` disables it) and once right after a
+ * connection is made. Runs in this process queue one after another; across processes the
+ * reconcile lock makes a concurrent run report `skipped`.
+ */
+@Injectable()
+export class ReconcileScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(ReconcileScheduler.name);
+  private queue: Promise<unknown> = Promise.resolve();
+  private stopping = false;
+
+  constructor(
+    private readonly reconcile: ReconcileService,
+    private readonly registry: SchedulerRegistry,
+    private readonly config: AppConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.config.RECONCILE_CRON === 'off') return;
+    const job = CronJob.from({ cronTime: this.config.RECONCILE_CRON, onTick: () => void this.enqueue('schedule'), start: true });
+    this.registry.addCronJob(JOB, job as never);
+    this.logger.log(`reconcile scheduled: ${this.config.RECONCILE_CRON}`);
+  }
+
+  @OnEvent(CONNECTION_CREATED)
+  onConnected({ connectionId }: { connectionId: number }): void {
+    void this.enqueue('connection', { connectionId });
+  }
+
+  /** Runs after whatever run is queued before it; resolves with its report (undefined when stopping or failed). */
+  enqueue(trigger: string, filter: ReconcileFilter = {}): Promise<ReconcileRun | undefined> {
+    const next = this.queue.then(async () => {
+      if (this.stopping) return undefined;
+      try {
+        return await this.reconcile.run(trigger, filter);
+      } catch (error) {
+        this.logger.error({ msg: 'reconcile run failed', err: error });
+        return undefined;
+      }
+    });
+    this.queue = next;
+    return next;
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    if (this.registry.doesExist('cron', JOB)) this.registry.deleteCronJob(JOB);
+    await Promise.race([this.queue, new Promise((resolve) => setTimeout(resolve, SHUTDOWN_WAIT_MS).unref())]);
+  }
+}

@@ -1,0 +1,124 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { Connection } from '../auth/connection.js';
+import { AppConfig } from '../config/app-config.js';
+import { MetricsService } from '../observability/metrics.service.js';
+import { UpstreamClient } from '../upstream/upstream-client.js';
+import type { SnapshotResource } from './snapshot-diff.js';
+
+export const SNAPSHOT_TYPES = ['collection', 'product', 'trait', 'trait_option'] as const;
+export type SnapshotType = (typeof SNAPSHOT_TYPES)[number];
+const PATHS: Record<SnapshotType, string> = { collection: 'collections', product: 'products', trait: 'traits', trait_option: 'trait_options' };
+
+/** One snapshot document, every page: complete only when every page was read and recognised. */
+export interface FetchedList {
+  resources: SnapshotResource[];
+  complete: boolean;
+  error?: string;
+}
+
+export interface StoreSnapshot {
+  storeId: string;
+  /** When the fetch of this store began: the version of the events reconcile derives from it. */
+  fetchedAt: Date;
+  menu: Record<SnapshotType, FetchedList>;
+  orders: FetchedList;
+}
+
+/** An answer reconcile does not recognise: logged, counted, and the snapshot marked incomplete. */
+class UnrecognisedAnswer extends Error {}
+
+/**
+ * Reads a store's menu snapshot (CONTRACT §7 paths, configurable) and its orders (spec endpoint 3)
+ * through the upstream client, following JSON:API `links.next`. Nothing here throws for a bad
+ * answer: a failed or unrecognised document comes back incomplete with its error.
+ */
+@Injectable()
+export class SnapshotFetcher {
+  private readonly logger = new Logger(SnapshotFetcher.name);
+
+  constructor(
+    private readonly upstream: UpstreamClient,
+    private readonly config: AppConfig,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async fetch(connection: Connection, storeId: string): Promise<StoreSnapshot> {
+    const fetchedAt = new Date();
+    const menu = {} as Record<SnapshotType, FetchedList>;
+    for (const type of SNAPSHOT_TYPES) {
+      const path = this.config.UPSTREAM_SNAPSHOT_PATH.replace('{store_id}', encodeURIComponent(storeId)).replace('{resources}', PATHS[type]);
+      menu[type] = await this.list(connection, path, type);
+    }
+    const ordersPath = this.config.UPSTREAM_ORDERS_PATH.replace('{store_id}', encodeURIComponent(storeId));
+    return { storeId, fetchedAt, menu, orders: await this.list(connection, ordersPath, 'order') };
+  }
+
+  private async list(connection: Connection, firstPath: string, type: string): Promise<FetchedList> {
+    const resources: SnapshotResource[] = [];
+    let next: { path: string; query: Record<string, string> } | null = { path: firstPath, query: {} };
+    try {
+      for (let page = 0; next !== null; page++) {
+        if (page >= this.config.RECONCILE_MAX_PAGES) throw new UnrecognisedAnswer(`more than ${this.config.RECONCILE_MAX_PAGES} pages`);
+        const response = await this.upstream.request(connection.id, { method: 'GET', path: next.path, query: next.query, versioned: true });
+        if (response.status !== 200) throw new UnrecognisedAnswer(`answered ${response.status}`);
+        const document = recognise(response.json, type);
+        resources.push(...document.data);
+        next = document.next === null ? null : relativeTo(connection.baseUrl, document.next);
+      }
+      return { resources, complete: true };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.metrics.reconcileSkippedDocuments.inc({ type });
+      this.logger.warn({ msg: 'snapshot skipped', type, path: firstPath, error: message });
+      return { resources, complete: false, error: `${type} snapshot: ${message}` };
+    }
+  }
+}
+
+/** A JSON:API document of `type` resources; orders carry their related resources from `included`. */
+function recognise(body: unknown, type: string): { data: SnapshotResource[]; next: string | null } {
+  const document = body as { data?: unknown; included?: unknown; links?: { next?: unknown } } | undefined;
+  if (typeof document !== 'object' || document === null || !Array.isArray(document.data)) {
+    throw new UnrecognisedAnswer('the answer is not a JSON:API document with a data array');
+  }
+  const data = document.data.map((item, index) => resource(item, `data[${index}]`));
+  const wrong = data.find((item) => item.type !== type);
+  if (wrong !== undefined) throw new UnrecognisedAnswer(`data holds a ${wrong.type}, expected ${type}`);
+  const next = document.links?.next;
+  if (next !== undefined && next !== null && typeof next !== 'string') throw new UnrecognisedAnswer('links.next is not a string');
+  if (type === 'order') {
+    const included = Array.isArray(document.included) ? document.included.map((item, index) => resource(item, `included[${index}]`)) : [];
+    for (const order of data) order.related = relatedOf(order, included);
+  }
+  return { data, next: typeof next === 'string' ? next : null };
+}
+
+function resource(item: unknown, where: string): SnapshotResource {
+  const candidate = item as Partial<SnapshotResource> & { id?: unknown } | null;
+  if (typeof candidate !== 'object' || candidate === null || (typeof candidate.id !== 'string' && typeof candidate.id !== 'number')
+    || typeof candidate.type !== 'string' || typeof candidate.attributes !== 'object' || candidate.attributes === null) {
+    throw new UnrecognisedAnswer(`${where} is not a resource object`);
+  }
+  return { id: String(candidate.id), type: candidate.type, attributes: candidate.attributes, relationships: candidate.relationships ?? {} };
+}
+
+/** What an order event includes, from the list's `included`: the order products, their trait options, the store and the user. */
+function relatedOf(order: SnapshotResource, included: SnapshotResource[]): SnapshotResource[] {
+  const byKey = new Map(included.map((item) => [`${item.type}:${item.id}`, item]));
+  const linked = (resource: SnapshotResource, name: string): SnapshotResource[] => {
+    const data = (resource.relationships?.[name] as { data?: unknown } | undefined)?.data;
+    const identifiers = Array.isArray(data) ? data : data ? [data] : [];
+    return identifiers.map((identifier: { id: string; type: string }) => byKey.get(`${identifier.type}:${identifier.id}`))
+      .filter((found): found is SnapshotResource => found !== undefined);
+  };
+  const products = linked(order, 'order_products');
+  return [...products, ...products.flatMap((product) => linked(product, 'order_product_trait_options')), ...linked(order, 'store'), ...linked(order, 'user')];
+}
+
+/** A `links.next` URL as a path under the connection's base URL; another origin or base path is refused. */
+function relativeTo(baseUrl: string, link: string): { path: string; query: Record<string, string> } {
+  const base = new URL(baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
+  const url = new URL(link, base);
+  if (url.origin !== base.origin || !url.pathname.startsWith(base.pathname)) throw new UnrecognisedAnswer('links.next leaves the upstream');
+  return { path: `/${url.pathname.slice(base.pathname.length)}`, query: Object.fromEntries(url.searchParams) };
+}

@@ -1,0 +1,67 @@
+import { Logger } from '@nestjs/common';
+import type { Logger as Pino } from 'pino';
+import { AppConfig } from '../config/app-config.js';
+import { startEmulator } from '../emulator/emulator.factory.js';
+import type { RunningEmulator } from '../emulator/emulator.factory.js';
+import { emulatorOptions } from '../emulator/emulator-options.js';
+import { DEMO_USER_ID } from '../emulator/oauth/oauth-server.service.js';
+import { DEMO_STORE_ID } from '../emulator/state/emulator-state.service.js';
+import { PinoNestLogger } from '../observability/logger.js';
+import { UpstreamSettings } from '../upstream/upstream-settings.js';
+
+/** A sandbox emulator retries failed deliveries soon: the daemon beside it is usually just starting or stopping. */
+const SANDBOX_RETRY_SCHEDULE_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
+
+/**
+ * The zero-config sandbox (CONTRACT §1, issue 7): the emulator in this process on a free loopback
+ * port as the upstream, connected through the real OAuth flow once the daemon listens, so the
+ * subscription and the first reconcile (which imports the demo menu) happen as they would with a
+ * real platform.
+ */
+export class Sandbox {
+  private readonly logger = new Logger(Sandbox.name);
+
+  private constructor(
+    readonly emulator: RunningEmulator,
+    readonly upstream: UpstreamSettings,
+  ) {}
+
+  static async start(config: AppConfig, rootLogger: Pino): Promise<Sandbox> {
+    const clientId = config.OAUTH_CLIENT_ID ?? 'demo-client';
+    const clientSecret = config.OAUTH_CLIENT_SECRET ?? 'demo-secret';
+    const emulator = await startEmulator(
+      emulatorOptions({ host: '127.0.0.1', port: 0, clientId, clientSecret, retryScheduleMs: SANDBOX_RETRY_SCHEDULE_MS }),
+      new PinoNestLogger(rootLogger.child({ component: 'emulator' })),
+    );
+    return new Sandbox(emulator, UpstreamSettings.emulator(config, emulator.url, [DEMO_STORE_ID], clientId, clientSecret));
+  }
+
+  /** Follows the authorization code flow as a browser would: the daemon's /auth/connect → the emulator → the daemon's callback. */
+  async connect(daemonUrl: string): Promise<void> {
+    let location = `${daemonUrl}/auth/connect`;
+    for (let hop = 0; hop < 3; hop++) {
+      const response = await fetch(location, { redirect: 'manual' });
+      const next = response.headers.get('location');
+      if (response.status >= 300 && response.status < 400 && next !== null) {
+        location = new URL(next, location).toString();
+        continue;
+      }
+      if (response.status !== 200) throw new Error(`the sandbox could not connect: ${response.status} at ${new URL(location).pathname}`);
+      const { data } = await response.json() as { data: { id: number } };
+      this.logger.log({
+        msg: `sandbox connected (connection ${data.id}): the demo menu is being imported`,
+        menu: `${daemonUrl}/api/v1/menu?owner_id=${DEMO_USER_ID}`,
+        make_changes: [
+          `curl -X POST ${this.emulator.url}/_emulator/products -H 'content-type: application/json' -d '{"attributes":{"title":"Soup of the day","base_cost":{"GBP":650}}}'`,
+          `menu-sync emulator trigger product.updated --url ${this.emulator.url}`,
+        ],
+      });
+      return;
+    }
+    throw new Error('the sandbox could not connect: too many redirects');
+  }
+
+  async stop(): Promise<void> {
+    await this.emulator.close();
+  }
+}
