@@ -387,6 +387,28 @@ describe('the out-of-band flow of the CLI', () => {
   });
 });
 
+describe('tokens at expiry, two processes (CONTRACT §6)', () => {
+  it('20 concurrent upstream calls from two processes on an expired token cause exactly one refresh grant', async () => {
+    const [connection] = await connections();
+    // The token is due (issued 7 h ago, lifetime 6 h) and no longer works upstream either.
+    await db.query(`UPDATE connections SET token_created_at = now() - interval '7 hours' WHERE id = $1`, [connection.id]);
+    expect((await call(emulator, '/_emulator/tokens/expire', { method: 'POST' })).status).toBe(200);
+    const grantsBefore = (await call(emulator, '/_emulator/token_requests')).json.data.length;
+
+    const args = ['auth', 'check', '--connection', String(connection.id), '--calls', '10'];
+    const [first, second] = await Promise.all([cli(args), cli(args)]);
+    for (const result of [first, second]) {
+      expect({ code: result.code, run: result.code === 0 ? '' : describeRun(result) }).toEqual({ code: 0, run: '' });
+      expect(printed(result).data).toEqual(Array.from({ length: 10 }, () => ({ connection_id: connection.id, status: 200 })));
+    }
+    const grants = (await call(emulator, '/_emulator/token_requests')).json.data.slice(grantsBefore);
+    expect(grants.map((grant: { grant_type: string; status: number }) => [grant.grant_type, grant.status])).toEqual([['refresh_token', 200]]);
+    const [after] = await connections();
+    expect(after).toMatchObject({ state: 'active', token: { last_refresh_at: expect.any(String) } });
+    expect(Date.parse(after.token.expires_at)).toBeGreaterThan(Date.now() + 5 * 3600_000);
+  });
+});
+
 describe('secrets at rest and in logs', () => {
   it('no token is in a pg_dump of the database, no webhook key outside the logged deliveries, neither in any log or CLI output', async () => {
     const dump = await new Promise<string>((resolve, reject) => {

@@ -1,4 +1,7 @@
-import { Command, CommandRunner, SubCommand } from 'nest-commander';
+import { InvalidArgumentError } from 'commander';
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { ConnectionRepository } from '../auth/connection.repository.js';
+import { UpstreamClient } from '../upstream/upstream-client.js';
 import { ConnectService, OUT_OF_BAND_REDIRECT_URI } from '../auth/connect.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { ReconcileService } from '../reconcile/reconcile.service.js';
@@ -53,10 +56,60 @@ export class AuthExchangeCommand extends CommandRunner {
   }
 }
 
-@Command({ name: 'auth', description: 'Connect an upstream account out-of-band: `auth url`, then `auth exchange <code>`', subCommands: [AuthUrlCommand, AuthExchangeCommand] })
+interface CheckFlags {
+  connection?: number;
+  store?: string;
+  calls?: number;
+}
+
+/**
+ * `menu-sync auth check`: proves each active connection's token works with authenticated calls
+ * (the store's order list), refreshing it when due — as many at once as `--calls` says, the way
+ * concurrent reconcile or subscribe calls would meet an expired token. Exit 0 when all answer 2XX.
+ */
+@SubCommand({ name: 'check', description: 'Make authenticated upstream calls for each active connection (refreshing its token when due); exit 0 when all succeed' })
+export class AuthCheckCommand extends CommandRunner {
+  constructor(private readonly config: AppConfig) {
+    super();
+  }
+
+  async run(_: string[], flags: CheckFlags): Promise<void> {
+    await runConnectionCommand('auth check', this.config, async (app) => {
+      const connections = (await app.get(ConnectionRepository).list())
+        .filter((connection) => connection.state === 'active' && (flags.connection === undefined || connection.id === flags.connection));
+      const storeId = flags.store ?? this.config.STORE_IDS[0] ?? '1';
+      const path = this.config.UPSTREAM_ORDERS_PATH.replace('{store_id}', encodeURIComponent(storeId));
+      const results = await Promise.all(connections.flatMap((connection) => Array.from({ length: flags.calls ?? 1 }, async () => {
+        const response = await app.get(UpstreamClient).request(connection.id, { method: 'GET', path, versioned: true });
+        return { connection_id: connection.id, status: response.status };
+      })));
+      printJson({ data: results });
+      if (connections.length === 0 || results.some((result) => result.status < 200 || result.status > 299)) process.exitCode = 1;
+    });
+  }
+
+  @Option({ flags: '-c, --connection <id>', description: 'only this connection' })
+  parseConnection(value: string): number {
+    if (!/^[1-9]\d{0,15}$/.test(value)) throw new InvalidArgumentError(`--connection must be a connection id, got ${JSON.stringify(value)}`);
+    return Number(value);
+  }
+
+  @Option({ flags: '-s, --store <id>', description: 'the store whose orders are read (default: the first of STORE_IDS, else 1)' })
+  parseStore(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--calls <n>', description: 'calls per connection, made at once (default 1, at most 100)' })
+  parseCalls(value: string): number {
+    if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 100) throw new InvalidArgumentError('--calls must be an integer from 1 to 100');
+    return Number(value);
+  }
+}
+
+@Command({ name: 'auth', description: 'Connect an upstream account out-of-band (`auth url`, then `auth exchange <code>`), or check the connections (`auth check`)', subCommands: [AuthUrlCommand, AuthExchangeCommand, AuthCheckCommand] })
 export class AuthCommand extends CommandRunner {
   async run(): Promise<void> {
-    process.stderr.write('menu-sync auth: give a subcommand: url | exchange <code>\n');
+    process.stderr.write('menu-sync auth: give a subcommand: url | exchange <code> | check\n');
     process.exitCode = 2;
   }
 }

@@ -8,7 +8,7 @@ import { MigrateCommand } from './migrate.command.js';
 import { ReplayCommand } from './replay.command.js';
 import { VerifyCommand } from './verify.command.js';
 import { ServeCommand } from './serve.command.js';
-import { AuthCommand, AuthExchangeCommand, AuthUrlCommand } from './auth.command.js';
+import { AuthCheckCommand, AuthCommand, AuthExchangeCommand, AuthUrlCommand } from './auth.command.js';
 import { SubscribeCommand } from './subscribe.command.js';
 import { ReconcileCommand } from './reconcile.command.js';
 
@@ -20,7 +20,7 @@ export class CliModule {
       module: CliModule,
       imports: [ConfigModule.forRoot(config)],
       providers: [{ provide: ROOT_LOGGER, useValue: rootLogger }, ServeCommand, MigrateCommand, ReplayCommand, VerifyCommand,
-        AuthCommand, AuthUrlCommand, AuthExchangeCommand, SubscribeCommand, ReconcileCommand,
+        AuthCommand, AuthUrlCommand, AuthExchangeCommand, AuthCheckCommand, SubscribeCommand, ReconcileCommand,
         EmulatorCommand, EmulatorTriggerCommand, EmulatorResendCommand],
     };
   }
