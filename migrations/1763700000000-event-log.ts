@@ -6,7 +6,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * `payload` is `json` (text, validated) rather than `jsonb`: it keeps every valid JSON document,
  * including `\u0000` escapes and lone surrogates, and inserts several times cheaper.
  * `raw_body` is kept only when the received bytes are not the UTF-8 of `payload` (a BOM, another
- * charset); otherwise the exact bytes are the payload's own.
+ * charset, or the webhook key redacted from `payload`); otherwise the exact bytes are the payload's
+ * own. When they hold the webhook key (`raw_sealed`), they are kept sealed (AES-256-GCM, RawBodySealer).
  */
 export class EventLog1763700000000 implements MigrationInterface {
   name = 'EventLog1763700000000';
@@ -30,8 +31,10 @@ export class EventLog1763700000000 implements MigrationInterface {
         content_type   text,
         payload        json NOT NULL,
         raw_body       bytea,
+        raw_sealed     boolean NOT NULL DEFAULT false,
         sha256         bytea NOT NULL,
         CONSTRAINT event_log_event_id_key UNIQUE (event_id),
+        CONSTRAINT event_log_raw_sealed_check CHECK (NOT raw_sealed OR raw_body IS NOT NULL),
         CONSTRAINT event_log_source_check CHECK (source IN ('webhook', 'reconcile', 'import'))
       )`);
     await runner.query(`CREATE INDEX event_log_transaction_position_idx ON event_log (transaction_id, position)`);

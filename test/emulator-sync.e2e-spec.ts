@@ -5,6 +5,7 @@ import { call, control, obtainTokens, bootEmulator, Reply } from './emulator/emu
 import { eventually } from './support/eventually.js';
 import { api, RunningDaemon, startDaemon, WEBHOOK_KEY } from './support/http.js';
 import type { Json } from './support/menu-events.js';
+import { expectMirrorEquals } from './support/mirror.js';
 
 /**
  * The whole flow of issue 5: the emulator, with duplicate deliveries and reordering switched on,
@@ -14,7 +15,6 @@ import type { Json } from './support/menu-events.js';
  */
 
 const CHANGES = 300;
-const MIRRORED = ['collections', 'products', 'traits', 'trait_options', 'orders', 'order_products', 'stores'] as const;
 
 /** The changes are random but repeatable: each choice is drawn from a seed and its position. */
 class Chooser {
@@ -72,19 +72,6 @@ describe('emulator → menu-sync, with duplicates and reordering (issue 5)', () 
     made[kind] = (made[kind] ?? 0) + 1;
   }
 
-  /** A mirrored list through the query API, every page, live resources as {id → attributes, relationships}. */
-  async function mirrored(name: string): Promise<Map<string, Json>> {
-    const out = new Map<string, Json>();
-    let cursor: string | null = null;
-    do {
-      const page = await api(daemon.url, `/api/v1/${name}?limit=1000${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
-      expect(page.status).toBe(200);
-      for (const resource of page.json.data) out.set(resource.id, { owner_id: resource.owner_id, attributes: resource.attributes, relationships: resource.relationships });
-      cursor = page.json.next_cursor;
-    } while (cursor !== null);
-    return out;
-  }
-
   beforeAll(async () => {
     [emulator, daemon] = await Promise.all([
       bootEmulator({ demoData: true, retryScheduleMs: [50, 50, 100, 200, 400], deliveryConcurrency: 8, seed: 42 }),
@@ -134,12 +121,7 @@ describe('emulator → menu-sync, with duplicates and reordering (issue 5)', () 
       expect(status.json.data.map((projection: Json) => projection.lag)).toEqual(status.json.data.map(() => 0));
     }, 30_000);
 
-    const truth = await state();
-    for (const name of MIRRORED) {
-      const expected = new Map<string, Json>(truth[name].map((resource: Json) => [resource.id, { owner_id: '4001', attributes: resource.attributes, relationships: resource.relationships ?? {} }]));
-      const actual = await mirrored(name);
-      expect({ name, resources: Object.fromEntries(actual) }).toEqual({ name, resources: Object.fromEntries(expected) });
-    }
+    await expectMirrorEquals(daemon.url, await state());
     // The drive really exercised every kind of change.
     for (const kind of ['POST products', 'PATCH products', 'DELETE products', 'POST collections', 'DELETE collections', 'POST traits', 'DELETE traits',
       'POST trait_options', 'PATCH trait_options', 'DELETE trait_options', 'POST orders', 'PATCH orders']) {

@@ -25,6 +25,13 @@ describe('TokenCipher (AES-256-GCM, CONTRACT §6)', () => {
     expect(() => TokenCipher.fromKey(randomBytes(32)).open(sealed, 'connection:1:access_token')).toThrow();
   });
 
+  it('seals bytes that are not text, and opens them to the same bytes', () => {
+    const raw = Buffer.from([0xff, 0xfe, 0x7b, 0x00, 0x80, 0x00]);
+    const sealed = cipher.sealBytes(raw, 'event:e-1:raw');
+    expect(cipher.openBytes(sealed, 'event:e-1:raw').equals(raw)).toBe(true);
+    expect(() => cipher.openBytes(sealed, 'event:e-2:raw')).toThrow();
+  });
+
   it('takes only a 32-byte key', () => {
     expect(() => TokenCipher.fromKey(randomBytes(16))).toThrow(/32 bytes/);
   });

@@ -10,9 +10,9 @@ const TAG_BYTES = 16;
 export const LOCAL_TOKEN_KEY_FILE = 'token.key';
 
 /**
- * AES-256-GCM for tokens at rest. A sealed value is `version | iv | tag | ciphertext`; the
- * associated data binds it to its row and column, so a ciphertext copied to another connection
- * or swapped between the access and refresh columns does not open.
+ * AES-256-GCM for secrets at rest: tokens, and raw webhook bodies that hold their key. A sealed
+ * value is `version | iv | tag | ciphertext`; the associated data binds it to its row and column,
+ * so a ciphertext copied to another row or swapped between columns does not open.
  */
 export class TokenCipher {
   private constructor(private readonly key: Buffer) {}
@@ -29,21 +29,30 @@ export class TokenCipher {
   }
 
   seal(plaintext: string, associatedData: string): Buffer {
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    cipher.setAAD(Buffer.from(associatedData, 'utf8'));
-    const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return Buffer.concat([Buffer.from([FORMAT_VERSION]), iv, cipher.getAuthTag(), ciphertext]);
+    return this.sealBytes(Buffer.from(plaintext, 'utf8'), associatedData);
   }
 
   /** Throws when the value was not sealed with this key for this associated data. */
   open(sealed: Buffer, associatedData: string): string {
-    if (sealed.length < 1 + IV_BYTES + TAG_BYTES || sealed[0] !== FORMAT_VERSION) throw new Error('not a sealed token');
+    return this.openBytes(sealed, associatedData).toString('utf8');
+  }
+
+  /** As `seal`, for bytes that need not be text (a raw webhook body in any charset). */
+  sealBytes(plaintext: Buffer, associatedData: string): Buffer {
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    cipher.setAAD(Buffer.from(associatedData, 'utf8'));
+    const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+    return Buffer.concat([Buffer.from([FORMAT_VERSION]), iv, cipher.getAuthTag(), ciphertext]);
+  }
+
+  openBytes(sealed: Buffer, associatedData: string): Buffer {
+    if (sealed.length < 1 + IV_BYTES + TAG_BYTES || sealed[0] !== FORMAT_VERSION) throw new Error('not a sealed value');
     const iv = sealed.subarray(1, 1 + IV_BYTES);
     const tag = sealed.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES);
     const decipher = createDecipheriv('aes-256-gcm', this.key, iv);
     decipher.setAAD(Buffer.from(associatedData, 'utf8'));
     decipher.setAuthTag(tag);
-    return Buffer.concat([decipher.update(sealed.subarray(1 + IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+    return Buffer.concat([decipher.update(sealed.subarray(1 + IV_BYTES + TAG_BYTES)), decipher.final()]);
   }
 }

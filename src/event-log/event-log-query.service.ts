@@ -3,11 +3,15 @@ import { NotFoundError } from '../common/app-error.js';
 import { EventsQuery } from './event-log.dto.js';
 import { EventLogRepository } from './event-log.repository.js';
 import { LogEntry, LogEntrySummary } from './log-entry.js';
+import { RawBodySealer } from './raw-body-sealer.js';
 
 /** The read side of the log for `/api/v1/events` (CONTRACT §5). */
 @Injectable()
 export class EventLogQueryService {
-  constructor(private readonly repository: EventLogRepository) {}
+  constructor(
+    private readonly repository: EventLogRepository,
+    private readonly sealer: RawBodySealer,
+  ) {}
 
   async list(query: EventsQuery) {
     const entries = await this.repository.list({
@@ -34,9 +38,11 @@ export class EventLogQueryService {
     return `${head.slice(0, -1)},"payload":${entry.payload}}`;
   }
 
+  /** The exact bytes received (opened when they were sealed for holding the webhook key). */
   async raw(position: number): Promise<{ contentType: string; body: Buffer }> {
     const entry = await this.find(position);
-    return { contentType: entry.contentType ?? 'application/json', body: entry.raw };
+    const body = entry.rawSealed ? this.sealer.open(entry.eventId, entry.raw) : entry.raw;
+    return { contentType: entry.contentType ?? 'application/json', body };
   }
 
   private async find(position: number): Promise<LogEntry> {

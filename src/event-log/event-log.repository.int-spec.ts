@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
 import { EventLogRepository } from './event-log.repository.js';
@@ -21,6 +21,7 @@ function entry(eventId: string = randomUUID()): NewLogEntry {
     contentType: 'application/json',
     payload,
     rawBody: null,
+    rawSealed: false,
     sha256: createHash('sha256').update(payload).digest(),
   };
 }
@@ -82,6 +83,17 @@ describe('EventLogRepository (PostgreSQL)', () => {
     const plain = entry();
     const [second] = await repository.append([plain]);
     expect((await repository.findByPosition(second.position))!.raw.toString()).toBe(plain.payload);
+  });
+
+  it('keeps sealed bytes as given, marked sealed, and refuses a row marked sealed without them', async () => {
+    const sealed = entry();
+    const bytes = randomBytes(64);
+    const [result] = await repository.append([{ ...sealed, rawBody: bytes, rawSealed: true }]);
+    const found = (await repository.findByPosition(result.position))!;
+    expect(found.rawSealed).toBe(true);
+    expect(found.raw.equals(bytes)).toBe(true);
+    expect((await repository.findByPosition((await repository.append([entry()]))[0].position))!.rawSealed).toBe(false);
+    await expect(repository.append([{ ...entry(), rawSealed: true }])).rejects.toThrow(/event_log_raw_sealed_check/);
   });
 
   describe('readAfter, with writers committing out of order', () => {

@@ -7,10 +7,10 @@ import { AppendResult, LogCheckpoint, LogEntry, LogEntrySummary, LogFilter, LogP
 
 const COLUMNS = [
   'event_id', 'event_type', 'subject_type', 'subject_id', 'owner_id', 'occurred_at', 'event_seq', 'source',
-  'handled', 'received_at', 'key_id', 'content_type', 'payload', 'raw_body', 'sha256',
+  'handled', 'received_at', 'key_id', 'content_type', 'payload', 'raw_body', 'raw_sealed', 'sha256',
 ] as const;
 const ARRAY_TYPES = ['text', 'text', 'text', 'text', 'text', 'timestamptz', 'numeric', 'text', 'boolean', 'timestamptz',
-  'text', 'text', 'json', 'bytea', 'bytea'];
+  'text', 'text', 'json', 'bytea', 'boolean', 'bytea'];
 
 /**
  * One statement whose text never changes (a named prepared statement: parsed and planned once per
@@ -37,7 +37,7 @@ const POSITIONS: Omit<pg.QueryConfig, 'values'> = {
 
 const SUMMARY = `position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at, received_at, source, handled`;
 /** Text casts below keep their column names: ORDER BY must name the table's columns (`e.`), or it sorts the text. */
-const FULL = `${SUMMARY}, event_seq, key_id, content_type, payload::text AS payload, raw_body, sha256, transaction_id::text AS transaction_id`;
+const FULL = `${SUMMARY}, event_seq, key_id, content_type, payload::text AS payload, raw_body, raw_sealed, sha256, transaction_id::text AS transaction_id`;
 
 @Injectable()
 export class EventLogRepository {
@@ -58,7 +58,7 @@ export class EventLogRepository {
         column((e) => e.eventId), column((e) => e.eventType), column((e) => e.subjectType), column((e) => e.subjectId),
         column((e) => e.ownerId), column((e) => e.occurredAt), column((e) => e.eventSeq), column((e) => e.source),
         column((e) => e.handled), column((e) => e.receivedAt), column((e) => e.keyId), column((e) => e.contentType),
-        `[${column((e) => e.payload).join(',')}]`, column((e) => e.rawBody), column((e) => e.sha256),
+        `[${column((e) => e.payload).join(',')}]`, column((e) => e.rawBody), column((e) => e.rawSealed), column((e) => e.sha256),
       ],
     });
     const byId = new Map(inserted.rows.map((row) => [row.event_id, { position: row.position, inserted: true }]));
@@ -151,6 +151,7 @@ interface RawEntry {
   content_type: string | null;
   payload: string;
   raw_body: Buffer | null;
+  raw_sealed: boolean;
   sha256: Buffer;
   transaction_id: string;
 }
@@ -179,6 +180,7 @@ function toEntry(row: RawEntry): LogEntry {
     payload: row.payload,
     sha256: row.sha256,
     raw: row.raw_body ?? Buffer.from(row.payload, 'utf8'),
+    rawSealed: row.raw_sealed,
     transactionId: row.transaction_id,
   };
 }

@@ -1,6 +1,9 @@
 export type EventSource = 'webhook' | 'reconcile' | 'import';
 
-/** An event about to be appended. `payload` is the JSON text; `rawBody` only when it differs. */
+/**
+ * An event about to be appended. `payload` is the JSON text; `rawBody` only when it differs, sealed
+ * (`rawSealed`, see RawBodySealer) when the received bytes hold the webhook key.
+ */
 export interface NewLogEntry {
   eventId: string;
   eventType: string;
@@ -17,6 +20,8 @@ export interface NewLogEntry {
   contentType: string | null;
   payload: string;
   rawBody: Buffer | null;
+  rawSealed: boolean;
+  /** Of the exact bytes received. */
   sha256: Buffer;
 }
 
@@ -46,8 +51,9 @@ export interface LogEntry extends LogEntrySummary {
   contentType: string | null;
   payload: string;
   sha256: Buffer;
-  /** The exact bytes received. */
+  /** The exact bytes received, or when `rawSealed` those bytes sealed (RawBodySealer opens them). */
   raw: Buffer;
+  rawSealed: boolean;
   transactionId: string;
 }
 

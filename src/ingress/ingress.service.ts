@@ -2,9 +2,12 @@ import { Injectable, Logger } from '@nestjs/common';
 import { AppError, NotFoundError, ServiceUnavailableError } from '../common/app-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { AppendBatcher, AppendRejectedError, AppendUnconfirmedError } from '../event-log/append-batcher.js';
+import type { NewLogEntry } from '../event-log/log-entry.js';
+import { RawBodySealer } from '../event-log/raw-body-sealer.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { QuarantineRepository } from './quarantine.repository.js';
 import { DeliveryRejection, ParsedDelivery, parseDelivery } from './webhook-event.parser.js';
+import { redactKeyBytes } from './webhook-key.redaction.js';
 import { WebhookKeyRegistry } from './webhook-key.registry.js';
 import { createHash } from 'node:crypto';
 
@@ -31,6 +34,7 @@ export class IngressService {
     private readonly quarantine: QuarantineRepository,
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
+    private readonly sealer: RawBodySealer,
   ) {}
 
   /** Validates a delivery and answers only once it is committed to the event log (CONTRACT §2). */
@@ -42,14 +46,13 @@ export class IngressService {
     }
     let parsed: ParsedDelivery;
     try {
-      parsed = parseDelivery(delivery.body, delivery.contentType);
+      parsed = parseDelivery(delivery.body, delivery.contentType, delivery.key);
     } catch (error) {
       if (!(error instanceof DeliveryRejection)) throw error;
       return this.reject(delivery, keyId, error.status, error.field, error.message);
     }
     try {
-      const result = await this.batcher.append({ ...parsed, source: 'webhook', receivedAt: delivery.receivedAt, keyId,
-        contentType: delivery.contentType ?? null });
+      const result = await this.batcher.append(this.entryOf(parsed, delivery, keyId));
       if (!result.inserted) {
         this.metrics.webhookDeliveries.inc({ outcome: 'duplicate' });
         return { status: 200, body: { status: 'duplicate', position: result.position } };
@@ -71,6 +74,20 @@ export class IngressService {
     }
   }
 
+  /** The log entry of a valid delivery; its exact bytes are sealed when they hold the key (keys are secrets). */
+  private entryOf({ keyRedacted, rawBody, ...columns }: ParsedDelivery, delivery: Delivery, keyId: string): NewLogEntry {
+    return {
+      ...columns,
+      source: 'webhook',
+      receivedAt: delivery.receivedAt,
+      keyId,
+      contentType: delivery.contentType ?? null,
+      rawBody: keyRedacted ? this.sealer.seal(columns.eventId, delivery.body) : rawBody,
+      rawSealed: keyRedacted,
+    };
+  }
+
+  /** Quarantines the body with the key redacted (the hash stays that of the bytes received), then refuses. */
   private async reject(delivery: Delivery, keyId: string, status: 400 | 415, field: string, detail: string): Promise<never> {
     this.metrics.webhookDeliveries.inc({ outcome: status === 415 ? 'unsupported_media_type' : 'rejected' });
     this.logger.warn({ msg: 'rejected a delivery', status, field, detail: detail.slice(0, 200) });
@@ -83,7 +100,7 @@ export class IngressService {
         keyId,
         contentType: delivery.contentType ?? null,
         sha256: createHash('sha256').update(delivery.body).digest(),
-        body: delivery.body,
+        body: redactKeyBytes(delivery.body, delivery.key),
       }, this.config.QUARANTINE_MAX_ENTRIES)
       .catch((error) => this.logger.warn({ msg: 'could not quarantine a rejected delivery', err: error }));
     throw new AppError(status === 415 ? 'unsupported_media_type' : 'invalid_event', status,

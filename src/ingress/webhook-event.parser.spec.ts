@@ -36,6 +36,54 @@ describe('parseDelivery', () => {
     expect(parseDelivery(utf16, 'application/json; charset=utf-16le')).toMatchObject({ payload: text, rawBody: utf16 });
   });
 
+  describe('with the webhook key in the body (the platform sends the callback URI)', () => {
+    const KEY = 'Zq3_Xv8-Lm2Np7Rs4Tu9Wy1Ab6Cd0Ef5Gh2Jk8Mn3Pq';
+    const withUri = (options: Parameters<typeof webhookEvent>[0] = {}) => {
+      const event = webhookEvent(options) as { data: { attributes: Record<string, unknown> }; included: unknown[] };
+      event.data.attributes.uri = `https://menu-sync.example/webhooks/${KEY}`;
+      return event;
+    };
+
+    it('redacts the key from the payload and keeps the exact bytes, with their hash, to be sealed', () => {
+      const raw = body(withUri());
+      const parsed = parseDelivery(raw, JSON_TYPE, KEY);
+      expect(parsed.keyRedacted).toBe(true);
+      expect(parsed.payload).toBe(raw.toString().replace(KEY, '[redacted]'));
+      expect(parsed.payload).not.toContain(KEY);
+      expect(JSON.parse(parsed.payload).data.attributes.uri).toBe('https://menu-sync.example/webhooks/[redacted]');
+      expect(parsed.rawBody).toBe(raw);
+      expect(parsed.sha256.equals(createHash('sha256').update(raw).digest())).toBe(true);
+    });
+
+    it('changes nothing when the body does not hold the key, or no key is given', () => {
+      const raw = body(webhookEvent());
+      expect(parseDelivery(raw, JSON_TYPE, KEY)).toMatchObject({ keyRedacted: false, rawBody: null, payload: raw.toString() });
+      const holding = body(withUri());
+      expect(parseDelivery(holding, JSON_TYPE)).toMatchObject({ keyRedacted: false, rawBody: null, payload: holding.toString() });
+    });
+
+    it('finds the key in another charset (UTF-16) through the decoded text', () => {
+      const raw = Buffer.from(JSON.stringify(withUri()), 'utf16le');
+      const parsed = parseDelivery(raw, 'application/json; charset=utf-16le', KEY);
+      expect(parsed).toMatchObject({ keyRedacted: true, rawBody: raw });
+      expect(parsed.payload).not.toContain(KEY);
+    });
+
+    it('reads every field from the redacted text, and names no key in a refusal', () => {
+      const inId = body(withUri({ eventId: `evt-${KEY}` }));
+      expect(parseDelivery(inId, JSON_TYPE, KEY).eventId).toBe('evt-[redacted]');
+      // JSON.parse quotes the text near a syntax error.
+      const broken = Buffer.from(`{"uri":${KEY}}`);
+      expect(rejection(() => parseDelivery(broken, JSON_TYPE, KEY)).message).not.toContain(KEY.slice(0, 6));
+      const missing = withUri({ subjectId: KEY });
+      missing.included = [];
+      const error = rejection(() => parseDelivery(body(missing), JSON_TYPE, KEY));
+      expect(error.field).toBe('included');
+      expect(error.message).toContain('product [redacted]');
+      expect(error.message).not.toContain(KEY);
+    });
+  });
+
   it('accepts a destroyed event without included', () => {
     const event = webhookEvent({ eventType: 'trait.destroyed', subjectId: '3' });
     delete (event as { included?: unknown }).included;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { TextDecoder } from 'node:util';
 import { isSpecEventName } from '../config/event-names.js';
+import { redactKey } from './webhook-key.redaction.js';
 
 /** What a valid delivery contributes to its log entry. */
 export interface ParsedDelivery {
@@ -15,6 +16,13 @@ export interface ParsedDelivery {
   payload: string;
   /** The received bytes when they are not exactly the UTF-8 of `payload`, else null. */
   rawBody: Buffer | null;
+  /**
+   * The body held the webhook key it was sent to: the key is redacted from the text before anything
+   * is read from it (so from `payload` and every field), and `rawBody` holds the bytes with the key,
+   * which must be sealed before they are stored.
+   */
+  keyRedacted: boolean;
+  /** Of the received bytes. */
   sha256: Buffer;
 }
 
@@ -70,8 +78,9 @@ function decoder(label: string): TextDecoder | undefined {
 /**
  * Decodes and validates a delivery body (CONTRACT §2). Pure: no I/O, no clock.
  * Every refusal names the field at fault, as a dotted path from the document root.
+ * `key`, the webhook key the body was posted to, is redacted from the text (see `keyRedacted`).
  */
-export function parseDelivery(body: Buffer, contentType: string | undefined): ParsedDelivery {
+export function parseDelivery(body: Buffer, contentType: string | undefined, key?: string): ParsedDelivery {
   const charset = mediaCharset(contentType);
   let text: string;
   try {
@@ -83,6 +92,10 @@ export function parseDelivery(body: Buffer, contentType: string | undefined): Pa
   // UTF-8 without a BOM, and no whitespace around the document (the log stores it trimmed).
   const exact = (charset === 'utf-8' || charset === 'utf8' || charset === 'unicode-1-1-utf-8')
     && !body.subarray(0, 3).equals(UTF8_BOM) && !/^[ \t\n\r]|[ \t\n\r]$/.test(text);
+  // The platform's events carry the callback URI, key included. Exact bytes are the text's own, so one
+  // search of the bytes settles it; other charsets are searched in the decoded text too.
+  const keyRedacted = key !== undefined && key !== '' && (body.indexOf(key) !== -1 || (!exact && text.includes(key)));
+  if (keyRedacted) text = redactKey(text, key);
   let document: unknown;
   try {
     document = JSON.parse(text);
@@ -129,7 +142,8 @@ export function parseDelivery(body: Buffer, contentType: string | undefined): Pa
     eventSeq,
     handled,
     payload: text,
-    rawBody: exact ? null : body,
+    rawBody: exact && !keyRedacted ? null : body,
+    keyRedacted,
     sha256: createHash('sha256').update(body).digest(),
   };
 }

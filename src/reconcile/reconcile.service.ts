@@ -92,7 +92,8 @@ export class ReconcileService {
     const reports: StoreReport[] = [];
     for (const connection of connections) {
       if (connection.state !== 'active') {
-        context.errors.push(`connection ${connection.id}: ${connection.state}, skipped`);
+        // A known state, shown by /api/v1/connections: not a fault of this run.
+        context.notes.push(`connection ${connection.id}: ${connection.state}, skipped`);
         continue;
       }
       reports.push(...await this.reconcileConnection(connection, filter.storeId, context));

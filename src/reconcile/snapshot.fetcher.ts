@@ -3,6 +3,7 @@ import type { Connection } from '../auth/connection.js';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { UpstreamClient } from '../upstream/upstream-client.js';
+import { ReauthorizationRequiredError } from '../upstream/upstream.errors.js';
 import type { SnapshotResource } from './snapshot-diff.js';
 
 export const SNAPSHOT_TYPES = ['collection', 'product', 'trait', 'trait_option'] as const;
@@ -30,7 +31,8 @@ class UnrecognisedAnswer extends Error {}
 /**
  * Reads a store's menu snapshot (CONTRACT §7 paths, configurable) and its orders (spec endpoint 3)
  * through the upstream client, following JSON:API `links.next`. Nothing here throws for a bad
- * answer: a failed or unrecognised document comes back incomplete with its error.
+ * answer: a failed or unrecognised document comes back incomplete with its error. A connection
+ * that needs reauthorization throws ReauthorizationRequiredError.
  */
 @Injectable()
 export class SnapshotFetcher {
@@ -67,6 +69,8 @@ export class SnapshotFetcher {
       }
       return { resources, complete: true };
     } catch (error) {
+      // Not a fault of this document: the whole connection is skipped (ReconcileService says so).
+      if (error instanceof ReauthorizationRequiredError) throw error;
       const message = error instanceof Error ? error.message : String(error);
       this.metrics.reconcileSkippedDocuments.inc({ type });
       this.logger.warn({ msg: 'snapshot skipped', type, path: firstPath, error: message });
