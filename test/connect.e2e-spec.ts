@@ -387,6 +387,17 @@ describe('tokens at expiry, two processes (CONTRACT §6)', () => {
     expect(after).toMatchObject({ state: 'active', token: { last_refresh_at: expect.any(String) } });
     expect(Date.parse(after.token.expires_at)).toBeGreaterThan(Date.now() + 5 * 3600_000);
   });
+
+  it('a token the upstream stops honouring before its expiry is refreshed once on the 401, and the call retried', async () => {
+    const [connection] = await connections();
+    expect((await call(emulator, '/_emulator/tokens/expire', { method: 'POST' })).status).toBe(200);
+    const grantsBefore = (await call(emulator, '/_emulator/token_requests')).json.data.length;
+    const result = await cli(['auth', 'check', '--connection', String(connection.id), '--calls', '5']);
+    expect({ code: result.code, run: result.code === 0 ? '' : describeRun(result) }).toEqual({ code: 0, run: '' });
+    expect(printed(result).data).toEqual(Array.from({ length: 5 }, () => ({ connection_id: connection.id, status: 200 })));
+    const grants = (await call(emulator, '/_emulator/token_requests')).json.data.slice(grantsBefore);
+    expect(grants.map((grant: { grant_type: string; status: number }) => [grant.grant_type, grant.status])).toEqual([['refresh_token', 200]]);
+  });
 });
 
 describe('secrets at rest and in logs', () => {

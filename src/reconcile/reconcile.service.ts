@@ -88,7 +88,8 @@ export class ReconcileService {
     context.notes.push(...caughtUp.notes);
     const connections = (await this.connections.list())
       .filter((connection) => filter.connectionId === undefined || connection.id === filter.connectionId);
-    if (connections.length === 0) context.errors.push(filter.connectionId === undefined ? 'no connection to reconcile' : `no connection ${filter.connectionId}`);
+    if (connections.length === 0 && filter.connectionId !== undefined) context.errors.push(`no connection ${filter.connectionId}`);
+    if (connections.length === 0 && filter.connectionId === undefined) context.notes.push('no connection yet: nothing to reconcile');
     const reports: StoreReport[] = [];
     for (const connection of connections) {
       if (connection.state !== 'active') {
