@@ -48,7 +48,7 @@ export async function run({ duration = defaults.duration, quietWait = defaults.q
   const events = Number(process.env.BENCH_PROJECTION_EVENTS ?? 1_000_000);
   checkDisk(events);
   const webhookKey = randomBytes(16).toString('hex');
-  const baseEnv = { ...process.env, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1' };
+  const baseEnv = { ...process.env, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1', SANDBOX: 'false' };
   delete baseEnv.API_TOKENS;
   delete baseEnv.PROJECTOR_ENABLED;
   const database = await createMigratedDatabase({ cwd: ROOT, env: baseEnv, suffix: 'projection' });

@@ -20,7 +20,7 @@ export const defaults = { quietWait: 10 };
 
 export async function run({ quietWait = defaults.quietWait }) {
   const events = Number(process.env.BENCH_REPLAY_EVENTS ?? 1_000_000);
-  const env = { ...process.env, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'warn' };
+  const env = { ...process.env, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'warn', SANDBOX: 'false' };
   const database = await createMigratedDatabase({ cwd: ROOT, env, suffix: 'replay' });
   const client = new pg.Client({ connectionString: databaseUrl(database), application_name: 'menu-sync-bench' });
   await client.connect();

@@ -6,8 +6,11 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * `payload` is `json` (text, validated) rather than `jsonb`: it keeps every valid JSON document,
  * including `\u0000` escapes and lone surrogates, and inserts several times cheaper.
  * `raw_body` is kept only when the received bytes are not the UTF-8 of `payload` (a BOM, another
- * charset, or the webhook key redacted from `payload`); otherwise the exact bytes are the payload's
- * own. When they hold the webhook key (`raw_sealed`), they are kept sealed (AES-256-GCM, RawBodySealer).
+ * charset); otherwise the exact bytes are the payload's own. Webhook keys are secrets, and the
+ * platform's events carry the callback URI, key included: the stored bytes have each occurrence
+ * replaced by `[redacted]`, `raw_key_at` lists where (byte offsets) and `raw_key` holds the key
+ * sealed (AES-256-GCM), so /raw restores the exact bytes. A key found only in the decoded text of
+ * another charset (UTF-16) makes the whole body sealed instead (`raw_sealed`).
  */
 export class EventLog1763700000000 implements MigrationInterface {
   name = 'EventLog1763700000000';
@@ -32,9 +35,12 @@ export class EventLog1763700000000 implements MigrationInterface {
         payload        json NOT NULL,
         raw_body       bytea,
         raw_sealed     boolean NOT NULL DEFAULT false,
+        raw_key        bytea,
+        raw_key_at     integer[],
         sha256         bytea NOT NULL,
         CONSTRAINT event_log_event_id_key UNIQUE (event_id),
         CONSTRAINT event_log_raw_sealed_check CHECK (NOT raw_sealed OR raw_body IS NOT NULL),
+        CONSTRAINT event_log_raw_key_check CHECK ((raw_key IS NULL) = (raw_key_at IS NULL) AND NOT (raw_sealed AND raw_key IS NOT NULL)),
         CONSTRAINT event_log_source_check CHECK (source IN ('webhook', 'reconcile', 'import'))
       )`);
     await runner.query(`CREATE INDEX event_log_transaction_position_idx ON event_log (transaction_id, position)`);

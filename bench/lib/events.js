@@ -11,12 +11,12 @@ const SEQ = '__BENCH_SEQ__';
 const CREATED = '__BENCH_CREATED_AT__';
 
 /** The same document as realisticEvent(); placeholders where per-event values go. */
-function document(subjectId) {
+function document(subjectId, uri) {
   return {
     data: {
       id: ID,
       type: 'webhook_event',
-      attributes: { id: SEQ, created_at: CREATED, event_type: 'product.updated', uri: 'https://menu-sync.example/webhooks/key' },
+      attributes: { id: SEQ, created_at: CREATED, event_type: 'product.updated', uri },
       relationships: {
         subject: { data: { id: subjectId, type: 'product' } },
         resource_owner: { data: { id: '42', type: 'user' } },
@@ -38,8 +38,8 @@ function document(subjectId) {
 }
 
 /** [before id, before seq, before created_at, rest] for one subject. */
-function template(subjectId) {
-  const text = JSON.stringify(document(subjectId));
+function template(subjectId, uri) {
+  const text = JSON.stringify(document(subjectId, uri));
   const [a, rest1] = split(text, `"${ID}"`);
   const [b, rest2] = split(rest1, `"${SEQ}"`);
   const [c, d] = split(rest2, `"${CREATED}"`);
@@ -54,10 +54,11 @@ function split(text, token) {
 
 /**
  * A generator of distinct valid events: each call returns a new body (fresh UUID data.id, increasing
- * data.attributes.id, subjects cycling over 500 products), as a string.
+ * data.attributes.id, subjects cycling over 500 products), as a string. `uri` is the callback URI
+ * the platform would put in `data.attributes.uri`: with the real key in it, as deliveries have.
  */
-export function eventBodies() {
-  const templates = Array.from({ length: SUBJECTS }, (_, i) => template(String(1000 + i)));
+export function eventBodies(uri = 'https://menu-sync.example/webhooks/key') {
+  const templates = Array.from({ length: SUBJECTS }, (_, i) => template(String(1000 + i), uri));
   let seq = 0;
   return function next() {
     seq++;

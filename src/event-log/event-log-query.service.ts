@@ -3,6 +3,7 @@ import { NotFoundError } from '../common/app-error.js';
 import { EventsQuery } from './event-log.dto.js';
 import { EventLogRepository } from './event-log.repository.js';
 import { LogEntry, LogEntrySummary } from './log-entry.js';
+import { restoreKey } from '../ingress/webhook-key.redaction.js';
 import { RawBodySealer } from './raw-body-sealer.js';
 
 /** The read side of the log for `/api/v1/events` (CONTRACT §5). */
@@ -41,7 +42,8 @@ export class EventLogQueryService {
   /** The exact bytes received (opened when they were sealed for holding the webhook key). */
   async raw(position: number): Promise<{ contentType: string; body: Buffer }> {
     const entry = await this.find(position);
-    const body = entry.rawSealed ? this.sealer.open(entry.eventId, entry.raw) : entry.raw;
+    let body = entry.rawSealed ? this.sealer.open(entry.eventId, entry.raw) : entry.raw;
+    if (entry.rawKey !== null && entry.rawKeyAt !== null) body = restoreKey(body, this.sealer.openKey(entry.keyId ?? '', entry.rawKey), entry.rawKeyAt);
     return { contentType: entry.contentType ?? 'application/json', body };
   }
 

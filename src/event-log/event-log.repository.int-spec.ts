@@ -22,6 +22,8 @@ function entry(eventId: string = randomUUID()): NewLogEntry {
     payload,
     rawBody: null,
     rawSealed: false,
+    rawKey: null,
+    rawKeyAt: null,
     sha256: createHash('sha256').update(payload).digest(),
   };
 }
@@ -94,6 +96,18 @@ describe('EventLogRepository (PostgreSQL)', () => {
     expect(found.raw.equals(bytes)).toBe(true);
     expect((await repository.findByPosition((await repository.append([entry()]))[0].position))!.rawSealed).toBe(false);
     await expect(repository.append([{ ...entry(), rawSealed: true }])).rejects.toThrow(/event_log_raw_sealed_check/);
+  });
+
+  it('keeps a sealed key with the offsets it stood at (an array per row), and refuses one without the other', async () => {
+    const sealedKey = randomBytes(40);
+    const [one, two] = await repository.append([
+      { ...entry(), rawKey: sealedKey, rawKeyAt: [12, 345] },
+      { ...entry(), rawKey: sealedKey, rawKeyAt: [7] },
+    ]);
+    const first = (await repository.findByPosition(one.position))!;
+    expect({ key: first.rawKey!.equals(sealedKey), at: first.rawKeyAt }).toEqual({ key: true, at: [12, 345] });
+    expect((await repository.findByPosition(two.position))!.rawKeyAt).toEqual([7]);
+    await expect(repository.append([{ ...entry(), rawKey: sealedKey }])).rejects.toThrow(/event_log_raw_key_check/);
   });
 
   describe('readAfter, with writers committing out of order', () => {

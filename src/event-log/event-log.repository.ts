@@ -7,10 +7,12 @@ import { AppendResult, LogCheckpoint, LogEntry, LogEntrySummary, LogFilter, LogP
 
 const COLUMNS = [
   'event_id', 'event_type', 'subject_type', 'subject_id', 'owner_id', 'occurred_at', 'event_seq', 'source',
-  'handled', 'received_at', 'key_id', 'content_type', 'payload', 'raw_body', 'raw_sealed', 'sha256',
+  'handled', 'received_at', 'key_id', 'content_type', 'payload', 'raw_body', 'raw_sealed', 'raw_key', 'raw_key_at', 'sha256',
 ] as const;
 const ARRAY_TYPES = ['text', 'text', 'text', 'text', 'text', 'timestamptz', 'numeric', 'text', 'boolean', 'timestamptz',
-  'text', 'text', 'json', 'bytea', 'boolean', 'bytea'];
+  'text', 'text', 'json', 'bytea', 'boolean', 'bytea', 'text', 'bytea'];
+/** An array column cannot travel as an element of an array parameter: its literal does, cast back here. */
+const SELECTED = COLUMNS.map((column) => (column === 'raw_key_at' ? 'raw_key_at::integer[]' : column));
 
 /**
  * One statement whose text never changes (a named prepared statement: parsed and planned once per
@@ -22,7 +24,7 @@ const ARRAY_TYPES = ['text', 'text', 'text', 'text', 'text', 'timestamptz', 'num
 const APPEND: Omit<pg.QueryConfig, 'values'> = {
   name: 'menu_sync_append',
   text: `INSERT INTO event_log (${COLUMNS.join(', ')})
-         SELECT ${COLUMNS.join(', ')}
+         SELECT ${SELECTED.join(', ')}
            FROM ROWS FROM (${COLUMNS.map((column, i) => column === 'payload'
              ? `json_array_elements($${i + 1}::json)` : `unnest($${i + 1}::${ARRAY_TYPES[i]}[])`).join(', ')})
                 WITH ORDINALITY AS input (${COLUMNS.join(', ')}, ord)
@@ -37,7 +39,7 @@ const POSITIONS: Omit<pg.QueryConfig, 'values'> = {
 
 const SUMMARY = `position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at, received_at, source, handled`;
 /** Text casts below keep their column names: ORDER BY must name the table's columns (`e.`), or it sorts the text. */
-const FULL = `${SUMMARY}, event_seq, key_id, content_type, payload::text AS payload, raw_body, raw_sealed, sha256, transaction_id::text AS transaction_id`;
+const FULL = `${SUMMARY}, event_seq, key_id, content_type, payload::text AS payload, raw_body, raw_sealed, raw_key, raw_key_at, sha256, transaction_id::text AS transaction_id`;
 
 @Injectable()
 export class EventLogRepository {
@@ -58,7 +60,8 @@ export class EventLogRepository {
         column((e) => e.eventId), column((e) => e.eventType), column((e) => e.subjectType), column((e) => e.subjectId),
         column((e) => e.ownerId), column((e) => e.occurredAt), column((e) => e.eventSeq), column((e) => e.source),
         column((e) => e.handled), column((e) => e.receivedAt), column((e) => e.keyId), column((e) => e.contentType),
-        `[${column((e) => e.payload).join(',')}]`, column((e) => e.rawBody), column((e) => e.rawSealed), column((e) => e.sha256),
+        `[${column((e) => e.payload).join(',')}]`, column((e) => e.rawBody), column((e) => e.rawSealed), column((e) => e.rawKey),
+        column((e) => (e.rawKeyAt === null ? null : `{${e.rawKeyAt.join(',')}}`)), column((e) => e.sha256),
       ],
     });
     const byId = new Map(inserted.rows.map((row) => [row.event_id, { position: row.position, inserted: true }]));
@@ -152,6 +155,8 @@ interface RawEntry {
   payload: string;
   raw_body: Buffer | null;
   raw_sealed: boolean;
+  raw_key: Buffer | null;
+  raw_key_at: number[] | null;
   sha256: Buffer;
   transaction_id: string;
 }
@@ -181,6 +186,8 @@ function toEntry(row: RawEntry): LogEntry {
     sha256: row.sha256,
     raw: row.raw_body ?? Buffer.from(row.payload, 'utf8'),
     rawSealed: row.raw_sealed,
+    rawKey: row.raw_key,
+    rawKeyAt: row.raw_key_at,
     transactionId: row.transaction_id,
   };
 }

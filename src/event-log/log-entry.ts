@@ -1,8 +1,10 @@
 export type EventSource = 'webhook' | 'reconcile' | 'import';
 
 /**
- * An event about to be appended. `payload` is the JSON text; `rawBody` only when it differs, sealed
- * (`rawSealed`, see RawBodySealer) when the received bytes hold the webhook key.
+ * An event about to be appended. `payload` is the JSON text; `rawBody` only when the bytes differ.
+ * Bytes that held the webhook key are stored with it redacted, `rawKey` (the key, sealed) and
+ * `rawKeyAt` (where it stood) restoring them; a key found only after decoding another charset
+ * makes `rawBody` the whole body sealed (`rawSealed`). See RawBodySealer.
  */
 export interface NewLogEntry {
   eventId: string;
@@ -21,6 +23,9 @@ export interface NewLogEntry {
   payload: string;
   rawBody: Buffer | null;
   rawSealed: boolean;
+  rawKey: Buffer | null;
+  /** Byte offsets, in the stored bytes, of the `[redacted]` that stand for the key. */
+  rawKeyAt: number[] | null;
   /** Of the exact bytes received. */
   sha256: Buffer;
 }
@@ -51,9 +56,11 @@ export interface LogEntry extends LogEntrySummary {
   contentType: string | null;
   payload: string;
   sha256: Buffer;
-  /** The exact bytes received, or when `rawSealed` those bytes sealed (RawBodySealer opens them). */
+  /** The bytes as stored: sealed when `rawSealed`, the key redacted at `rawKeyAt` (RawBodySealer restores both). */
   raw: Buffer;
   rawSealed: boolean;
+  rawKey: Buffer | null;
+  rawKeyAt: number[] | null;
   transactionId: string;
 }
 

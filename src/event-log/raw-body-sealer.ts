@@ -2,13 +2,32 @@ import { Injectable } from '@nestjs/common';
 import { TokenCipher } from '../auth/token-cipher.js';
 
 /**
- * Seals the exact bytes of a delivery that hold its webhook key (the platform puts the callback
- * URI in every event), so the key is never in the database in clear while `/raw` still answers
- * those bytes. Bound to the event id: sealed bytes copied to another entry do not open.
+ * Keeps the webhook key out of the database in clear while `/raw` still answers the exact bytes
+ * (the platform puts the callback URI, key included, in every event): the key itself is stored
+ * sealed beside the redacted bytes — the same sealed value for every entry of that key, made once
+ * — or, rarely, the whole body is (bound to its event id).
  */
 @Injectable()
 export class RawBodySealer {
+  private readonly sealedKeys = new Map<string, Buffer>();
+
   constructor(private readonly cipher: TokenCipher) {}
+
+  /** The key sealed for entries of `keyId`; computed once per key. */
+  sealKey(keyId: string, key: string): Buffer {
+    const cacheKey = `${keyId}\u0000${key}`;
+    let sealed = this.sealedKeys.get(cacheKey);
+    if (sealed === undefined) {
+      sealed = this.cipher.seal(key, `webhook-key:${keyId}`);
+      if (this.sealedKeys.size > 1000) this.sealedKeys.clear();
+      this.sealedKeys.set(cacheKey, sealed);
+    }
+    return sealed;
+  }
+
+  openKey(keyId: string, sealed: Buffer): string {
+    return this.cipher.open(sealed, `webhook-key:${keyId}`);
+  }
 
   seal(eventId: string, raw: Buffer): Buffer {
     return this.cipher.sealBytes(raw, associatedData(eventId));

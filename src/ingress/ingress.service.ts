@@ -74,16 +74,18 @@ export class IngressService {
     }
   }
 
-  /** The log entry of a valid delivery; its exact bytes are sealed when they hold the key (keys are secrets). */
-  private entryOf({ keyRedacted, rawBody, ...columns }: ParsedDelivery, delivery: Delivery, keyId: string): NewLogEntry {
+  /** The log entry of a valid delivery: a key redacted from its bytes is kept sealed to restore them (keys are secrets). */
+  private entryOf({ keyAt, sealWhole, rawBody, ...columns }: ParsedDelivery, delivery: Delivery, keyId: string): NewLogEntry {
     return {
       ...columns,
       source: 'webhook',
       receivedAt: delivery.receivedAt,
       keyId,
       contentType: delivery.contentType ?? null,
-      rawBody: keyRedacted ? this.sealer.seal(columns.eventId, delivery.body) : rawBody,
-      rawSealed: keyRedacted,
+      rawBody: sealWhole ? this.sealer.seal(columns.eventId, delivery.body) : rawBody,
+      rawSealed: sealWhole,
+      rawKey: keyAt === null ? null : this.sealer.sealKey(keyId, delivery.key),
+      rawKeyAt: keyAt,
     };
   }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { webhookEvent } from '../../test/support/webhook-events.js';
 import { DeliveryRejection, mediaCharset, parseDelivery } from './webhook-event.parser.js';
+import { restoreKey } from './webhook-key.redaction.js';
 
 const JSON_TYPE = 'application/json';
 const body = (value: unknown) => Buffer.from(JSON.stringify(value));
@@ -44,28 +45,36 @@ describe('parseDelivery', () => {
       return event;
     };
 
-    it('redacts the key from the payload and keeps the exact bytes, with their hash, to be sealed', () => {
+    it('redacts the key from the bytes, says where, and hashes the exact bytes; restoring gives them back', () => {
       const raw = body(withUri());
       const parsed = parseDelivery(raw, JSON_TYPE, KEY);
-      expect(parsed.keyRedacted).toBe(true);
       expect(parsed.payload).toBe(raw.toString().replace(KEY, '[redacted]'));
       expect(parsed.payload).not.toContain(KEY);
       expect(JSON.parse(parsed.payload).data.attributes.uri).toBe('https://menu-sync.example/webhooks/[redacted]');
-      expect(parsed.rawBody).toBe(raw);
+      // The payload is the stored bytes: nothing else kept, nothing sealed but the key.
+      expect(parsed).toMatchObject({ rawBody: null, sealWhole: false, keyAt: [raw.indexOf(KEY)] });
+      expect(restoreKey(Buffer.from(parsed.payload), KEY, parsed.keyAt!).equals(raw)).toBe(true);
       expect(parsed.sha256.equals(createHash('sha256').update(raw).digest())).toBe(true);
+    });
+
+    it('keeps the redacted bytes when they are not the payload (a BOM, whitespace), still restorable', () => {
+      const raw = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), body(withUri()), Buffer.from('\n')]);
+      const parsed = parseDelivery(raw, JSON_TYPE, KEY);
+      expect(parsed.rawBody!.includes(KEY)).toBe(false);
+      expect(restoreKey(parsed.rawBody!, KEY, parsed.keyAt!).equals(raw)).toBe(true);
     });
 
     it('changes nothing when the body does not hold the key, or no key is given', () => {
       const raw = body(webhookEvent());
-      expect(parseDelivery(raw, JSON_TYPE, KEY)).toMatchObject({ keyRedacted: false, rawBody: null, payload: raw.toString() });
+      expect(parseDelivery(raw, JSON_TYPE, KEY)).toMatchObject({ keyAt: null, sealWhole: false, rawBody: null, payload: raw.toString() });
       const holding = body(withUri());
-      expect(parseDelivery(holding, JSON_TYPE)).toMatchObject({ keyRedacted: false, rawBody: null, payload: holding.toString() });
+      expect(parseDelivery(holding, JSON_TYPE)).toMatchObject({ keyAt: null, sealWhole: false, rawBody: null, payload: holding.toString() });
     });
 
     it('finds the key in another charset (UTF-16) through the decoded text', () => {
       const raw = Buffer.from(JSON.stringify(withUri()), 'utf16le');
       const parsed = parseDelivery(raw, 'application/json; charset=utf-16le', KEY);
-      expect(parsed).toMatchObject({ keyRedacted: true, rawBody: raw });
+      expect(parsed).toMatchObject({ sealWhole: true, keyAt: null, rawBody: raw });
       expect(parsed.payload).not.toContain(KEY);
     });
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { TextDecoder } from 'node:util';
 import { isSpecEventName } from '../config/event-names.js';
-import { redactKey } from './webhook-key.redaction.js';
+import { redactKey, redactKeyInBytes } from './webhook-key.redaction.js';
 
 /** What a valid delivery contributes to its log entry. */
 export interface ParsedDelivery {
@@ -14,14 +14,15 @@ export interface ParsedDelivery {
   eventSeq: string | null;
   handled: boolean;
   payload: string;
-  /** The received bytes when they are not exactly the UTF-8 of `payload`, else null. */
+  /** The bytes to keep when they are not exactly the UTF-8 of `payload` (key redacted), else null. */
   rawBody: Buffer | null;
   /**
-   * The body held the webhook key it was sent to: the key is redacted from the text before anything
-   * is read from it (so from `payload` and every field), and `rawBody` holds the bytes with the key,
-   * which must be sealed before they are stored.
+   * The body held the webhook key it was sent to, as bytes: it is redacted from them before anything
+   * is read (so from `payload`, `rawBody` and every field), at these byte offsets.
    */
-  keyRedacted: boolean;
+  keyAt: number[] | null;
+  /** The key was found only in the decoded text (UTF-16): `rawBody` is the exact body, to be sealed. */
+  sealWhole: boolean;
   /** Of the received bytes. */
   sha256: Buffer;
 }
@@ -78,24 +79,28 @@ function decoder(label: string): TextDecoder | undefined {
 /**
  * Decodes and validates a delivery body (CONTRACT §2). Pure: no I/O, no clock.
  * Every refusal names the field at fault, as a dotted path from the document root.
- * `key`, the webhook key the body was posted to, is redacted from the text (see `keyRedacted`).
+ * `key`, the webhook key the body was posted to, is redacted (see `keyAt` and `sealWhole`).
  */
 export function parseDelivery(body: Buffer, contentType: string | undefined, key?: string): ParsedDelivery {
   const charset = mediaCharset(contentType);
+  // The platform's events carry the callback URI, key included: redacted from the bytes before
+  // anything reads them, so no column, log line or error message can hold it.
+  const redacted = key === undefined ? null : redactKeyInBytes(body, key);
+  const stored = redacted?.bytes ?? body;
   let text: string;
   try {
-    text = decoder(charset)!.decode(body);
+    text = decoder(charset)!.decode(stored);
   } catch {
     throw new DeliveryRejection(400, 'body', `the body is not valid ${charset}`);
   }
   // The bytes are stored once, as the payload text, when that text re-encodes to exactly them:
   // UTF-8 without a BOM, and no whitespace around the document (the log stores it trimmed).
   const exact = (charset === 'utf-8' || charset === 'utf8' || charset === 'unicode-1-1-utf-8')
-    && !body.subarray(0, 3).equals(UTF8_BOM) && !/^[ \t\n\r]|[ \t\n\r]$/.test(text);
-  // The platform's events carry the callback URI, key included. Exact bytes are the text's own, so one
-  // search of the bytes settles it; other charsets are searched in the decoded text too.
-  const keyRedacted = key !== undefined && key !== '' && (body.indexOf(key) !== -1 || (!exact && text.includes(key)));
-  if (keyRedacted) text = redactKey(text, key);
+    && !stored.subarray(0, 3).equals(UTF8_BOM) && !/^[ \t\n\r]|[ \t\n\r]$/.test(text);
+  // A charset that does not hold the key as its ASCII bytes (UTF-16): redacted in the text, and the
+  // whole body kept sealed.
+  const sealWhole = redacted === null && key !== undefined && key !== '' && text.includes(key);
+  if (sealWhole) text = redactKey(text, key);
   let document: unknown;
   try {
     document = JSON.parse(text);
@@ -142,8 +147,9 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
     eventSeq,
     handled,
     payload: text,
-    rawBody: exact && !keyRedacted ? null : body,
-    keyRedacted,
+    rawBody: sealWhole ? body : exact ? null : stored,
+    keyAt: redacted?.at ?? null,
+    sealWhole,
     sha256: createHash('sha256').update(body).digest(),
   };
 }

@@ -35,3 +35,43 @@ function replaceBytes(bytes: Buffer, needle: Buffer, replacement: Buffer): Buffe
   parts.push(bytes.subarray(from));
   return Buffer.concat(parts);
 }
+
+/**
+ * `body` with every occurrence of `key`'s UTF-8 (= ASCII) bytes replaced by `[redacted]`, and the
+ * byte offsets of those replacements in the result; null when the key is not there. This covers
+ * every ASCII-compatible charset; `restoreKey` undoes it exactly.
+ */
+export function redactKeyInBytes(body: Buffer, key: string): { bytes: Buffer; at: number[] } | null {
+  const needle = Buffer.from(key, 'utf8');
+  let found = key === '' ? -1 : body.indexOf(needle);
+  if (found === -1) return null;
+  const replacement = Buffer.from(REDACTED, 'utf8');
+  const parts: Buffer[] = [];
+  const at: number[] = [];
+  let from = 0;
+  let length = 0;
+  while (found !== -1) {
+    parts.push(body.subarray(from, found));
+    length += found - from;
+    at.push(length);
+    parts.push(replacement);
+    length += replacement.length;
+    from = found + needle.length;
+    found = body.indexOf(needle, from);
+  }
+  parts.push(body.subarray(from));
+  return { bytes: Buffer.concat(parts), at };
+}
+
+/** The bytes `redactKeyInBytes` was given: `key` put back at each offset of `at`. */
+export function restoreKey(bytes: Buffer, key: string, at: readonly number[]): Buffer {
+  const replacement = Buffer.byteLength(REDACTED, 'utf8');
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (const offset of at) {
+    parts.push(bytes.subarray(from, offset), Buffer.from(key, 'utf8'));
+    from = offset + replacement;
+  }
+  parts.push(bytes.subarray(from));
+  return Buffer.concat(parts);
+}

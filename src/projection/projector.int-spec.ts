@@ -42,7 +42,7 @@ function logEntry(spec: Spec): NewLogEntry {
   return {
     eventId: spec.eventId, eventType: spec.eventType, subjectType: spec.subjectType, subjectId: spec.subjectId,
     ownerId: '42', occurredAt: spec.createdAt, eventSeq: spec.seq === null ? null : String(spec.seq), source: 'webhook',
-    handled: true, receivedAt: new Date(), keyId: 'env:1', contentType: 'application/json', payload, rawBody: null, rawSealed: false,
+    handled: true, receivedAt: new Date(), keyId: 'env:1', contentType: 'application/json', payload, rawBody: null, rawSealed: false, rawKey: null, rawKeyAt: null,
     sha256: createHash('sha256').update(payload).digest(),
   };
 }

@@ -31,6 +31,6 @@ export function reconcileEntry(change: ReconcileChange, runId: string, fetchedAt
     },
     included: change.included.map(({ related: _related, ...resource }) => resource),
   };
-  const { keyRedacted: _keyRedacted, ...parsed } = parseDelivery(Buffer.from(JSON.stringify(body), 'utf8'), 'application/json');
-  return { ...parsed, source: 'reconcile', receivedAt: new Date(), keyId: null, contentType: 'application/json', rawSealed: false };
+  const { keyAt: _keyAt, sealWhole: _sealWhole, ...parsed } = parseDelivery(Buffer.from(JSON.stringify(body), 'utf8'), 'application/json');
+  return { ...parsed, source: 'reconcile', receivedAt: new Date(), keyId: null, contentType: 'application/json', rawSealed: false, rawKey: null, rawKeyAt: null };
 }
