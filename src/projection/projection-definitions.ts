@@ -16,6 +16,16 @@ export interface ProjectionDefinition {
    * should change something but carries nothing to apply yields one row with `missing` = true.
    */
   changes(range: string, payload?: string): string;
+  /**
+   * When each event is about its subject alone (the menu): the page's versions without reading a
+   * payload — columns type, id, owner_id, occurred_at, event_seq, event_id, position, deleted —
+   * and, for the positions that win, their subject resource (type, id, missing, attributes,
+   * relationships). Only winners are parsed. Absent: every payload goes through `changes`.
+   */
+  winners?: {
+    versions(range: string): string;
+    resources(positions: string): string;
+  };
   /** Why a `missing` event is parked. */
   missingError: string;
 }
@@ -64,6 +74,19 @@ export const MENU_PROJECTION: ProjectionDefinition = {
            e.position, true, false, NULL, NULL
       FROM event_log e
      WHERE ${MENU_DESTROYS} AND ${range}`,
+  winners: {
+    versions: (range) => `
+      SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id COLLATE "C",
+             e.position, ${MENU_DESTROYS}
+        FROM event_log e
+       WHERE (${MENU_UPSERTS} OR ${MENU_DESTROYS}) AND ${range}`,
+    resources: (positions) => `
+      SELECT e.subject_type, e.subject_id, subject.resource IS NULL, subject.resource -> 'attributes', subject.resource -> 'relationships'
+        FROM event_log e
+        ${parsed(CAST)}
+        CROSS JOIN LATERAL (SELECT ${subject} AS resource OFFSET 0) AS subject
+       WHERE e.position = ANY (${positions})`,
+  },
   missingError: 'the event does not include its subject resource',
 };
 

@@ -19,6 +19,9 @@ export interface ProjectionStatus {
   lastError: string | null;
 }
 
+/** The entries of a page: after ($1, $2) up to ($3, $4) in (transaction id, position) order. */
+const RANGE = `e.transaction_id BETWEEN $1::xid8 AND $3::xid8
+      AND (e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)`;
 const VERSION = (alias: string, prefix = '') => `(${alias}.${prefix}occurred_at, ${alias}.${prefix}event_seq, ${alias}.${prefix}event_id)`;
 const NEWEST_FIRST = 'ORDER BY id, occurred_at DESC, event_seq DESC, event_id DESC';
 /** First key of the two-key advisory locks taken per projection (the second is its lockKey). */
@@ -159,22 +162,27 @@ export class ProjectionRepository {
 
   /**
    * One statement: the range's changes are extracted once (a materialized CTE), missing subjects
-   * parked, and every table upserted by its own data-modifying CTE.
+   * parked, and every table upserted by its own data-modifying CTE. A projection with `winners`
+   * first tries the cheaper statement that parses only the winning events' payloads.
    */
   private async applyRange(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
     to: LogCheckpoint): Promise<number> {
-    const range = `e.transaction_id BETWEEN $1::xid8 AND $3::xid8
-      AND (e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)`;
+    const params = [from.transactionId, from.position, to.transactionId, to.position];
+    if (projection.winners !== undefined) {
+      const [fast] = await runner.query(winnersSql(projection, schema), params);
+      // A winner without its subject would have to give way to the next newest: the full statement sorts that out.
+      if (fast.missing === 0) return 0;
+    }
     const upserts = projection.tables.map(({ type, table }) => `${table} AS (${upsertSql(`${schema}.${table}`, type)})`);
     const [row] = await runner.query(
-      `WITH changes (${CHANGE_COLUMNS}) AS MATERIALIZED (${projection.changes(range)}),
+      `WITH changes (${CHANGE_COLUMNS}) AS MATERIALIZED (${projection.changes(RANGE)}),
        parked AS (
          INSERT INTO ${schema}.parked_events (position, event_id, error)
          SELECT DISTINCT position, event_id, $5 FROM changes WHERE missing
          ON CONFLICT (position) DO NOTHING RETURNING 1),
        ${upserts.join(',\n       ')}
        SELECT (SELECT count(*) FROM parked)::int AS parked`,
-      [from.transactionId, from.position, to.transactionId, to.position, projection.missingError]);
+      [...params, projection.missingError]);
     return row.parked;
   }
 
@@ -238,28 +246,59 @@ export class ProjectionRepository {
   }
 }
 
+const ROW_COLUMNS = `id, owner_id, attributes, relationships, deleted, occurred_at, event_seq, event_id, position,
+                               data_occurred_at, data_event_seq, data_event_id`;
+
+/** Writes a row's newest change (version, `deleted`) and newest create/update (attributes) only when newer than the row's. */
+function onConflict(): string {
+  const newer = `${VERSION('excluded')} > ${VERSION('t')}`;
+  const newerData = `excluded.data_event_id IS NOT NULL AND (t.data_event_id IS NULL OR ${VERSION('excluded', 'data_')} > ${VERSION('t', 'data_')})`;
+  const pick = (column: string, condition: string) => `${column} = CASE WHEN ${condition} THEN excluded.${column} ELSE t.${column} END`;
+  return `ON CONFLICT (id) DO UPDATE SET
+      ${['owner_id', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position'].map((c) => pick(c, newer)).join(',\n      ')},
+      ${['attributes', 'relationships', 'data_occurred_at', 'data_event_seq', 'data_event_id'].map((c) => pick(c, newerData)).join(',\n      ')}
+    WHERE ${newer} OR (${newerData})`;
+}
+
 /**
  * Per id, the range's newest change (deciding version and `deleted`) and its newest create/update
  * (deciding attributes) are written when newer than what the row has.
  */
 function upsertSql(table: string, type: string): string {
-  const newer = `${VERSION('excluded')} > ${VERSION('t')}`;
-  const newerData = `excluded.data_event_id IS NOT NULL AND (t.data_event_id IS NULL OR ${VERSION('excluded', 'data_')} > ${VERSION('t', 'data_')})`;
-  const pick = (column: string, condition: string) => `${column} = CASE WHEN ${condition} THEN excluded.${column} ELSE t.${column} END`;
   const ofType = `type = '${type}' AND NOT missing`;
   return `
-    INSERT INTO ${table} AS t (id, owner_id, attributes, relationships, deleted, occurred_at, event_seq, event_id, position,
-                               data_occurred_at, data_event_seq, data_event_id)
+    INSERT INTO ${table} AS t (${ROW_COLUMNS})
     SELECT v.id, v.owner_id, coalesce(d.attributes, '{}'), coalesce(d.relationships, '{}'), v.deleted, v.occurred_at,
            v.event_seq, v.event_id, v.position, d.occurred_at, d.event_seq, d.event_id
       FROM (SELECT DISTINCT ON (id) id, owner_id, deleted, occurred_at, event_seq, event_id, position
               FROM changes WHERE ${ofType} ${NEWEST_FIRST}) v
       LEFT JOIN (SELECT DISTINCT ON (id) id, attributes, relationships, occurred_at, event_seq, event_id
                    FROM changes WHERE ${ofType} AND NOT deleted ${NEWEST_FIRST}) d USING (id)
-    ON CONFLICT (id) DO UPDATE SET
-      ${['owner_id', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position'].map((c) => pick(c, newer)).join(',\n      ')},
-      ${['attributes', 'relationships', 'data_occurred_at', 'data_event_seq', 'data_event_id'].map((c) => pick(c, newerData)).join(',\n      ')}
-    WHERE ${newer} OR (${newerData})`;
+    ${onConflict()}`;
+}
+
+/**
+ * The same page by winners: the versions are sorted without payloads, and only each id's newest
+ * create/update is parsed (by position). Nothing is written when a winner lacks its subject
+ * (`missing` > 0): the caller then applies the page with the full statement.
+ */
+function winnersSql(projection: ProjectionDefinition, schema: string): string {
+  const newest = 'ORDER BY type, id, occurred_at DESC, event_seq DESC, event_id DESC';
+  const upserts = projection.tables.map(({ type, table }) => `${table} AS (
+    INSERT INTO ${schema}.${table} AS t (${ROW_COLUMNS})
+    SELECT v.id, v.owner_id, coalesce(r.attributes, '{}'), coalesce(r.relationships, '{}'), v.deleted, v.occurred_at,
+           v.event_seq, v.event_id, v.position, w.occurred_at, w.event_seq, w.event_id
+      FROM newest v LEFT JOIN newest_data w USING (type, id) LEFT JOIN resources r USING (type, id)
+     WHERE v.type = '${type}' AND (SELECT complete FROM checked)
+    ${onConflict()})`);
+  return `WITH versions (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted) AS MATERIALIZED (${projection.winners!.versions(RANGE)}),
+       newest AS MATERIALIZED (SELECT DISTINCT ON (type, id) * FROM versions ${newest}),
+       newest_data AS MATERIALIZED (SELECT DISTINCT ON (type, id) * FROM versions WHERE NOT deleted ${newest}),
+       resources (type, id, missing, attributes, relationships) AS MATERIALIZED (
+         ${projection.winners!.resources('ARRAY(SELECT position FROM newest_data)')}),
+       checked AS (SELECT NOT EXISTS (SELECT 1 FROM resources WHERE missing) AS complete),
+       ${upserts.join(',\n       ')}
+       SELECT (SELECT count(*) FROM resources WHERE missing)::int AS missing`;
 }
 
 function errorText(error: unknown): string {

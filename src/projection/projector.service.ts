@@ -10,7 +10,7 @@ import { ProjectionRepository } from './projection.repository.js';
 
 /** Any constant: one projector per database (CONTRACT §4). */
 export const PROJECTOR_LOCK = 7_260_002;
-const PAGE_SIZE = 50000;
+const PAGE_SIZE = 200_000;
 const POLL_MS = 1000;
 /** After a partial page, deliveries gather this long into the next one (bounds freshness, saves CPU). */
 const COALESCE_MS = 50;

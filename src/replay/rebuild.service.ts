@@ -6,7 +6,7 @@ import type { ProjectionDefinition } from '../projection/projection-definitions.
 import { ProjectionRepository } from '../projection/projection.repository.js';
 import { ShadowSchemaRepository } from './shadow-schema.repository.js';
 
-const PAGE_SIZE = 50000;
+const PAGE_SIZE = 200_000;
 const MAX_REPORTED = 1000;
 
 export interface RebuildProgress {
