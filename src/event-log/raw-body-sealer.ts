@@ -9,19 +9,18 @@ import { TokenCipher } from '../auth/token-cipher.js';
  */
 @Injectable()
 export class RawBodySealer {
-  private readonly sealedKeys = new Map<string, Buffer>();
+  /** Per key id, the key last sealed for it: one seal per key, not per delivery (the hot path). */
+  private readonly sealedKeys = new Map<string, { key: string; sealed: Buffer }>();
 
   constructor(private readonly cipher: TokenCipher) {}
 
   /** The key sealed for entries of `keyId`; computed once per key. */
   sealKey(keyId: string, key: string): Buffer {
-    const cacheKey = `${keyId}\u0000${key}`;
-    let sealed = this.sealedKeys.get(cacheKey);
-    if (sealed === undefined) {
-      sealed = this.cipher.seal(key, `webhook-key:${keyId}`);
-      if (this.sealedKeys.size > 1000) this.sealedKeys.clear();
-      this.sealedKeys.set(cacheKey, sealed);
-    }
+    const cached = this.sealedKeys.get(keyId);
+    if (cached !== undefined && cached.key === key) return cached.sealed;
+    const sealed = this.cipher.seal(key, `webhook-key:${keyId}`);
+    if (this.sealedKeys.size > 1000) this.sealedKeys.clear();
+    this.sealedKeys.set(keyId, { key, sealed });
     return sealed;
   }
 

@@ -75,17 +75,27 @@ export class IngressService {
   }
 
   /** The log entry of a valid delivery: a key redacted from its bytes is kept sealed to restore them (keys are secrets). */
-  private entryOf({ keyAt, sealWhole, rawBody, ...columns }: ParsedDelivery, delivery: Delivery, keyId: string): NewLogEntry {
+  private entryOf(parsed: ParsedDelivery, delivery: Delivery, keyId: string): NewLogEntry {
+    // Written out, not spread: this runs for every delivery.
     return {
-      ...columns,
+      eventId: parsed.eventId,
+      eventType: parsed.eventType,
+      subjectType: parsed.subjectType,
+      subjectId: parsed.subjectId,
+      ownerId: parsed.ownerId,
+      occurredAt: parsed.occurredAt,
+      eventSeq: parsed.eventSeq,
+      handled: parsed.handled,
+      payload: parsed.payload,
+      sha256: parsed.sha256,
       source: 'webhook',
       receivedAt: delivery.receivedAt,
       keyId,
       contentType: delivery.contentType ?? null,
-      rawBody: sealWhole ? this.sealer.seal(columns.eventId, delivery.body) : rawBody,
-      rawSealed: sealWhole,
-      rawKey: keyAt === null ? null : this.sealer.sealKey(keyId, delivery.key),
-      rawKeyAt: keyAt,
+      rawBody: parsed.sealWhole ? this.sealer.seal(parsed.eventId, delivery.body) : parsed.rawBody,
+      rawSealed: parsed.sealWhole,
+      rawKey: parsed.keyAt === null ? null : this.sealer.sealKey(keyId, delivery.key),
+      rawKeyAt: parsed.keyAt,
     };
   }
 

@@ -96,7 +96,7 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
   // The bytes are stored once, as the payload text, when that text re-encodes to exactly them:
   // UTF-8 without a BOM, and no whitespace around the document (the log stores it trimmed).
   const exact = (charset === 'utf-8' || charset === 'utf8' || charset === 'unicode-1-1-utf-8')
-    && !stored.subarray(0, 3).equals(UTF8_BOM) && !/^[ \t\n\r]|[ \t\n\r]$/.test(text);
+    && !stored.subarray(0, 3).equals(UTF8_BOM) && !isJsonSpace(text.charCodeAt(0)) && !isJsonSpace(text.charCodeAt(text.length - 1));
   // A charset that does not hold the key as its ASCII bytes (UTF-16): redacted in the text, and the
   // whole body kept sealed.
   const sealWhole = redacted === null && key !== undefined && key !== '' && text.includes(key);
@@ -152,6 +152,11 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
     sealWhole,
     sha256: createHash('sha256').update(body).digest(),
   };
+}
+
+/** JSON's insignificant whitespace: space, tab, line feed, carriage return. */
+function isJsonSpace(code: number): boolean {
+  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
 }
 
 function reject(field: string, detail: string): DeliveryRejection {
