@@ -11,10 +11,13 @@ COPY migrations ./migrations
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim AS runtime
+# No built-in emulator in production: without UPSTREAM_* set, the daemon ingests hand-registered
+# webhooks (WEBHOOK_KEYS) only. Set SANDBOX=true to try the image with the emulator.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
-    DATA_DIR=/var/lib/menu-sync
+    DATA_DIR=/var/lib/menu-sync \
+    SANDBOX=false
 WORKDIR /app
 RUN groupadd --system menu-sync && useradd --system --gid menu-sync --home-dir /app menu-sync \
     && mkdir -p /var/lib/menu-sync && chown menu-sync:menu-sync /var/lib/menu-sync
