@@ -24,6 +24,7 @@ export class Connections1763900000000 implements MigrationInterface {
         expires_in        integer NOT NULL CHECK (expires_in > 0),
         token_version     integer NOT NULL DEFAULT 1,
         owner_id          text,
+        sandbox           boolean NOT NULL DEFAULT false,
         last_refresh_at   timestamptz,
         last_error        text,
         created_at        timestamptz NOT NULL DEFAULT now(),

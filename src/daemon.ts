@@ -29,16 +29,20 @@ export class Daemon {
     try {
       logger.log(database.embedded ? `database: embedded PostgreSQL under ${config.DATA_DIR}` : 'database: external (DATABASE_URL)');
       if (config.MIGRATIONS_RUN) await migrateDatabase(database.url, config.DATABASE_POOL_SIZE);
-      sandbox = !config.hasUpstream && config.SANDBOX ? await Sandbox.start(config, rootLogger) : null;
+      sandbox = config.sandbox ? await Sandbox.start(config, rootLogger).catch((error) => {
+        logger.error({ msg: 'the sandbox emulator could not start: running without an upstream', err: error });
+        return null;
+      }) : null;
       const upstream = sandbox?.upstream ?? UpstreamSettings.fromConfig(config);
       const app = await createHttpApp({ config, databaseUrl: database.url, logger: rootLogger, upstream });
       await app.listen({ port: config.PORT, host: config.HOST });
       const address = app.getHttpServer().address();
       const port = typeof address === 'object' && address ? address.port : config.PORT;
       config.bindPort(port);
-      const url = `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`;
+      const host = config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST === '::' ? '::1' : config.HOST;
+      const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
       logger.log(`menu-sync listening on ${url} (${sandbox !== null ? `sandbox: the built-in emulator at ${sandbox.emulator.url} is the upstream`
-        : config.hasUpstream ? `upstream: ${config.UPSTREAM_BASE_URL}` : 'no upstream: SANDBOX=false'})`);
+        : config.hasUpstream ? `upstream: ${config.UPSTREAM_BASE_URL}` : 'no upstream (the sandbox runs with the embedded database, or SANDBOX=true)'})`);
       const daemon = new Daemon(app, url, database, sandbox);
       if (sandbox !== null) {
         await daemon.connectSandbox(sandbox).catch((error) => logger.error({ msg: 'the sandbox could not connect to its emulator', err: error }));
@@ -53,7 +57,7 @@ export class Daemon {
 
   /** A fresh emulator each start: connections to earlier ones are retired, and this one is connected. */
   private async connectSandbox(sandbox: Sandbox): Promise<void> {
-    const retired = await this.app.get(ConnectionRepository).retireOthers(sandbox.emulator.url, 'its sandbox emulator has stopped');
+    const retired = await this.app.get(ConnectionRepository).retireSandboxesBut(sandbox.emulator.url, 'its sandbox emulator has stopped');
     if (retired > 0) this.logger.log(`sandbox: ${retired} connection(s) to earlier emulators marked reauthorization_required`);
     await sandbox.connect(this.url);
   }

@@ -18,7 +18,10 @@ async function main(): Promise<void> {
     process.stderr.write(`menu-sync: ${error.message}\n`);
     process.exit(2);
   }
-  const rootLogger = createRootLogger(config.LOG_LEVEL);
+  // The daemon and the emulator log to stdout; one-shot commands print their result there, so they log to stderr.
+  const command = process.argv[2];
+  const longRunning = command === undefined || command === 'serve' || command === 'emulator' && !['trigger', 'resend'].includes(process.argv[3] ?? '');
+  const rootLogger = createRootLogger(config.LOG_LEVEL, false, longRunning ? 1 : 2);
   const nestLogger = new PinoNestLogger(rootLogger);
   Logger.overrideLogger(nestLogger);
   const exit = (code: number) => rootLogger.flush(() => process.exit(code));
@@ -36,8 +39,11 @@ async function main(): Promise<void> {
     },
   });
   // nest-commander sets the usage handler on the root command only; subcommands would exit 1 on bad usage.
+  // Also: arguments a command does not take are bad usage (commander lets them pass; an unknown
+  // command would otherwise start the default one, the daemon).
   const overrideAll = (command: Command) => {
     command.exitOverride(usageError);
+    command.allowExcessArguments(false);
     command.commands.forEach(overrideAll);
   };
   overrideAll((app.get(CommandRunnerService) as unknown as { commander: Command }).commander);

@@ -11,7 +11,7 @@ import { CliResult, describeRun, runCli } from './support/cli.js';
 import { freePort } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
 import { authorize as connectFlow, get } from './support/connect.js';
-import { Answer, api, RunningDaemon, startDaemon } from './support/http.js';
+import { Answer, api, API_TOKEN, RunningDaemon, startDaemon } from './support/http.js';
 
 /**
  * CONTRACT §6 and §7 against the emulator: the browser connect flow (authorization request with
@@ -111,8 +111,16 @@ afterAll(async () => {
 describe('the browser connect flow', () => {
   let callbackUrl: string;
 
+  it('refuses to start a connection without the API token (bearer or ?api_token=), storing nothing', async () => {
+    const before = await count('oauth_authorizations');
+    expect((await get(`${daemon.url}/auth/connect`)).status).toBe(401);
+    expect((await get(`${daemon.url}/auth/connect?api_token=not-the-token-at-all`)).status).toBe(401);
+    expect(await count('oauth_authorizations')).toBe(before);
+    expect((await get(`${daemon.url}/auth/connect`, { headers: { Authorization: `Bearer ${API_TOKEN}` } })).status).toBe(302);
+  });
+
   it('redirects to the authorization request of CONTRACT §6, with a single-use state and PKCE S256', async () => {
-    const start = await get(`${daemon.url}/auth/connect`);
+    const start = await get(`${daemon.url}/auth/connect?api_token=${API_TOKEN}`);
     expect(start.status).toBe(302);
     expect(start.headers.get('cache-control')).toContain('no-store');
     const location = start.location!;
@@ -312,6 +320,16 @@ describe('a subscription the upstream refuses', () => {
     expect(printed(result).data.map((subscription: { connection_id: number; status: string }) => [subscription.connection_id, subscription.status]))
       .toEqual(active.map((id) => [id, 'registered']));
     expect((await endpoints()).length).toBe(endpointsBefore + active.length);
+    // Rotation with an overlap: per connection, the newest key has no expiry, every older one expires in about a day
+    // (or already has: the key of a registration the upstream refused).
+    const { rows } = await db.query(
+      `SELECT connection_id, id, extract(epoch FROM expires_at - now())::int AS expires_in FROM webhook_keys
+        WHERE connection_id = ANY($1) ORDER BY connection_id, id`, [active]);
+    for (const id of active) {
+      const keys = rows.filter((row) => Number(row.connection_id) === id);
+      expect(keys.at(-1).expires_in).toBeNull();
+      for (const older of keys.slice(0, -1)) expect(older.expires_in !== null && (older.expires_in <= 0 || older.expires_in > 23 * 3600)).toBe(true);
+    }
   });
 
   it('`menu-sync subscribe` with a malformed id exits 2, with an unknown one 1', async () => {

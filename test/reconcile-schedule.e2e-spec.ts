@@ -77,6 +77,14 @@ describe('reconcile on its schedule, over paginated snapshots', () => {
     expect(await scrape(daemon.url, 'menu_sync_upstream_requests_total', { status: '200' })).toBeGreaterThan(0);
   });
 
+  it('answers a malformed limit with 400 naming it, never a silent clamp', async () => {
+    for (const limit of ['abc', '1abc', '0', '101', '-1', '1e2', '']) {
+      const answer = await api(daemon.url, `/api/v1/reconcile/runs?limit=${limit}`);
+      expect({ limit, status: answer.status, field: answer.json.field }).toEqual({ limit, status: 400, field: 'limit' });
+    }
+    expect((await api(daemon.url, '/api/v1/reconcile/runs?limit=1')).json.data).toHaveLength(1);
+  });
+
   it('never overlaps two runs', async () => {
     const spans = (await runs()).map((run) => [Date.parse(run.started_at), Date.parse(run.finished_at)]).sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < spans.length; i++) expect(spans[i][0]).toBeGreaterThanOrEqual(spans[i - 1][1]);

@@ -19,7 +19,9 @@ import type { Compared, MirroredList } from './support/mirror.js';
  * emulator's state and a second run appends nothing; a webhook newer than the fetch still wins and
  * an older one arriving later does not undo the reconcile; replay reproduces the healed read model;
  * a snapshot answered with 500s or garbage, or an implausible one, destroys nothing and says so;
- * a connection whose grant was revoked is skipped and named.
+ * so does a run limited by --store, or over an owner with two stores (menu resources carry no
+ * store); another owner's store in STORE_IDS is left out with a note; a connection whose grant was
+ * revoked is skipped and named.
  * One emulator in this process, one built daemon connected to it through the real OAuth flow.
  */
 
@@ -42,16 +44,16 @@ const change = async (method: string, path: string, body?: unknown): Promise<Jso
 const setFaults = (faults: Record<string, unknown>) => change('POST', '/_emulator/faults', faults);
 const ids = (list: Json[]): string[] => list.map((resource) => resource.id);
 
-async function cli(args: string[]): Promise<CliResult> {
-  const env = { ...daemon.process.env };
+async function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
+  const env = { ...daemon.process.env, ...extraEnv };
   delete env.PATH;
   delete env.HOME;
   return runCli(args, env, daemon.process.cwd);
 }
 
-/** `menu-sync reconcile`: expects the exit code, returns the run it printed (`{"data": run}`, indented JSON on stdout). */
-async function reconcile(expectedCode = 0): Promise<Json> {
-  const result = await cli(['reconcile']);
+/** `menu-sync reconcile [args]`: expects the exit code, returns the run it printed (`{"data": run}`, indented JSON on stdout). */
+async function reconcile(expectedCode = 0, args: string[] = [], extraEnv: Record<string, string> = {}): Promise<Json> {
+  const result = await cli(['reconcile', ...args], extraEnv);
   expect({ code: result.code, run: result.code === expectedCode ? '' : describeRun(result) }).toEqual({ code: expectedCode, run: '' });
   const document = /^\{\n[\s\S]*?^\}$/m.exec(result.stdout);
   if (!document) throw new Error(`no JSON document in the output:\n${describeRun(result)}`);
@@ -444,6 +446,66 @@ describe('an implausible snapshot', () => {
     expect(run.stores[0]).toMatchObject({ differences: { destroyed: { product: 2 } }, notes: [], errors: [] });
     await expectInSync();
     for (const id of gone) expect((await api(daemon.url, `/api/v1/products/${id}`)).status).toBe(410);
+  });
+});
+
+describe('stores: a --store filter, another owner\'s store in STORE_IDS, an owner with two stores', () => {
+  const WHY = "menu resources carry no store, so absence from one store's snapshot proves nothing";
+  let doomed: string;
+
+  it('a run limited by --store destroys nothing, and says why; creates and updates still apply', async () => {
+    doomed = ids((await emulatorState()).products).find((id) => id !== touched.orderedProduct)!;
+    await whileDeliveriesFail(() => change('DELETE', `/_emulator/products/${doomed}`));
+    const run = await reconcile(0, ['--store', STORE]);
+    expect(run).toMatchObject({ outcome: 'ok', errors: [], notes: [] });
+    expect(run.stores).toEqual([expect.objectContaining({
+      store_id: STORE, errors: [], notes: [`product: destroys skipped: --store given, and ${WHY}; 1 absent resource(s) kept`],
+    })]);
+    expect(run.stores[0].differences.destroyed).toEqual({});
+    await projected();
+    expect((await api(daemon.url, `/api/v1/products/${doomed}`)).status).toBe(200);
+    // The destroy also took the product out of its collections: that update is made.
+    await expectInSync(['collections', 'traits', 'trait_options']);
+  });
+
+  it('another owner\'s store in STORE_IDS answers 404: left out with a note, the run is ok, and the destroy passes; alone, it fails the run', async () => {
+    const elsewhere = (await change('POST', '/_emulator/stores', { attributes: { title: 'Elsewhere' }, owner_id: '4002' })).id;
+    const run = await reconcile(0, [], { STORE_IDS: `${STORE},${elsewhere}` });
+    expect(run).toMatchObject({ outcome: 'ok', errors: [], notes: [`connection 1: store ${elsewhere} answered 404: not this connection's store, left out`] });
+    expect(run.stores).toEqual([expect.objectContaining({
+      store_id: STORE, differences: { created: {}, updated: {}, destroyed: { product: 1 } }, events_appended: 1, errors: [], notes: [],
+    })]);
+    await expectInSync(MENU_LISTS);
+    expect((await api(daemon.url, `/api/v1/products/${doomed}`)).status).toBe(410);
+
+    const alone = await reconcile(1, ['--store', elsewhere]);
+    expect(alone).toMatchObject({
+      outcome: 'failed', stores: [], errors: [`store ${elsewhere}: no connection's owner has it`],
+      notes: [`connection 1: store ${elsewhere} answered 404: not this connection's store, left out`],
+    });
+  });
+
+  it('an owner with two stores: both are compared, creates apply, destroys are skipped and the report says why', async () => {
+    const second = (await change('POST', '/_emulator/stores', { attributes: { title: 'The Second Kitchen' } })).id;
+    const gone = ids((await emulatorState()).products).find((id) => id !== touched.orderedProduct)!;
+    let created = '';
+    await whileDeliveriesFail(async () => {
+      created = (await change('POST', '/_emulator/products', { store_id: second, attributes: { title: 'Second kitchen soup', base_cost: { GBP: 450 } } })).id;
+      await change('DELETE', `/_emulator/products/${gone}`);
+    });
+    const run = await reconcile(0, [], { STORE_IDS: `${STORE},${second}` });
+    expect(run).toMatchObject({ outcome: 'ok', errors: [], notes: [] });
+    expect(run.stores.map((store: Json) => store.store_id)).toEqual([STORE, second]);
+    const [first, other] = run.stores;
+    expect(first).toMatchObject({ differences: { created: {}, destroyed: {} }, errors: [], notes: [] });
+    expect(other).toMatchObject({
+      checked: { collection: 0, product: 1, trait: 0, trait_option: 0, order: 0 },
+      differences: { created: { product: 1 }, updated: {}, destroyed: {} }, events_appended: 1, errors: [],
+      notes: [`product: destroys skipped: the owner has 2 stores, and ${WHY}; 1 absent resource(s) kept`],
+    });
+    await projected();
+    expect((await getProduct(created)).attributes.title).toBe('Second kitchen soup');
+    expect((await api(daemon.url, `/api/v1/products/${gone}`)).status).toBe(200);
   });
 });
 

@@ -1,16 +1,21 @@
-import { Controller, Get, Header, Query, Redirect } from '@nestjs/common';
+import { Controller, Get, Header, Query, Redirect, UseGuards } from '@nestjs/common';
 import { ApiFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ConnectStartGuard } from '../common/api-token.guard.js';
 import { ConnectService } from './connect.service.js';
 import type { AuthorizationCallback } from './connect.service.js';
 
-/** The browser side of the connect flow (CONTRACT §6): no API token, the state protects the callback. */
+/**
+ * The browser side of the connect flow (CONTRACT §6): starting it takes the API token (or a
+ * loopback client when none is set); the callback takes none, its single-use state protects it.
+ */
 @ApiTags('auth')
 @Controller('auth')
 export class AuthController {
   constructor(private readonly connect: ConnectService) {}
 
   @Get('connect')
-  @ApiOperation({ summary: 'Start connecting an upstream account: redirects to the authorization server' })
+  @UseGuards(ConnectStartGuard)
+  @ApiOperation({ summary: 'Start connecting an upstream account: redirects to the authorization server (API token as bearer or ?api_token=)' })
   @ApiFoundResponse({ description: 'Redirect to {auth_url}/oauth/authorize' })
   @Header('Cache-Control', 'no-store')
   @Redirect(undefined, 302)

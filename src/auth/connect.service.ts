@@ -90,7 +90,9 @@ export class ConnectService {
 
   private async connect(settings: UpstreamSettings, code: string, pending: PendingAuthorization): Promise<ConnectionView> {
     const tokens = await this.exchange(settings, code, pending);
-    const connection = await this.connections.create({ authUrl: settings.authUrl, baseUrl: settings.baseUrl, scopes: settings.scopes, tokens });
+    const connection = await this.connections.create({
+      authUrl: settings.authUrl, baseUrl: settings.baseUrl, scopes: settings.scopes, tokens, sandbox: settings.mode === 'emulator',
+    });
     this.logger.log({ msg: `connection ${connection.id} created`, connectionId: connection.id, scopes: connection.scopes });
     await this.subscriptions.subscribe(connection.id);
     this.events.emit(CONNECTION_CREATED, { connectionId: connection.id });

@@ -10,6 +10,7 @@ interface ConnectionRow {
   base_url: string;
   scopes: string[];
   state: ConnectionState;
+  sandbox: boolean;
   access_token: Buffer;
   refresh_token: Buffer | null;
   token_created_at: Date;
@@ -22,6 +23,8 @@ interface ConnectionRow {
 }
 
 const aad = (id: number, column: 'access_token' | 'refresh_token') => `connection:${id}:${column}`;
+/** First key of the two-key advisory locks serialising a connection's token refreshes (the second is its id). */
+const CONNECTION_LOCK_SPACE = 7_260_200;
 
 /**
  * Connections with their tokens sealed at rest: only this repository sees ciphertext, and only
@@ -34,13 +37,13 @@ export class ConnectionRepository {
     private readonly cipher: TokenCipher,
   ) {}
 
-  async create(input: { authUrl: string; baseUrl: string; scopes: string[]; tokens: TokenSet }): Promise<Connection> {
+  async create(input: { authUrl: string; baseUrl: string; scopes: string[]; tokens: TokenSet; sandbox?: boolean }): Promise<Connection> {
     const [{ id }] = await this.dataSource.query(`SELECT nextval(pg_get_serial_sequence('connections', 'id'))::int AS id`);
     const [row] = await this.dataSource.query(
-      `INSERT INTO connections (id, auth_url, base_url, scopes, access_token, refresh_token, token_created_at, expires_in, owner_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+      `INSERT INTO connections (id, auth_url, base_url, scopes, access_token, refresh_token, token_created_at, expires_in, owner_id, sandbox)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
       [id, input.authUrl, input.baseUrl, input.tokens.scopes ?? input.scopes, ...this.sealTokens(id, input.tokens), input.tokens.createdAt,
-        input.tokens.expiresIn, input.tokens.ownerId ?? null]);
+        input.tokens.expiresIn, input.tokens.ownerId ?? null, input.sandbox ?? false]);
     return this.toConnection(row);
   }
 
@@ -55,12 +58,16 @@ export class ConnectionRepository {
   }
 
   /**
-   * Runs `fn` in a transaction holding the connection's row lock (another process refreshing the
-   * same connection waits here), with the connection as it is once the lock is held.
+   * Runs `fn` in a transaction holding the connection's lock (another process refreshing the same
+   * connection waits here), with the connection as it is once the lock is held. The lock is an
+   * advisory one, not a row lock: a row lock would give the transaction an xid for the whole
+   * refresh call, holding every gap-safe log reader back (see `event_log_horizon()`); this way the
+   * xid exists only for `saveTokens` at the end.
    */
   async withLocked<T>(id: number, fn: (connection: Connection, manager: EntityManager) => Promise<T>): Promise<T> {
     return this.dataSource.transaction(async (manager) => {
-      const [row] = await manager.query(`SELECT * FROM connections WHERE id = $1 FOR UPDATE`, [id]);
+      await manager.query('SELECT pg_advisory_xact_lock($1, $2)', [CONNECTION_LOCK_SPACE, id]);
+      const [row] = await manager.query(`SELECT * FROM connections WHERE id = $1`, [id]);
       if (row === undefined) throw new Error(`no connection ${id}`);
       return fn(this.toConnection(row), manager);
     });
@@ -82,10 +89,11 @@ export class ConnectionRepository {
     await manager.query(`UPDATE connections SET state = $2, last_error = $3, updated_at = now() WHERE id = $1`, [id, state, lastError]);
   }
 
-  /** Marks every active connection to another upstream as needing authorization again (a restarted sandbox). */
-  async retireOthers(baseUrl: string, reason: string): Promise<number> {
+  /** Marks the active connections to earlier sandbox emulators as needing authorization again (a restarted sandbox). */
+  async retireSandboxesBut(baseUrl: string, reason: string): Promise<number> {
     const [, count] = await this.dataSource.query(
-      `UPDATE connections SET state = 'reauthorization_required', last_error = $2, updated_at = now() WHERE state = 'active' AND base_url <> $1`,
+      `UPDATE connections SET state = 'reauthorization_required', last_error = $2, updated_at = now()
+        WHERE sandbox AND state = 'active' AND base_url <> $1`,
       [baseUrl, reason]);
     return count;
   }
@@ -101,16 +109,21 @@ export class ConnectionRepository {
     ];
   }
 
+  /**
+   * Tokens that no longer open (TOKEN_ENCRYPTION_KEY changed, or the generated key file lost) make
+   * that one connection unusable, shown as needing authorization again, not every connection fail.
+   */
   private toConnection(row: ConnectionRow): Connection {
     const id = Number(row.id);
-    return {
+    const connection: Connection = {
       id,
       authUrl: row.auth_url,
       baseUrl: row.base_url,
       scopes: row.scopes,
       state: row.state,
-      accessToken: this.cipher.open(row.access_token, aad(id, 'access_token')),
-      refreshToken: row.refresh_token === null ? null : this.cipher.open(row.refresh_token, aad(id, 'refresh_token')),
+      sandbox: row.sandbox,
+      accessToken: '',
+      refreshToken: null,
       tokenCreatedAt: row.token_created_at,
       expiresIn: row.expires_in,
       tokenVersion: row.token_version,
@@ -119,5 +132,12 @@ export class ConnectionRepository {
       lastError: row.last_error,
       createdAt: row.created_at,
     };
+    try {
+      connection.accessToken = this.cipher.open(row.access_token, aad(id, 'access_token'));
+      connection.refreshToken = row.refresh_token === null ? null : this.cipher.open(row.refresh_token, aad(id, 'refresh_token'));
+    } catch {
+      return { ...connection, state: 'reauthorization_required', lastError: 'its tokens cannot be opened with the current TOKEN_ENCRYPTION_KEY' };
+    }
+    return connection;
   }
 }

@@ -19,6 +19,8 @@ export interface Connection {
   baseUrl: string;
   scopes: string[];
   state: ConnectionState;
+  /** Made with the built-in emulator of the zero-config sandbox. */
+  sandbox: boolean;
   accessToken: string;
   refreshToken: string | null;
   tokenCreatedAt: Date;

@@ -1,7 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { SubscriptionRepository } from '../upstream/subscription.repository.js';
-import { UPSTREAM_SETTINGS } from '../upstream/upstream-settings.js';
-import type { UpstreamSettings } from '../upstream/upstream-settings.js';
 import type { Connection } from './connection.js';
 import { connectionView, ConnectionView } from './connection-view.js';
 import { ConnectionRepository } from './connection.repository.js';
@@ -10,7 +8,6 @@ import { ConnectionRepository } from './connection.repository.js';
 @Injectable()
 export class ConnectionsService {
   constructor(
-    @Inject(UPSTREAM_SETTINGS) private readonly settings: UpstreamSettings | null,
     private readonly connections: ConnectionRepository,
     private readonly subscriptions: SubscriptionRepository,
   ) {}
@@ -24,8 +21,8 @@ export class ConnectionsService {
     return connectionView(connection, await this.subscriptions.list([connection.id]), this.modeOf(connection));
   }
 
-  /** A connection to the built-in emulator of the zero-config sandbox, or to a configured upstream. */
+  /** A connection made with the built-in emulator of the zero-config sandbox, or with a configured upstream. */
   private modeOf(connection: Connection): ConnectionView['mode'] {
-    return this.settings?.mode === 'emulator' && connection.authUrl === this.settings.authUrl ? 'emulator' : 'configured';
+    return connection.sandbox ? 'emulator' : 'configured';
   }
 }

@@ -13,7 +13,8 @@ export class MigrateCommand extends CommandRunner {
   }
 
   async run(): Promise<void> {
-    const database = await openDatabase(this.config);
+    // Beside a running daemon in embedded mode, attach to its PostgreSQL (as replay and reconcile do).
+    const database = await openDatabase(this.config, { attach: true });
     try {
       const applied = await migrateDatabase(database.url);
       this.logger.log(applied.length === 0 ? 'no pending migrations' : `applied ${applied.length} migration(s)`);

@@ -26,12 +26,29 @@ export class ApiTokenGuard implements CanActivate {
       if (LOOPBACK.test(request.socket.remoteAddress ?? '')) return true;
       throw new UnauthorizedError('API_TOKENS is not set, so the API answers loopback clients only.');
     }
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-    if (!match) throw new UnauthorizedError('A bearer token is required (Authorization: Bearer <token>).');
-    const presented = digest(match[1]);
-    if (!this.tokens.some((token) => timingSafeEqual(token, presented))) {
+    const token = this.presented(request);
+    if (token === undefined) throw new UnauthorizedError('A bearer token is required (Authorization: Bearer <token>).');
+    const presented = digest(token);
+    if (!this.tokens.some((candidate) => timingSafeEqual(candidate, presented))) {
       throw new UnauthorizedError('The bearer token is not valid.');
     }
     return true;
+  }
+
+  protected presented(request: FastifyRequest): string | undefined {
+    return /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+  }
+}
+
+/**
+ * Starting a connection (`GET /auth/connect`) is an operator's act: the `/api` rule, with the token
+ * also taken from `?api_token=` since a browser following a link sends no header. Without it,
+ * anyone reaching the port could link their own account and have its data logged for good.
+ */
+@Injectable()
+export class ConnectStartGuard extends ApiTokenGuard {
+  protected override presented(request: FastifyRequest): string | undefined {
+    const query = (request.query as Record<string, unknown> | undefined)?.api_token;
+    return super.presented(request) ?? (typeof query === 'string' && query !== '' ? query : undefined);
   }
 }

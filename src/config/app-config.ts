@@ -111,7 +111,7 @@ export class AppConfig {
   OAUTH_SCOPES: string[] = ['read_menu', 'read_orders', 'read_stores'];
 
   @Transform(list)
-  @IsIn(SPEC_EVENT_NAMES, { each: true, message: 'ENABLED_EVENTS must list event names of the spec, got $value' })
+  @IsIn(SPEC_EVENT_NAMES, { each: true, message: `ENABLED_EVENTS must list event names of the spec (${SPEC_EVENT_NAMES.join(', ')})` })
   ENABLED_EVENTS: string[] = [...SPEC_EVENT_NAMES];
 
   @Transform(list)
@@ -155,11 +155,14 @@ export class AppConfig {
 
   /**
    * With no upstream configured, run the built-in emulator as the upstream (the zero-config
-   * sandbox, CONTRACT §1); false: no upstream at all. A configured upstream switches it off.
+   * sandbox, CONTRACT §1). Unset: only with the embedded database — a daemon on a shared
+   * PostgreSQL without an upstream (an ingest-only replica, say) must not add demo data to its log.
+   * A configured upstream switches it off.
    */
+  @IsOptional()
   @Transform(bool)
   @IsBoolean()
-  SANDBOX = true;
+  SANDBOX?: boolean;
 
   /** Run the projector in this process (one daemon per database projects; others stand by). */
   @Transform(bool)
@@ -214,6 +217,11 @@ export class AppConfig {
 
   get embeddedDatabase(): boolean {
     return this.DATABASE_URL === undefined;
+  }
+
+  /** Whether this daemon runs the zero-config sandbox (see SANDBOX). */
+  get sandbox(): boolean {
+    return !this.hasUpstream && (this.SANDBOX ?? this.embeddedDatabase);
   }
 
   #boundPort?: number;

@@ -52,7 +52,7 @@ const LIMITS: Record<string, [number, number]> = {
   token_expiry_seconds: [0, 31_536_000],
   token_endpoint_failures: [0, 1_000_000],
   api_failures: [0, 1_000_000],
-  api_error_status: [400, 599],
+  api_error_status: [0, 599],
 };
 
 /** The current faults, the seed every decision derives from, and the counters of one-shot faults. */
@@ -111,6 +111,7 @@ function parseFaults(body: unknown): Faults {
     if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
       throw controlError(422, `${field} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`, field);
     }
+    if (field === 'api_error_status' && value !== 0 && (value as number) < 400) throw controlError(422, 'api_error_status must be 0 (the default, 500) or from 400 to 599', field);
     (faults as unknown as Record<string, unknown>)[field] = value;
   }
   if (faults.api_error_status === 0) faults.api_error_status = NO_FAULTS.api_error_status;

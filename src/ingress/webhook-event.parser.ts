@@ -97,9 +97,9 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
   // UTF-8 without a BOM, and no whitespace around the document (the log stores it trimmed).
   const exact = (charset === 'utf-8' || charset === 'utf8' || charset === 'unicode-1-1-utf-8')
     && !stored.subarray(0, 3).equals(UTF8_BOM) && !isJsonSpace(text.charCodeAt(0)) && !isJsonSpace(text.charCodeAt(text.length - 1));
-  // A charset that does not hold the key as its ASCII bytes (UTF-16): redacted in the text, and the
-  // whole body kept sealed.
-  const sealWhole = redacted === null && key !== undefined && key !== '' && text.includes(key);
+  // A charset that does not hold the key as its ASCII bytes (UTF-16, or escape sequences splitting
+  // it): redacted in the text, and the whole body kept sealed.
+  const sealWhole = key !== undefined && key !== '' && text.includes(key);
   if (sealWhole) text = redactKey(text, key);
   let document: unknown;
   try {
@@ -148,7 +148,7 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
     handled,
     payload: text,
     rawBody: sealWhole ? body : exact ? null : stored,
-    keyAt: redacted?.at ?? null,
+    keyAt: sealWhole ? null : redacted?.at ?? null,
     sealWhole,
     sha256: createHash('sha256').update(body).digest(),
   };

@@ -31,6 +31,18 @@ export class WebhookKeyRepository {
   }
 
   /** Stops accepting a key from now on (a key no endpoint upstream will ever use). */
+  /**
+   * Rotation with an overlap (CONTRACT §2): the connection's other unexpired keys stop working after
+   * `overlapSeconds`, so deliveries already on their way to the older endpoints still land meanwhile.
+   */
+  async expireOthers(connectionId: number, keepId: number, overlapSeconds: number): Promise<number> {
+    const [, count] = await this.dataSource.query(
+      `UPDATE webhook_keys SET expires_at = now() + make_interval(secs => $3)
+        WHERE connection_id = $1 AND id <> $2 AND (expires_at IS NULL OR expires_at > now() + make_interval(secs => $3))`,
+      [connectionId, keepId, overlapSeconds]);
+    return count;
+  }
+
   async expire(id: number): Promise<void> {
     await this.dataSource.query(`UPDATE webhook_keys SET expires_at = now() WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())`, [id]);
   }

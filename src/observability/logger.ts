@@ -7,7 +7,8 @@ export function redactPath(url: string | undefined): string | undefined {
   return url?.replace(/^\/webhooks\/[^/?#]*/, '/webhooks/[redacted]');
 }
 
-export function createRootLogger(level: string, sync = false): Pino {
+/** JSON log lines to stdout (`fd` 1), or stderr (2) for commands whose stdout is their result. */
+export function createRootLogger(level: string, sync = false, fd: 1 | 2 = 1): Pino {
   return pino({
     level,
     base: { service: 'menu-sync' },
@@ -22,7 +23,7 @@ export function createRootLogger(level: string, sync = false): Pino {
         '*.password', '*.key', '*.token'],
       censor: '[redacted]',
     },
-  }, pino.destination({ sync }));
+  }, pino.destination({ sync, fd }));
 }
 
 /** Nest's own start-up chatter (one line per module and route) is debug detail. */

@@ -189,38 +189,50 @@ export class ProjectionRepository {
   /**
    * Applies each parked entry of the live projection again (reconcile does this): one that now
    * applies leaves the parked list; one that fails again stays, with its new error. Returns how
-   * many were released.
+   * many were released. Each entry has its own short transaction: the live projection's lock and
+   * the transaction id (which holds event_log_horizon() back for every reader) are held for one
+   * entry at a time, never across the whole list.
    */
   async retryParked(runner: QueryRunner, projection: ProjectionDefinition): Promise<{ retried: number; released: number }> {
+    const parked: Array<{ transaction_id: string; position: string }> = await runner.query(
+      `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position
+         FROM ${projection.schema}.parked_events p JOIN event_log e ON e.position = p.position
+        ORDER BY e.transaction_id, e.position`);
+    let released = 0;
+    for (const entry of parked) {
+      if (await this.retryOne(runner, projection, entry)) released++;
+    }
+    return { retried: parked.length, released };
+  }
+
+  /** One parked entry, in its own transaction: true when it applied. A data error rolls back and records the new error. */
+  private async retryOne(runner: QueryRunner, projection: ProjectionDefinition, entry: { transaction_id: string; position: string }): Promise<boolean> {
+    const at: LogCheckpoint = { transactionId: entry.transaction_id, position: entry.position };
+    const before: LogCheckpoint = { transactionId: entry.transaction_id, position: String(BigInt(entry.position) - 1n) };
     await runner.startTransaction();
     try {
       await this.lockLive(runner, projection);
-      const parked: Array<{ transaction_id: string; position: string }> = await runner.query(
-        `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position
-           FROM ${projection.schema}.parked_events p JOIN event_log e ON e.position = p.position
-          ORDER BY e.transaction_id, e.position`);
-      let released = 0;
-      for (const entry of parked) {
-        await runner.query('SAVEPOINT retry');
-        try {
-          await runner.query(`DELETE FROM ${projection.schema}.parked_events WHERE position = $1`, [entry.position]);
-          const before = { transactionId: entry.transaction_id, position: String(BigInt(entry.position) - 1n) };
-          const parkedAgain = await this.applyRange(runner, projection, projection.schema, before, { transactionId: entry.transaction_id, position: entry.position });
-          await runner.query('RELEASE SAVEPOINT retry');
-          if (parkedAgain === 0) released++;
-        } catch (error) {
-          await runner.query('ROLLBACK TO SAVEPOINT retry');
-          if (!isDataError(error)) throw error;
-          await runner.query(`UPDATE ${projection.schema}.parked_events SET error = $2, parked_at = now() WHERE position = $1`,
-            [entry.position, errorText(error)]);
-        }
-      }
+      // Gone meanwhile (a rebuild swapped the schema in, say): nothing to retry.
+      const deleted = await runner.query(`DELETE FROM ${projection.schema}.parked_events WHERE position = $1`, [entry.position], true);
+      const parkedAgain = deleted.affected === 0 ? 1 : await this.applyRange(runner, projection, projection.schema, before, at);
       await runner.commitTransaction();
-      return { retried: parked.length, released };
+      return parkedAgain === 0;
     } catch (error) {
       if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-      throw error;
+      if (!isDataError(error)) throw error;
+      await runner.query(`UPDATE ${projection.schema}.parked_events SET error = $2, parked_at = now() WHERE position = $1`,
+        [entry.position, errorText(error)]);
+      return false;
     }
+  }
+
+  /** Whether some session on this database holds the session advisory lock `key` (as ProjectorService takes it). */
+  async advisoryLockHeld(key: number): Promise<boolean> {
+    const [{ held }] = await this.dataSource.query(
+      `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                        WHERE d.datname = current_database() AND l.locktype = 'advisory' AND l.granted
+                          AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1) AS held`, [key]);
+    return held;
   }
 
   async status(projection: ProjectionDefinition): Promise<ProjectionStatus> {

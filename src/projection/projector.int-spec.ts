@@ -197,6 +197,12 @@ describe('projection (PostgreSQL)', () => {
         await db.dataSource.query(`INSERT INTO proj_menu.parked_events (position, event_id, error)
           SELECT position, event_id, 'a fault since gone' FROM event_log WHERE event_id = 'after'`);
         expect(await projections.retryParked(runner, MENU_PROJECTION)).toEqual({ retried: 3, released: 1 });
+        // One short transaction per entry, each ended: none is left holding the lock or the horizon.
+        expect(runner.isTransactionActive).toBe(false);
+        expect(await db.dataSource.query(`SELECT event_id, error FROM proj_menu.parked_events ORDER BY position`)).toEqual([
+          { event_id: 'nul', error: expect.stringMatching(/Unicode/) },
+          { event_id: 'missing', error: expect.stringMatching(/subject/) },
+        ]);
       } finally {
         await runner.release();
       }

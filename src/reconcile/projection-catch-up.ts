@@ -24,7 +24,8 @@ export class ProjectionCatchUp {
   async catchUpAndRetryParked(timeoutMs = CATCH_UP_TIMEOUT_MS): Promise<{ errors: string[]; notes: string[] }> {
     const errors: string[] = [];
     const notes: string[] = [];
-    const deadline = await this.projectorRunning() ? Date.now() + timeoutMs : Date.now();
+    // Some daemon on this database projects: worth waiting for (a command alone waits for nobody).
+    const deadline = await this.projections.advisoryLockHeld(PROJECTOR_LOCK) ? Date.now() + timeoutMs : Date.now();
     for (const projection of PROJECTIONS) {
       let lag = await this.lag(projection);
       while (lag > 0 && Date.now() < deadline) {
@@ -44,15 +45,6 @@ export class ProjectionCatchUp {
       await runner.release();
     }
     return { errors, notes };
-  }
-
-  /** Whether some daemon on this database holds the projector lock (a command alone waits for nobody). */
-  private async projectorRunning(): Promise<boolean> {
-    const [{ running }] = await this.dataSource.query(
-      `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-                        WHERE d.datname = current_database() AND l.locktype = 'advisory' AND l.granted
-                          AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1) AS running`, [PROJECTOR_LOCK]);
-    return running;
   }
 
   private async lag(projection: (typeof PROJECTIONS)[number]): Promise<number> {

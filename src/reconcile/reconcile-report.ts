@@ -26,9 +26,9 @@ export interface ReconcileRun {
   finished_at: string;
   outcome: RunOutcome;
   stores: StoreReport[];
-  /** Errors not tied to one store (a connection to reauthorize, no store known …). */
+  /** Errors not tied to one store (a connection whose grant was revoked during the run …). */
   errors: string[];
-  /** Run-level notes (parked events retried …). */
+  /** Run-level notes: parked events retried, connections skipped for a known reason (owner or stores not known yet, reauthorization required) …. */
   notes: string[];
 }
 

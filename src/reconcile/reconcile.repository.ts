@@ -1,40 +1,58 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, QueryRunner } from 'typeorm';
 import type { ReconcileRun, RunOutcome } from './reconcile-report.js';
 
 /** Any constant: one reconcile run at a time per database. */
 const RECONCILE_LOCK = 7_260_003;
+/** How many of the newest log positions ownerSeenOn searches. */
+const OWNER_SEARCH_WINDOW = 100_000;
 
 /** Reconcile's own SQL: its run reports, its lock, and what the log tells about a connection. */
 @Injectable()
 export class ReconcileRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  /** Runs `work` holding the reconcile lock, or returns undefined at once when another run holds it. */
+  /**
+   * Runs `work` holding the reconcile lock, or returns undefined at once when another run holds it.
+   * The lock is a session lock: when unlocking fails, the connection is destroyed, not pooled with it.
+   */
   async exclusively<T>(work: () => Promise<T>): Promise<T | undefined> {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
+    let locked = false;
     try {
-      const [{ locked }] = await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [RECONCILE_LOCK]);
+      [{ locked }] = await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [RECONCILE_LOCK]);
       if (!locked) return undefined;
-      try {
-        return await work();
-      } finally {
-        await runner.query('SELECT pg_advisory_unlock($1)', [RECONCILE_LOCK]);
-      }
+      return await work();
     } finally {
-      await runner.release();
+      await this.release(runner, locked);
     }
   }
 
-  /** The resource owner of the newest event delivered through one of the connection's webhook keys. */
+  private async release(runner: QueryRunner, locked: boolean): Promise<void> {
+    try {
+      if (locked) await runner.query('SELECT pg_advisory_unlock($1)', [RECONCILE_LOCK]);
+      await runner.release();
+    } catch (error) {
+      const postgres = runner as unknown as { releasePostgresConnection(error: unknown): Promise<void> };
+      await postgres.releasePostgresConnection(error).catch(() => undefined);
+    }
+  }
+
+  /**
+   * The resource owner of the newest event delivered through one of the connection's webhook keys,
+   * among the newest 100,000 log entries: key_id has no index, and without a delivery on the key
+   * the search would otherwise read the whole log at every run. An owner seen once is stored on the
+   * connection, so the bound only matters until then.
+   */
   async ownerSeenOn(connectionId: number): Promise<string | null> {
     const [row] = await this.dataSource.query(
       `SELECT e.owner_id FROM event_log e
         WHERE e.key_id = ANY (SELECT 'key:' || s.webhook_key_id FROM subscriptions s WHERE s.connection_id = $1 AND s.webhook_key_id IS NOT NULL)
           AND e.owner_id IS NOT NULL
-        ORDER BY e.position DESC LIMIT 1`, [connectionId]);
+          AND e.position > (SELECT coalesce(max(position), 0) - $2 FROM event_log)
+        ORDER BY e.position DESC LIMIT 1`, [connectionId, OWNER_SEARCH_WINDOW]);
     return row?.owner_id ?? null;
   }
 

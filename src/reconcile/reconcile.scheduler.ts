@@ -13,14 +13,18 @@ const SHUTDOWN_WAIT_MS = 5000;
 
 /**
  * When reconcile runs in the daemon: on RECONCILE_CRON (`off` disables it) and once right after a
- * connection is made. Runs in this process queue one after another; across processes the
- * reconcile lock makes a concurrent run report `skipped`.
+ * connection is made. Runs in this process queue one after another; a tick while a scheduled run
+ * still waits in the queue is dropped, so ticks cannot pile up behind runs longer than the
+ * interval (connection-triggered runs always queue). Across processes the reconcile lock makes a
+ * concurrent run report `skipped`.
  */
 @Injectable()
 export class ReconcileScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(ReconcileScheduler.name);
   private queue: Promise<unknown> = Promise.resolve();
   private stopping = false;
+  /** A scheduled run is queued and has not started yet. */
+  private scheduledWaiting = false;
 
   constructor(
     private readonly reconcile: ReconcileService,
@@ -30,9 +34,19 @@ export class ReconcileScheduler implements OnApplicationBootstrap, BeforeApplica
 
   onApplicationBootstrap(): void {
     if (this.config.RECONCILE_CRON === 'off') return;
-    const job = CronJob.from({ cronTime: this.config.RECONCILE_CRON, onTick: () => void this.enqueue('schedule'), start: true });
+    const job = CronJob.from({ cronTime: this.config.RECONCILE_CRON, onTick: () => void this.onSchedule(), start: true });
     this.registry.addCronJob(JOB, job as never);
     this.logger.log(`reconcile scheduled: ${this.config.RECONCILE_CRON}`);
+  }
+
+  /** A tick of RECONCILE_CRON: queues a run unless a scheduled one is still waiting (then undefined). */
+  onSchedule(): Promise<ReconcileRun | undefined> | undefined {
+    if (this.scheduledWaiting) {
+      this.logger.debug('reconcile tick dropped: the previous scheduled run has not started yet');
+      return undefined;
+    }
+    this.scheduledWaiting = true;
+    return this.enqueue('schedule');
   }
 
   @OnEvent(CONNECTION_CREATED)
@@ -43,6 +57,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, BeforeApplica
   /** Runs after whatever run is queued before it; resolves with its report (undefined when stopping or failed). */
   enqueue(trigger: string, filter: ReconcileFilter = {}): Promise<ReconcileRun | undefined> {
     const next = this.queue.then(async () => {
+      if (trigger === 'schedule') this.scheduledWaiting = false;
       if (this.stopping) return undefined;
       try {
         return await this.reconcile.run(trigger, filter);

@@ -31,6 +31,12 @@ describe('diffSnapshot (reconcile differences)', () => {
     expect(diff.destroysSkipped).toMatch(/incomplete/);
   });
 
+  it('given a reason to trust no absence (a store filter, several stores), then nothing is destroyed, and it says why', () => {
+    const diff = diffSnapshot([resource('1')], [mirrored('1'), mirrored('2')], { ...guard, refused: 'destroys skipped: --store given' });
+    expect(diff).toEqual({ created: [], updated: [], destroyed: [], destroysSkipped: 'destroys skipped: --store given; 1 absent resource(s) kept' });
+    expect(diffSnapshot([resource('1')], [mirrored('1')], { ...guard, refused: 'destroys skipped: --store given' })).toEqual({ created: [], updated: [], destroyed: [] });
+  });
+
   it('given an empty snapshot where the mirror has hundreds, then nothing is destroyed (implausible)', () => {
     const mirror = Array.from({ length: 300 }, (_, i) => mirrored(String(i + 1)));
     const diff = diffSnapshot([], mirror, guard);

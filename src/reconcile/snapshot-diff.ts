@@ -28,6 +28,8 @@ export interface TypeDiff {
 
 /** When absent-from-snapshot is not trusted as "destroyed upstream". */
 export interface DestroyGuard {
+  /** Why no absence can be trusted in this comparison at all (a store filter, several stores …), if so. */
+  refused?: string;
   /** The snapshot of this type is complete and successful (every page read, every page recognised). */
   complete: boolean;
   /** Destroys are refused when they would remove more than this share of the owner's live resources … */
@@ -56,6 +58,7 @@ export function diffSnapshot(snapshot: SnapshotResource[], mirror: MirrorResourc
   const live = mirror.filter((resource) => !resource.deleted);
   const absent = live.filter((resource) => !present.has(resource.id)).map((resource) => resource.id);
   if (absent.length === 0) return { created, updated, destroyed: [] };
+  if (guard.refused !== undefined) return { created, updated, destroyed: [], destroysSkipped: `${guard.refused}; ${absent.length} absent resource(s) kept` };
   if (!guard.complete) return { created, updated, destroyed: [], destroysSkipped: `the snapshot is incomplete: ${absent.length} absent resource(s) kept` };
   if (absent.length > guard.minCount && absent.length > live.length * guard.maxRatio) {
     return {

@@ -29,10 +29,21 @@ export interface StoreSnapshot {
 class UnrecognisedAnswer extends Error {}
 
 /**
+ * The store's first page answered 403 or 404: not a store of this connection's owner (STORE_IDS
+ * applies to every connection). The caller leaves the store out of this connection's run.
+ */
+export class StoreNotOfConnectionError extends Error {
+  constructor(readonly storeId: string, readonly status: number) {
+    super(`store ${storeId} answered ${status}`);
+  }
+}
+
+/**
  * Reads a store's menu snapshot (CONTRACT §7 paths, configurable) and its orders (spec endpoint 3)
  * through the upstream client, following JSON:API `links.next`. Nothing here throws for a bad
  * answer: a failed or unrecognised document comes back incomplete with its error. A connection
- * that needs reauthorization throws ReauthorizationRequiredError.
+ * that needs reauthorization throws ReauthorizationRequiredError; a 403/404 to the store's very
+ * first request throws StoreNotOfConnectionError.
  */
 @Injectable()
 export class SnapshotFetcher {
@@ -49,19 +60,23 @@ export class SnapshotFetcher {
     const menu = {} as Record<SnapshotType, FetchedList>;
     for (const type of SNAPSHOT_TYPES) {
       const path = this.config.UPSTREAM_SNAPSHOT_PATH.replace('{store_id}', encodeURIComponent(storeId)).replace('{resources}', PATHS[type]);
-      menu[type] = await this.list(connection, path, type);
+      menu[type] = await this.list(connection, path, type, type === SNAPSHOT_TYPES[0] ? storeId : undefined);
     }
     const ordersPath = this.config.UPSTREAM_ORDERS_PATH.replace('{store_id}', encodeURIComponent(storeId));
     return { storeId, fetchedAt, menu, orders: await this.list(connection, ordersPath, 'order') };
   }
 
-  private async list(connection: Connection, firstPath: string, type: string): Promise<FetchedList> {
+  /** `storeId` is given for the store's first document: a 403/404 to its first page then means "not this connection's store". */
+  private async list(connection: Connection, firstPath: string, type: string, storeId?: string): Promise<FetchedList> {
     const resources: SnapshotResource[] = [];
     let next: { path: string; query: Record<string, string> } | null = { path: firstPath, query: {} };
     try {
       for (let page = 0; next !== null; page++) {
         if (page >= this.config.RECONCILE_MAX_PAGES) throw new UnrecognisedAnswer(`more than ${this.config.RECONCILE_MAX_PAGES} pages`);
         const response = await this.upstream.request(connection.id, { method: 'GET', path: next.path, query: next.query, versioned: true });
+        if (page === 0 && storeId !== undefined && (response.status === 403 || response.status === 404)) {
+          throw new StoreNotOfConnectionError(storeId, response.status);
+        }
         if (response.status !== 200) throw new UnrecognisedAnswer(`answered ${response.status}`);
         const document = recognise(response.json, type);
         resources.push(...document.data);
@@ -69,8 +84,8 @@ export class SnapshotFetcher {
       }
       return { resources, complete: true };
     } catch (error) {
-      // Not a fault of this document: the whole connection is skipped (ReconcileService says so).
-      if (error instanceof ReauthorizationRequiredError) throw error;
+      // Not a fault of this document: the connection, or this store, is left out (ReconcileService says so).
+      if (error instanceof ReauthorizationRequiredError || error instanceof StoreNotOfConnectionError) throw error;
       const message = error instanceof Error ? error.message : String(error);
       this.metrics.reconcileSkippedDocuments.inc({ type });
       this.logger.warn({ msg: 'snapshot skipped', type, path: firstPath, error: message });

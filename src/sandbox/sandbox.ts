@@ -11,6 +11,8 @@ import { UpstreamSettings } from '../upstream/upstream-settings.js';
 
 /** A sandbox emulator retries failed deliveries soon: the daemon beside it is usually just starting or stopping. */
 const SANDBOX_RETRY_SCHEDULE_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
+/** Each step of the connect flow; a SIGTERM during start-up waits at most this long. */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * The zero-config sandbox (CONTRACT §1, issue 7): the emulator in this process on a free loopback
@@ -24,6 +26,7 @@ export class Sandbox {
   private constructor(
     readonly emulator: RunningEmulator,
     readonly upstream: UpstreamSettings,
+    private readonly apiToken: string | undefined,
   ) {}
 
   static async start(config: AppConfig, rootLogger: Pino): Promise<Sandbox> {
@@ -33,14 +36,15 @@ export class Sandbox {
       emulatorOptions({ host: '127.0.0.1', port: 0, clientId, clientSecret, retryScheduleMs: SANDBOX_RETRY_SCHEDULE_MS }),
       new PinoNestLogger(rootLogger.child({ component: 'emulator' })),
     );
-    return new Sandbox(emulator, UpstreamSettings.emulator(config, emulator.url, [DEMO_STORE_ID], clientId, clientSecret));
+    return new Sandbox(emulator, UpstreamSettings.emulator(config, emulator.url, [DEMO_STORE_ID], clientId, clientSecret), config.API_TOKENS[0]);
   }
 
   /** Follows the authorization code flow as a browser would: the daemon's /auth/connect → the emulator → the daemon's callback. */
   async connect(daemonUrl: string): Promise<void> {
     let location = `${daemonUrl}/auth/connect`;
     for (let hop = 0; hop < 3; hop++) {
-      const response = await fetch(location, { redirect: 'manual' });
+      const headers: Record<string, string> = hop === 0 && this.apiToken !== undefined ? { Authorization: `Bearer ${this.apiToken}` } : {};
+      const response = await fetch(location, { redirect: 'manual', headers, signal: AbortSignal.timeout(CONNECT_TIMEOUT_MS) });
       const next = response.headers.get('location');
       if (response.status >= 300 && response.status < 400 && next !== null) {
         location = new URL(next, location).toString();

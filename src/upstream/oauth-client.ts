@@ -1,7 +1,8 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
 import type { TokenSet } from '../auth/connection.js';
+import { MetricsService } from '../observability/metrics.service.js';
 import { callWithRetries } from './call-with-retries.js';
 import { OAuthGrantError, UpstreamUnavailableError } from './upstream.errors.js';
 import type { UpstreamSettings } from './upstream-settings.js';
@@ -30,7 +31,10 @@ const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 export class OAuthClient {
   private readonly logger = new Logger(OAuthClient.name);
 
-  constructor(@Inject(UPSTREAM_TIMINGS) private readonly timings: UpstreamTimings) {}
+  constructor(
+    @Inject(UPSTREAM_TIMINGS) private readonly timings: UpstreamTimings,
+    @Optional() private readonly metrics?: MetricsService,
+  ) {}
 
   /** Spec endpoint 1, scopes joined by a literal `+` as the spec shows (CONTRACT §6), with PKCE S256. */
   authorizationUrl(settings: OAuthApplication & Pick<UpstreamSettings, 'scopes'>, request: AuthorizationRequest): string {
@@ -77,6 +81,8 @@ export class OAuthClient {
     return callWithRetries(this.timings, {
       label: `token endpoint (${grantType})`,
       repeatable: false,
+      // Token endpoint calls are upstream calls too (menu_sync_upstream_requests_total).
+      observe: (status) => this.metrics?.upstreamRequests.inc({ status: String(status) }),
       // http:// is the emulator's (and a test server's) scheme; the configuration decides the URL.
       send: async (signal) => buffered(await request({ signal, [oauth.allowInsecureRequests]: true })),
     }, this.logger);

@@ -11,6 +11,8 @@ import type { UpstreamSettings } from './upstream-settings.js';
 
 const REDACTED = '[redacted]';
 const MAX_ERROR_CHARS = 500;
+/** After a new endpoint is registered, the connection's older webhook keys keep working this long. */
+const KEY_ROTATION_OVERLAP_SECONDS = 24 * 3600;
 
 interface Registration {
   upstreamId: string | null;
@@ -53,6 +55,10 @@ export class SubscriptionService {
     if (registration.refused) {
       await this.keys.expire(keyId);
       this.registry.forget(keyHash);
+    } else if (registration.error === null) {
+      // The upstream shows no way to delete an endpoint: the older ones keep delivering to their keys until these expire.
+      const rotated = await this.keys.expireOthers(connectionId, keyId, KEY_ROTATION_OVERLAP_SECONDS);
+      if (rotated > 0) this.logger.log({ msg: `connection ${connectionId}: ${rotated} older webhook key(s) expire in ${KEY_ROTATION_OVERLAP_SECONDS / 3600} h`, connectionId });
     }
     const subscription = await this.subscriptions.create({
       connectionId,

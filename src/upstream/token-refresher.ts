@@ -15,6 +15,9 @@ import type { UpstreamSettings } from './upstream-settings.js';
 import { UPSTREAM_TIMINGS } from './upstream-timings.js';
 import type { UpstreamTimings } from './upstream-timings.js';
 
+/** After an early refresh failed (token endpoint down), calls use the still-valid token this long before trying again. */
+const EARLY_REFRESH_PAUSE_MS = 30_000;
+
 /** An access token to send, its `token_version` (to report a rejection) and where to send it. */
 export interface AccessGrant {
   token: string;
@@ -40,6 +43,7 @@ type LockedOutcome = { connection: Connection } | { reauthorization: string };
 export class TokenRefresher {
   private readonly logger = new Logger(TokenRefresher.name);
   private readonly cache = new Map<number, CachedGrant>();
+  private readonly refreshPausedUntil = new Map<number, number>();
   private readonly loads = new SingleFlight<number, AccessGrant>();
   private readonly refreshes = new SingleFlight<number, AccessGrant>();
 
@@ -71,13 +75,20 @@ export class TokenRefresher {
     if (connection === null) throw new UnknownConnectionError(connectionId);
     if (connection.state === 'reauthorization_required') throw new ReauthorizationRequiredError(connectionId, connection.lastError ?? undefined);
     if (!this.isDue(connection)) return this.remember(connection);
+    const current = { token: connection.accessToken, version: connection.tokenVersion, baseUrl: connection.baseUrl };
+    const unexpired = this.timings.now() < expiresAt(connection).getTime();
+    // After a failed early refresh, the next attempt waits: every call would otherwise retry it.
+    if (unexpired && this.timings.now() < (this.refreshPausedUntil.get(connectionId) ?? 0)) return current;
     try {
-      return await this.refreshes.run(connectionId, () => this.refreshLocked(connectionId, connection.tokenVersion, false));
+      const grant = await this.refreshes.run(connectionId, () => this.refreshLocked(connectionId, connection.tokenVersion, false));
+      this.refreshPausedUntil.delete(connectionId);
+      return grant;
     } catch (error) {
       // Due is not expired: while the token endpoint is down, the token still works until its expiry.
-      if (!(error instanceof UpstreamUnavailableError) || this.timings.now() >= expiresAt(connection).getTime()) throw error;
+      if (!(error instanceof UpstreamUnavailableError) || !unexpired) throw error;
+      this.refreshPausedUntil.set(connectionId, this.timings.now() + EARLY_REFRESH_PAUSE_MS);
       this.logger.warn(`connection ${connectionId}: the token could not be refreshed ahead of expiry; using it until it expires`);
-      return { token: connection.accessToken, version: connection.tokenVersion, baseUrl: connection.baseUrl };
+      return current;
     }
   }
 
@@ -127,8 +138,10 @@ export class TokenRefresher {
   }
 
   /** The configured application, at the authorization server the connection was made with. */
+  /** This process's application, only for connections made with its authorization server: the secret goes nowhere else. */
   private application(connection: Connection): OAuthApplication {
     if (this.settings === null) throw new NoUpstreamApplicationError();
+    if (connection.authUrl !== this.settings.authUrl) throw new NoUpstreamApplicationError(connection.authUrl);
     return { authUrl: connection.authUrl, clientId: this.settings.clientId, clientSecret: this.settings.clientSecret };
   }
 

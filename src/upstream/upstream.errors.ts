@@ -33,8 +33,10 @@ export class ReauthorizationRequiredError extends AppError {
 
 /** No upstream application is configured (no UPSTREAM_* and no emulator): no token can be refreshed. */
 export class NoUpstreamApplicationError extends AppError {
-  constructor() {
-    super('upstream_not_configured', 503, 'Service Unavailable', 'no upstream is configured: a token cannot be refreshed');
+  constructor(otherAuthUrl?: string) {
+    super('upstream_not_configured', 503, 'Service Unavailable', otherAuthUrl === undefined
+      ? 'no upstream is configured: a token cannot be refreshed'
+      : `the connection was made with another authorization server (${otherAuthUrl}) than the configured one: its token is not refreshed`);
   }
 }
 

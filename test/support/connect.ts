@@ -1,3 +1,4 @@
+import { API_TOKEN } from './http.js';
 import type { Answer } from './http.js';
 
 /**
@@ -20,7 +21,8 @@ export async function get(url: string, init: RequestInit = {}): Promise<Answer &
 
 /** GET /auth/connect, then the authorization server's redirect: the daemon's callback URL and the state. */
 export async function authorize(daemonUrl: string): Promise<{ authorizeUrl: string; callbackUrl: string; state: string }> {
-  const start = await get(`${daemonUrl}/auth/connect`);
+  // Starting a connection is the operator's act: the API token, as a browser would pass it.
+  const start = await get(`${daemonUrl}/auth/connect?api_token=${encodeURIComponent(API_TOKEN)}`);
   expect(start.status).toBe(302);
   const authorizeUrl = start.location!;
   const approved = await get(authorizeUrl);

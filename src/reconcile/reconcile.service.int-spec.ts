@@ -1,0 +1,143 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import type { DataSource } from 'typeorm';
+import { createTestDatabase, openDataSource } from '../../test/support/database.js';
+import type { TestDatabase } from '../../test/support/database.js';
+import type { Connection } from '../auth/connection.js';
+import { ConnectionRepository } from '../auth/connection.repository.js';
+import { TokenCipher } from '../auth/token-cipher.js';
+import { loadConfig } from '../config/app-config.js';
+import { EventLogRepository } from '../event-log/event-log.repository.js';
+import { MetricsService } from '../observability/metrics.service.js';
+import { PROJECTIONS } from '../projection/projection-definitions.js';
+import { ProjectionRepository } from '../projection/projection.repository.js';
+import { ReadModelRepository } from '../projection/read-model.repository.js';
+import { UpstreamUnavailableError } from '../upstream/upstream.errors.js';
+import { ProjectionCatchUp } from './projection-catch-up.js';
+import { ReconcileRepository } from './reconcile.repository.js';
+import { ReconcileService } from './reconcile.service.js';
+import type { SnapshotResource } from './snapshot-diff.js';
+import { StoreNotOfConnectionError } from './snapshot.fetcher.js';
+import type { FetchedList, SnapshotFetcher, StoreSnapshot } from './snapshot.fetcher.js';
+
+type Fetch = (connection: Connection, storeId: string) => Promise<StoreSnapshot>;
+
+const product = (id: string): SnapshotResource => ({ id, type: 'product', attributes: { title: `P${id.slice(0, 10)}` }, relationships: {} });
+const complete = (resources: SnapshotResource[] = []): FetchedList => ({ resources, complete: true });
+/** Resource ids are the platform's, one space for every owner: each connection's here start with its id. */
+const long = (connection: Connection) => String(connection.id).repeat(100);
+const snapshotOf = (storeId: string, products: SnapshotResource[]): StoreSnapshot => ({
+  storeId, fetchedAt: new Date(),
+  menu: { collection: complete(), product: complete(products), trait: complete(), trait_option: complete() },
+  orders: complete(),
+});
+
+/**
+ * ReconcileService.run against PostgreSQL with the real migrations and repositories; only the
+ * upstream is scripted (a fetcher per test). A fault in one connection's work must not cost the
+ * others their run, nor the run its report.
+ */
+describe('ReconcileService.run (PostgreSQL)', () => {
+  let database: TestDatabase;
+  let dataSource: DataSource;
+  let service: ReconcileService;
+  let runs: ReconcileRepository;
+  let projections: ProjectionRepository;
+  let fetch: Fetch;
+  let connections: ConnectionRepository;
+
+  /** Applies the whole log, as the daemon's projector would between runs. */
+  async function project(): Promise<void> {
+    const runner = dataSource.createQueryRunner();
+    await runner.connect();
+    try {
+      for (const projection of PROJECTIONS) while ((await projections.applyPage(runner, projection, 1000)).entries > 0);
+    } finally {
+      await runner.release();
+    }
+  }
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    dataSource = await openDataSource(database.url);
+    connections = new ConnectionRepository(dataSource, TokenCipher.fromKey(randomBytes(32)));
+    for (const ownerId of ['4001', '4002']) {
+      await connections.create({
+        authUrl: 'http://upstream.invalid', baseUrl: 'http://upstream.invalid', scopes: ['read_menu'],
+        tokens: { accessToken: 'a', refreshToken: 'r', createdAt: new Date(), expiresIn: 3600, ownerId },
+      });
+    }
+    projections = new ProjectionRepository(dataSource);
+    runs = new ReconcileRepository(dataSource);
+    const fetcher = { fetch: (connection: Connection, storeId: string) => fetch(connection, storeId) } as unknown as SnapshotFetcher;
+    service = new ReconcileService(connections, fetcher, new ReadModelRepository(dataSource), new EventLogRepository(dataSource), runs,
+      new ProjectionCatchUp(dataSource, projections), new EventEmitter2(), new MetricsService(), loadConfig({ STORE_IDS: '1' }), null);
+  });
+
+  afterAll(async () => {
+    await dataSource?.destroy();
+    await database?.drop();
+  });
+
+  it('a fault in one connection is reported, the next connection is still reconciled, and the run is saved', async () => {
+    fetch = async (connection, storeId) => {
+      if (connection.id === 1) throw new UpstreamUnavailableError('GET /stores/1/collections: connection reset');
+      return snapshotOf(storeId, [product(`${connection.id}-7`)]);
+    };
+    const run = await service.run('command');
+    expect(run).toMatchObject({
+      outcome: 'partial',
+      errors: ['connection 1: reconcile stopped: GET /stores/1/collections: connection reset; nothing appended'],
+      stores: [expect.objectContaining({ connection_id: 2, owner_id: '4002', differences: expect.objectContaining({ created: { product: 1 } }), events_appended: 1, errors: [] })],
+    });
+    expect((await runs.listRuns(1))[0]).toEqual(run);
+    await project();
+  });
+
+  it('a resource the log cannot hold is reported and skipped; a long id is hashed into the event id; the rest is appended', async () => {
+    fetch = async (connection, storeId) => snapshotOf(storeId, [product(`${connection.id}-7`), product(long(connection)), product('y'.repeat(300))]);
+    const run = await service.run('command');
+    const [first, second] = run.stores;
+    expect(run.errors).toEqual([]);
+    expect(first).toMatchObject({ owner_id: '4001', events_appended: 2, differences: expect.objectContaining({ created: { product: 3 } }) });
+    expect(second).toMatchObject({ owner_id: '4002', events_appended: 1, differences: expect.objectContaining({ created: { product: 2 } }) });
+    for (const store of [first, second]) expect(store.errors).toEqual([expect.stringMatching(/^product "y{40}…" cannot be logged: .*255 characters; skipped$/)]);
+    expect(run.outcome).toBe('failed');
+    const [logged] = await dataSource.query(`SELECT event_id FROM event_log WHERE subject_id = $1 AND owner_id = '4001'`, ['1'.repeat(100)]);
+    expect(logged.event_id).toMatch(/^reconcile:[0-9a-f-]{36}:product:sha256-[0-9a-f]{32}$/);
+    await project();
+  });
+
+  it('a connection none of whose stores is its own (each answered 404) is an error; the others go on', async () => {
+    fetch = async (connection, storeId) => {
+      if (connection.id === 1) throw new StoreNotOfConnectionError(storeId, 404);
+      return snapshotOf(storeId, [product(`${connection.id}-7`), product(long(connection))]);
+    };
+    const run = await service.run('command');
+    expect(run).toMatchObject({
+      outcome: 'partial',
+      errors: ['connection 1: every store (1) answered 403/404 (a wrong UPSTREAM_SNAPSHOT_PATH?); nothing reconciled'],
+      notes: ["connection 1: store 1 answered 404: not this connection's store, left out"],
+      stores: [expect.objectContaining({ connection_id: 2, events_appended: 0, errors: [] })],
+    });
+  });
+
+  it('a bug stops the run: the run is saved as failed, then the error is thrown', async () => {
+    await project();
+    fetch = async () => {
+      throw new TypeError("Cannot read properties of undefined (reading 'data')");
+    };
+    await expect(service.run('schedule')).rejects.toThrow(TypeError);
+    const [saved] = await runs.listRuns(1);
+    expect(saved).toMatchObject({ trigger: 'schedule', outcome: 'failed', stores: [], errors: [expect.stringMatching(/^the run stopped: Cannot read properties/)] });
+  });
+
+  it('a connection whose owner no webhook has named yet is skipped, and the run says so', async () => {
+    const unnamed = await connections.create({
+      authUrl: 'http://upstream.invalid', baseUrl: 'http://upstream.invalid', scopes: ['read_menu'],
+      tokens: { accessToken: 'a', refreshToken: 'r', createdAt: new Date(), expiresIn: 3600 },
+    });
+    const run = await service.run('command', { connectionId: unnamed.id });
+    expect(run).toMatchObject({ outcome: 'ok', stores: [], errors: [], notes: expect.arrayContaining([expect.stringMatching(new RegExp(`^connection ${unnamed.id}: its resource owner is not known yet`))]) });
+  });
+});
