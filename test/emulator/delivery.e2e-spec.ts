@@ -122,6 +122,19 @@ describe('webhook delivery (emulator)', () => {
 
   afterEach(shutDown);
 
+  it('keeps the newest events only in a long run (memory stays bounded); an event dropped cannot be resent', async () => {
+    await boot();
+    const count = 110_001;
+    for (let ordinal = 0; ordinal < count; ordinal++) service.publish(platformEvent(ordinal));
+    const kept = service.events();
+    expect(kept.length).toBeLessThanOrEqual(110_000);
+    expect(kept.length).toBeGreaterThanOrEqual(100_000);
+    expect(kept.at(-1)!.ordinal).toBe(count - 1);
+    expect(service.hasEvent(platformEvent(0).id)).toBe(false);
+    expect(service.resend(platformEvent(0).id)).toBe(0);
+    expect(service.hasEvent(platformEvent(count - 1).id)).toBe(true);
+  });
+
   it('POSTs exactly the spec body for the callback URI, as JSON, and records the attempt', async () => {
     await boot();
     subscribe(emulator, receiver.url);

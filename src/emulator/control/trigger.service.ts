@@ -21,10 +21,11 @@ export class TriggerService {
   trigger(eventType: unknown, id: unknown): { event_ids: string[]; subject: { type: string; id: string } } {
     if (typeof eventType !== 'string' || !isSpecEventName(eventType)) throw controlError(422, 'event_type must be one of the spec\'s 14 event names', 'event_type');
     if (id !== undefined && typeof id !== 'string' && typeof id !== 'number') throw controlError(422, 'id must be a resource id', 'id');
-    const before = this.deliveries.events().length;
+    const before = this.deliveries.events().at(-1)?.ordinal ?? -1;
     const [type, action] = eventType.split('.') as [MenuType | 'order', string];
     const subjectId = type === 'order' ? this.orderChange(action, id) : this.menuChange(type, action, id);
-    return { event_ids: this.deliveries.events().slice(before).map((event) => event.id), subject: { type, id: subjectId } };
+    const produced = this.deliveries.events().filter((event) => event.ordinal > before);
+    return { event_ids: produced.map((event) => event.id), subject: { type, id: subjectId } };
   }
 
   private menuChange(type: MenuType, action: string, id: unknown): string {

@@ -16,6 +16,11 @@ import type { WebhookEndpoint } from './subscription.registry.js';
 const REORDER_IDLE_FLUSH_MS = 100;
 const USER_AGENT = 'menu-sync-emulator';
 const IDLE_SOCKET_MS = 4000;
+/** What a long-running emulator keeps in memory: the newest events and attempt records, trimmed in chunks. */
+const MAX_EVENTS = 100_000;
+const TRIM_EVENTS = 10_000;
+const MAX_RECORDS = 500_000;
+const TRIM_RECORDS = 50_000;
 
 /** One attempt to deliver one event to one endpoint, as `GET /_emulator/deliveries` lists it. */
 export interface DeliveryAttempt {
@@ -54,6 +59,8 @@ export class DeliveryService implements EventSink, OnModuleDestroy {
   private readonly byId = new Map<string, PlatformEvent>();
   /** Indexed by dispatch sequence - 1: the list stays in the order attempts started, holes are in flight. */
   private readonly records: DeliveryAttempt[] = [];
+  /** Attempt records dropped from the front of `records` (the oldest), so slots stay sequence - 1 - dropped. */
+  private droppedRecords = 0;
   private buffer: Delivery[] = [];
   private readonly queue: Delivery[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -80,6 +87,10 @@ export class DeliveryService implements EventSink, OnModuleDestroy {
   publish(event: PlatformEvent): void {
     this.published.push(event);
     this.byId.set(event.id, event);
+    // A long-running emulator keeps the newest events only (resend and GET /_emulator/events see those).
+    if (this.published.length > MAX_EVENTS + TRIM_EVENTS) {
+      for (const old of this.published.splice(0, TRIM_EVENTS)) this.byId.delete(old.id);
+    }
     this.deliver(event);
   }
 
@@ -111,6 +122,13 @@ export class DeliveryService implements EventSink, OnModuleDestroy {
   settled(): Promise<void> {
     if (this.unfinished === 0 || this.stopped) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** The oldest records go first; attempts still in flight are the newest, near the end. */
+  private trimRecords(): void {
+    if (this.records.length <= MAX_RECORDS + TRIM_RECORDS) return;
+    this.records.splice(0, TRIM_RECORDS);
+    this.droppedRecords += TRIM_RECORDS;
   }
 
   /** Cancels every timer and aborts the requests in flight; nothing is sent afterwards. */
@@ -210,7 +228,9 @@ export class DeliveryService implements EventSink, OnModuleDestroy {
     const injected = delivery.attemptsMade <= this.faults.current.fail_first_attempts;
     const status = injected ? 0 : await this.send(delivery);
     if (this.stopped) return;
-    this.records[sequence - 1] = {
+    this.trimRecords();
+    const slot = sequence - 1 - this.droppedRecords;
+    if (slot >= 0) this.records[slot] = {
       delivery_id: delivery.id,
       subscription_id: delivery.endpoint.id,
       event_id: delivery.event.id,

@@ -13,6 +13,9 @@ export const DEMO_USER_ID = '4001';
 export const OOB_REDIRECT_URI = 'urn:ietf:wg:oauth:2.0:oob';
 export const KNOWN_SCOPES = ['read_orders', 'read_menu', 'write_menu', 'write_orders', 'read_stores', 'write_stores'];
 const CODE_LIFETIME_MS = 10 * 60_000;
+/** Beyond this many codes, access tokens or logged token requests, the stale ones are dropped. */
+const MAX_KEPT = 10_000;
+const PRUNE_CHUNK = 1_000;
 const PKCE_VALUE = /^[A-Za-z0-9\-._~]{43,128}$/;
 
 /** One request to the token endpoint, without any secret or token value. */
@@ -106,6 +109,7 @@ export class OAuthServer {
       return { redirect: withParams(redirectUri, { error: request.error, error_description: request.description, state }) };
     }
     const code = randomToken();
+    this.prune();
     this.codes.set(code, {
       clientId, redirectUri, ...request, userId: DEMO_USER_ID, expiresAtMs: this.nowMs() + CODE_LIFETIME_MS, used: false,
     });
@@ -234,6 +238,7 @@ export class OAuthServer {
 
   /** A new access token, and a new refresh token (keeping the grant's full scope, RFC 6749 §6) when asked. */
   private issue(grantId: string, scopes: string[], refreshScopes: string[], withRefreshToken: boolean): TokenAnswer {
+    this.prune();
     const now = this.nowMs();
     const accessToken = randomToken();
     const expiresIn = this.options.tokenLifetimeSeconds;
@@ -262,6 +267,18 @@ export class OAuthServer {
 
   private record(grantType: string | null, status: number, error: string | null): void {
     this.requests.push({ grant_type: grantType, status, error, at: this.clock.now().toISOString() });
+    if (this.requests.length > MAX_KEPT + PRUNE_CHUNK) this.requests.splice(0, PRUNE_CHUNK);
+  }
+
+  /**
+   * Bounds a long-running emulator's memory: expired codes and access tokens are forgotten once
+   * there are many (either then answers as unknown, which is refused the same way). Refresh tokens
+   * and grants stay: a rotated refresh token must still be recognised as reused.
+   */
+  private prune(): void {
+    const now = this.nowMs();
+    if (this.codes.size > MAX_KEPT) for (const [code, entry] of this.codes) if (now >= entry.expiresAtMs) this.codes.delete(code);
+    if (this.accessTokens.size > MAX_KEPT) for (const [token, entry] of this.accessTokens) if (now >= entry.expiresAtMs) this.accessTokens.delete(token);
   }
 
   private nowMs(): number {
