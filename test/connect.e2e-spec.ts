@@ -4,14 +4,12 @@ import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { SPEC_EVENT_NAMES } from '../src/config/event-names.js';
 import type { RunningEmulator } from '../src/emulator/emulator.factory.js';
-import { OAuthServer } from '../src/emulator/oauth/oauth-server.service.js';
 import type { TokenAnswer } from '../src/emulator/oauth/oauth-server.service.js';
-import { bootEmulator, call, control } from './emulator/emulator-client.js';
+import { bootEmulator, call, control, recordIssuedTokens } from './emulator/emulator-client.js';
 import { CliResult, describeRun, runCli } from './support/cli.js';
-import { freePort } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
-import { authorize as connectFlow, get } from './support/connect.js';
-import { Answer, api, API_TOKEN, RunningDaemon, startDaemon } from './support/http.js';
+import { authorize as connectFlow, get, startDaemonOn } from './support/connect.js';
+import { Answer, api, API_TOKEN, RunningDaemon } from './support/http.js';
 
 /**
  * CONTRACT §6 and §7 against the emulator: the browser connect flow (authorization request with
@@ -31,7 +29,7 @@ let daemon: RunningDaemon;
 let publicUrl: string;
 let db: pg.Client;
 /** Every token answer the emulator gave: the values that must never show up on the daemon's side. */
-const issued: TokenAnswer[] = [];
+let issued: TokenAnswer[] = [];
 /** Output of every CLI run, searched for secrets at the end. */
 const cliOutput: string[] = [];
 
@@ -80,24 +78,9 @@ async function endpoints(): Promise<any[]> {
 
 beforeAll(async () => {
   emulator = await bootEmulator({ demoData: true });
-  // Record every token the emulator issues (its token endpoint calls this method of this instance).
-  const oauth = emulator.app.get(OAuthServer);
-  const token = oauth.token.bind(oauth);
-  oauth.token = (form, authorization) => {
-    const answer = token(form, authorization);
-    issued.push(answer);
-    return answer;
-  };
-  const port = await freePort();
-  publicUrl = `http://127.0.0.1:${port}`;
-  daemon = await startDaemon({
-    PORT: String(port),
-    PUBLIC_URL: publicUrl,
-    UPSTREAM_AUTH_URL: emulator.url,
-    UPSTREAM_BASE_URL: emulator.url,
-    OAUTH_CLIENT_ID: 'demo-client',
-    OAUTH_CLIENT_SECRET: 'demo-secret',
-  });
+  issued = recordIssuedTokens(emulator);
+  daemon = await startDaemonOn(emulator);
+  publicUrl = daemon.url;
   db = new pg.Client({ connectionString: daemon.database.url });
   await db.connect();
 }, 120_000);

@@ -1,9 +1,8 @@
 import type { RunningEmulator } from '../src/emulator/emulator.factory.js';
 import { bootEmulator, call, control } from './emulator/emulator-client.js';
-import { connect } from './support/connect.js';
-import { freePort } from './support/daemon-process.js';
+import { connect, startDaemonOn } from './support/connect.js';
 import { eventually } from './support/eventually.js';
-import { api, RunningDaemon, scrape, startDaemon } from './support/http.js';
+import { api, RunningDaemon, scrape } from './support/http.js';
 import type { Json } from './support/menu-events.js';
 
 /**
@@ -19,17 +18,7 @@ describe('reconcile on its schedule, over paginated snapshots', () => {
 
   beforeAll(async () => {
     emulator = await bootEmulator({ demoData: true, pageSize: 7, retryScheduleMs: [10, 10, 10, 10, 10] });
-    const port = await freePort();
-    daemon = await startDaemon({
-      PORT: String(port),
-      PUBLIC_URL: `http://127.0.0.1:${port}`,
-      UPSTREAM_AUTH_URL: emulator.url,
-      UPSTREAM_BASE_URL: emulator.url,
-      OAUTH_CLIENT_ID: 'demo-client',
-      OAUTH_CLIENT_SECRET: 'demo-secret',
-      STORE_IDS: '1',
-      RECONCILE_CRON: '*/2 * * * * *',
-    });
+    daemon = await startDaemonOn(emulator, { STORE_IDS: '1', RECONCILE_CRON: '*/2 * * * * *' });
     await connect(daemon.url);
   }, 120_000);
 

@@ -1,13 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { RunningEmulator } from '../src/emulator/emulator.factory.js';
-import { OAuthServer } from '../src/emulator/oauth/oauth-server.service.js';
 import type { TokenAnswer } from '../src/emulator/oauth/oauth-server.service.js';
-import { bootEmulator, call, clientOf, control, postToken, Reply } from './emulator/emulator-client.js';
+import { bootEmulator, call, clientOf, control, postToken, recordIssuedTokens, Reply } from './emulator/emulator-client.js';
 import { CliResult, describeRun, runCli } from './support/cli.js';
-import { connect } from './support/connect.js';
-import { freePort } from './support/daemon-process.js';
+import { connect, startDaemonOn } from './support/connect.js';
 import { eventually } from './support/eventually.js';
-import { api, deliver, RunningDaemon, startDaemon } from './support/http.js';
+import { api, deliver, RunningDaemon } from './support/http.js';
 import { Json, menuEvent, product } from './support/menu-events.js';
 import { expectedFrom, expectMirrorEquals, MENU_LISTS, MIRRORED_LISTS, mirrorOf } from './support/mirror.js';
 import type { Compared, MirroredList } from './support/mirror.js';
@@ -33,7 +31,7 @@ type Kind = 'created' | 'updated' | 'destroyed';
 let emulator: RunningEmulator;
 let daemon: RunningDaemon;
 /** Every token answer the emulator gave. */
-const issued: TokenAnswer[] = [];
+let issued: TokenAnswer[] = [];
 
 const ok = (reply: Reply, what: string): Json => {
   if (reply.status >= 300) throw new Error(`${what}: ${reply.status} ${reply.text}`);
@@ -146,23 +144,8 @@ const getProduct = async (id: string): Promise<Json> => (await api(daemon.url, `
 
 beforeAll(async () => {
   emulator = await bootEmulator({ demoData: true, retryScheduleMs: [10, 10, 10, 10, 10] });
-  const oauth = emulator.app.get(OAuthServer);
-  const token = oauth.token.bind(oauth);
-  oauth.token = (form, authorization) => {
-    const answer = token(form, authorization);
-    issued.push(answer);
-    return answer;
-  };
-  const port = await freePort();
-  daemon = await startDaemon({
-    PORT: String(port),
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
-    UPSTREAM_AUTH_URL: emulator.url,
-    UPSTREAM_BASE_URL: emulator.url,
-    OAUTH_CLIENT_ID: 'demo-client',
-    OAUTH_CLIENT_SECRET: 'demo-secret',
-    STORE_IDS: STORE,
-  });
+  issued = recordIssuedTokens(emulator);
+  daemon = await startDaemonOn(emulator, { STORE_IDS: STORE });
 }, 120_000);
 
 afterAll(async () => {

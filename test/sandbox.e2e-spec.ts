@@ -1,7 +1,7 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DaemonProcess, processesMentioning, sleep } from './support/daemon-process.js';
+import { DaemonProcess, expectCleanStop, stopLeftovers } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
 
 /**
@@ -37,31 +37,6 @@ async function demoProducts(daemon: DaemonProcess): Promise<Json[]> {
   return answer.json.data;
 }
 
-/** SIGTERM, then: exit code 0 within 10 s, and no PostgreSQL left running on the directory. */
-async function expectCleanStop(daemon: DaemonProcess, dir: string): Promise<void> {
-  daemon.kill('SIGTERM');
-  const exit = await daemon.waitForExit(10_000);
-  expect({ exit, logs: exit.code === 0 ? '' : daemon.logs }).toEqual({ exit: { code: 0, signal: null }, logs: '' });
-  expect(await processesMentioning(dir)).toEqual([]);
-}
-
-/** Stops (by pid) any PostgreSQL a failed test left running on `dir`: SIGINT, then SIGKILL after 10 s. */
-async function stopLeftovers(dir: string): Promise<void> {
-  const signal = async (name: NodeJS.Signals) => {
-    for (const { pid } of await processesMentioning(dir)) {
-      try {
-        process.kill(pid, name);
-      } catch {
-        // already gone
-      }
-    }
-  };
-  await signal('SIGINT');
-  const deadline = Date.now() + 10_000;
-  while ((await processesMentioning(dir)).length > 0 && Date.now() < deadline) await sleep(100);
-  await signal('SIGKILL');
-}
-
 describe('`npm start` with an empty environment: the sandbox', () => {
   let dir: string;
   let firstEmulator: string;
@@ -85,14 +60,16 @@ describe('`npm start` with an empty environment: the sandbox', () => {
     // PORT is the helper's free port; nothing else is configured.
     expect(Object.keys(daemon.env).sort()).toEqual(['HOME', 'PATH', 'PORT']);
 
+    // The connection is stored before its webhook endpoint is registered: wait for both.
     const [connection] = await eventually(async () => {
       const listed = await connections(daemon);
-      expect(listed).toEqual([expect.objectContaining({ id: 1, state: 'active', mode: 'emulator', owner_id: DEMO_OWNER })]);
+      expect(listed).toEqual([expect.objectContaining({
+        id: 1, state: 'active', mode: 'emulator', owner_id: DEMO_OWNER, subscriptions: [expect.objectContaining({ status: 'registered' })],
+      })]);
       return listed;
     }, 30_000, 200);
     firstEmulator = connection.base_url;
     expect(firstEmulator).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(connection.subscriptions).toEqual([expect.objectContaining({ status: 'registered' })]);
     expect(daemon.logs).toMatch(/embedded PostgreSQL/);
     expect(daemon.logs).toContain(`sandbox: the built-in emulator at ${firstEmulator} is the upstream`);
     // How to make changes: through the emulator's control API.

@@ -2,7 +2,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DaemonProcess, processesMentioning, sleep } from './support/daemon-process.js';
+import { DaemonProcess, expectCleanStop, processesMentioning, stopLeftovers } from './support/daemon-process.js';
 import { webhookEvent } from './support/webhook-events.js';
 
 /**
@@ -27,34 +27,6 @@ async function call(url: string, init?: RequestInit): Promise<Answer> {
 
 function postEvent(daemon: DaemonProcess, key: string, body: string): Promise<Answer> {
   return call(`${daemon.url}/webhooks/${key}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-}
-
-/** SIGTERM, then: exit code 0 within 10 s, and no PostgreSQL left running on the data directory. */
-async function expectCleanStop(daemon: DaemonProcess, dir: string): Promise<void> {
-  daemon.kill('SIGTERM');
-  const exit = await daemon.waitForExit(10000);
-  expect({ exit, logs: exit.code === 0 ? '' : daemon.logs }).toEqual({ exit: { code: 0, signal: null }, logs: '' });
-  expect(await processesMentioning(dir)).toEqual([]);
-}
-
-/** Stops (by pid) any PostgreSQL our daemons left running on `dir`: SIGINT, then SIGKILL after 10 s. */
-async function stopLeftovers(dir: string): Promise<void> {
-  for (const { pid } of await processesMentioning(dir)) {
-    try {
-      process.kill(pid, 'SIGINT');
-    } catch {
-      // already gone
-    }
-  }
-  const deadline = Date.now() + 10000;
-  while ((await processesMentioning(dir)).length > 0 && Date.now() < deadline) await sleep(100);
-  for (const { pid } of await processesMentioning(dir)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
 }
 
 describe('zero configuration: `menu-sync serve` with nothing set', () => {

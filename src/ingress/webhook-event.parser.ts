@@ -95,11 +95,13 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
   }
   // The bytes are stored once, as the payload text, when that text re-encodes to exactly them:
   // UTF-8 without a BOM, and no whitespace around the document (the log stores it trimmed).
-  const exact = (charset === 'utf-8' || charset === 'utf8' || charset === 'unicode-1-1-utf-8')
-    && !stored.subarray(0, 3).equals(UTF8_BOM) && !isJsonSpace(text.charCodeAt(0)) && !isJsonSpace(text.charCodeAt(text.length - 1));
+  const utf8 = charset === 'utf-8' || charset === 'utf8' || charset === 'unicode-1-1-utf-8';
+  const exact = utf8 && !stored.subarray(0, 3).equals(UTF8_BOM)
+    && !isJsonSpace(text.charCodeAt(0)) && !isJsonSpace(text.charCodeAt(text.length - 1));
   // A charset that does not hold the key as its ASCII bytes (UTF-16, or escape sequences splitting
-  // it): redacted in the text, and the whole body kept sealed.
-  const sealWhole = key !== undefined && key !== '' && text.includes(key);
+  // it): redacted in the text, and the whole body kept sealed. UTF-8 text holds the key only where
+  // the bytes did, so the search of the bytes settled it (the common case: no second scan).
+  const sealWhole = !utf8 && key !== undefined && key !== '' && text.includes(key);
   if (sealWhole) text = redactKey(text, key);
   let document: unknown;
   try {

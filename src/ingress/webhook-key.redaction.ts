@@ -19,21 +19,7 @@ const ENCODINGS: Array<(text: string) => Buffer> = [
  */
 export function redactKeyBytes(body: Buffer, key: string): Buffer {
   if (key === '') return body;
-  return ENCODINGS.reduce((bytes, encode) => replaceBytes(bytes, encode(key), encode(REDACTED)), body);
-}
-
-function replaceBytes(bytes: Buffer, needle: Buffer, replacement: Buffer): Buffer {
-  let at = bytes.indexOf(needle);
-  if (at === -1) return bytes;
-  const parts: Buffer[] = [];
-  let from = 0;
-  while (at !== -1) {
-    parts.push(bytes.subarray(from, at), replacement);
-    from = at + needle.length;
-    at = bytes.indexOf(needle, from);
-  }
-  parts.push(bytes.subarray(from));
-  return Buffer.concat(parts);
+  return ENCODINGS.reduce((bytes, encode) => replaceBytes(bytes, encode(key), encode(REDACTED))?.bytes ?? bytes, body);
 }
 
 /**
@@ -42,24 +28,26 @@ function replaceBytes(bytes: Buffer, needle: Buffer, replacement: Buffer): Buffe
  * every ASCII-compatible charset; `restoreKey` undoes it exactly.
  */
 export function redactKeyInBytes(body: Buffer, key: string): { bytes: Buffer; at: number[] } | null {
-  const needle = Buffer.from(key, 'utf8');
-  let found = key === '' ? -1 : body.indexOf(needle);
+  return key === '' ? null : replaceBytes(body, Buffer.from(key, 'utf8'), Buffer.from(REDACTED, 'utf8'));
+}
+
+/** Every `needle` replaced, with the offsets of the replacements in the result; null when there is none. */
+function replaceBytes(bytes: Buffer, needle: Buffer, replacement: Buffer): { bytes: Buffer; at: number[] } | null {
+  let found = bytes.indexOf(needle);
   if (found === -1) return null;
-  const replacement = Buffer.from(REDACTED, 'utf8');
   const parts: Buffer[] = [];
   const at: number[] = [];
   let from = 0;
   let length = 0;
   while (found !== -1) {
-    parts.push(body.subarray(from, found));
+    parts.push(bytes.subarray(from, found), replacement);
     length += found - from;
     at.push(length);
-    parts.push(replacement);
     length += replacement.length;
     from = found + needle.length;
-    found = body.indexOf(needle, from);
+    found = bytes.indexOf(needle, from);
   }
-  parts.push(body.subarray(from));
+  parts.push(bytes.subarray(from));
   return { bytes: Buffer.concat(parts), at };
 }
 

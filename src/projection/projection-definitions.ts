@@ -48,6 +48,13 @@ const subject = `CASE
   ELSE (SELECT resource FROM jsonb_array_elements(${included}) AS resource
          WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id LIMIT 1) END`;
 
+/** A menu event's resource and version: each is about its subject alone. */
+const MENU_VERSION = `e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id COLLATE "C",
+           e.position`;
+/** The payload parsed once, and the subject resource taken from it (`subject.resource`, NULL when missing). */
+const subjectOf = (payload: string) => `${parsed(payload)}
+      CROSS JOIN LATERAL (SELECT ${subject} AS resource OFFSET 0) AS subject`;
+
 /**
  * The menu projection: a `*.created`/`*.updated` event yields its subject from `included`;
  * a `*.destroyed` event yields a tombstone.
@@ -63,28 +70,21 @@ export const MENU_PROJECTION: ProjectionDefinition = {
     { type: 'trait_option', table: 'trait_options' },
   ],
   changes: (range, payload = CAST) => `
-    SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id COLLATE "C",
-           e.position, false, subject.resource IS NULL, subject.resource -> 'attributes', subject.resource -> 'relationships'
-      FROM event_log e
-      ${parsed(payload)}
-      CROSS JOIN LATERAL (SELECT ${subject} AS resource OFFSET 0) AS subject
+    SELECT ${MENU_VERSION}, false, subject.resource IS NULL, subject.resource -> 'attributes', subject.resource -> 'relationships'
+      FROM event_log e ${subjectOf(payload)}
      WHERE ${MENU_UPSERTS} AND ${range}
     UNION ALL
-    SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id COLLATE "C",
-           e.position, true, false, NULL, NULL
+    SELECT ${MENU_VERSION}, true, false, NULL, NULL
       FROM event_log e
      WHERE ${MENU_DESTROYS} AND ${range}`,
   winners: {
     versions: (range) => `
-      SELECT e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id COLLATE "C",
-             e.position, ${MENU_DESTROYS}
+      SELECT ${MENU_VERSION}, ${MENU_DESTROYS}
         FROM event_log e
        WHERE (${MENU_UPSERTS} OR ${MENU_DESTROYS}) AND ${range}`,
     resources: (positions) => `
       SELECT e.subject_type, e.subject_id, subject.resource IS NULL, subject.resource -> 'attributes', subject.resource -> 'relationships'
-        FROM event_log e
-        ${parsed(CAST)}
-        CROSS JOIN LATERAL (SELECT ${subject} AS resource OFFSET 0) AS subject
+        FROM event_log e ${subjectOf(CAST)}
        WHERE e.position = ANY (${positions})`,
   },
   missingError: 'the event does not include its subject resource',

@@ -1,7 +1,9 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { ConnectionStoreModule } from '../auth/connection-store.module.js';
+import { EventLogModule } from '../event-log/event-log.module.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
+import { ProjectionModule } from '../projection/projection.module.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
 import { ReadModelRepository } from '../projection/read-model.repository.js';
 import { UpstreamModule } from '../upstream/upstream.module.js';
@@ -12,27 +14,31 @@ import { ReconcileScheduler } from './reconcile.scheduler.js';
 import { ReconcileService } from './reconcile.service.js';
 import { SnapshotFetcher } from './snapshot.fetcher.js';
 
-const SERVICE_PROVIDERS = [ReconcileService, ReconcileRepository, SnapshotFetcher, ProjectionCatchUp,
-  EventLogRepository, ProjectionRepository, ReadModelRepository];
+const SERVICE_PROVIDERS = [ReconcileService, ReconcileRepository, SnapshotFetcher, ProjectionCatchUp];
 
-/**
- * Reconcile: the service and its reports; in the daemon also its schedule and API. The
- * repositories it reads are provided here directly, not through their modules, so a command can
- * run it without a projector or ingress of its own.
- */
+/** Reconcile: the service and its reports; in the daemon also its schedule and API. */
 @Module({})
 export class ReconcileModule {
   static forDaemon(): DynamicModule {
     return {
       module: ReconcileModule,
-      imports: [ConnectionStoreModule, UpstreamModule, ScheduleModule.forRoot()],
+      imports: [ConnectionStoreModule, UpstreamModule, EventLogModule, ProjectionModule, ScheduleModule.forRoot()],
       controllers: [ReconcileController],
       providers: [...SERVICE_PROVIDERS, ReconcileScheduler],
       exports: [ReconcileService, ReconcileScheduler],
     };
   }
 
+  /**
+   * For a one-shot command: the log and read-model repositories provided here directly, since
+   * ProjectionModule would start a projector in the command's process.
+   */
   static forCommand(): DynamicModule {
-    return { module: ReconcileModule, imports: [ConnectionStoreModule, UpstreamModule], providers: SERVICE_PROVIDERS, exports: [ReconcileService] };
+    return {
+      module: ReconcileModule,
+      imports: [ConnectionStoreModule, UpstreamModule],
+      providers: [...SERVICE_PROVIDERS, EventLogRepository, ProjectionRepository, ReadModelRepository],
+      exports: [ReconcileService],
+    };
   }
 }

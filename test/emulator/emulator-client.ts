@@ -3,7 +3,7 @@ import { emulatorOptions, EMULATOR_OPTIONS } from '../../src/emulator/emulator-o
 import type { EmulatorOptions } from '../../src/emulator/emulator-options.js';
 import { startEmulator } from '../../src/emulator/emulator.factory.js';
 import type { RunningEmulator } from '../../src/emulator/emulator.factory.js';
-import { KNOWN_SCOPES } from '../../src/emulator/oauth/oauth-server.service.js';
+import { KNOWN_SCOPES, OAuthServer } from '../../src/emulator/oauth/oauth-server.service.js';
 import type { TokenAnswer } from '../../src/emulator/oauth/oauth-server.service.js';
 
 /** An emulator in this process on a free port, without the demo data unless asked. */
@@ -20,8 +20,13 @@ export interface Reply {
   json: any;
 }
 
-export async function call(emulator: RunningEmulator, path: string, init: RequestInit = {}): Promise<Reply> {
-  const response = await fetch(`${emulator.url}${path}`, { redirect: 'manual', ...init });
+export function call(emulator: RunningEmulator, path: string, init: RequestInit = {}): Promise<Reply> {
+  return fetchReply(`${emulator.url}${path}`, init);
+}
+
+/** Any URL, redirects not followed. */
+export async function fetchReply(url: string, init: RequestInit = {}): Promise<Reply> {
+  const response = await fetch(url, { redirect: 'manual', ...init });
   const text = await response.text();
   let json: unknown;
   try {
@@ -93,4 +98,17 @@ export async function obtainTokens(emulator: RunningEmulator, scope?: string): P
   });
   if (reply.status !== 200) throw new Error(`token exchange failed: ${reply.status} ${reply.text}`);
   return reply.json as TokenAnswer;
+}
+
+/** Every token answer the emulator gives from now on (its token endpoint calls this method of this instance). */
+export function recordIssuedTokens(emulator: RunningEmulator): TokenAnswer[] {
+  const issued: TokenAnswer[] = [];
+  const oauth = emulator.app.get(OAuthServer);
+  const token = oauth.token.bind(oauth);
+  oauth.token = (form, authorization) => {
+    const answer = token(form, authorization);
+    issued.push(answer);
+    return answer;
+  };
+  return issued;
 }

@@ -1,5 +1,9 @@
-import { API_TOKEN } from './http.js';
-import type { Answer } from './http.js';
+import type { RunningEmulator } from '../../src/emulator/emulator.factory.js';
+import { clientOf, fetchReply } from '../emulator/emulator-client.js';
+import type { Reply } from '../emulator/emulator-client.js';
+import { freePort } from './daemon-process.js';
+import { API_TOKEN, startDaemon } from './http.js';
+import type { RunningDaemon } from './http.js';
 
 /**
  * The browser side of the connect flow (CONTRACT §6): the daemon's /auth/connect, the
@@ -7,16 +11,9 @@ import type { Answer } from './http.js';
  */
 
 /** A GET that does not follow redirects, read whole, with the Location header. */
-export async function get(url: string, init: RequestInit = {}): Promise<Answer & { location: string | null }> {
-  const response = await fetch(url, { redirect: 'manual', ...init });
-  const text = await response.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, headers: response.headers, bytes: Buffer.from(text), text, json, location: response.headers.get('location') };
+export async function get(url: string, init: RequestInit = {}): Promise<Reply & { location: string | null }> {
+  const reply = await fetchReply(url, init);
+  return { ...reply, location: reply.headers.get('location') };
 }
 
 /** GET /auth/connect, then the authorization server's redirect: the daemon's callback URL and the state. */
@@ -37,4 +34,22 @@ export async function connect(daemonUrl: string): Promise<any> {
   const answer = await get(callbackUrl);
   if (answer.status !== 200) throw new Error(`the callback answered ${answer.status}: ${answer.text}`);
   return answer.json.data;
+}
+
+/**
+ * A built daemon whose configured upstream is `emulator` (its application's credentials), on a
+ * free port known beforehand, so PUBLIC_URL (callbacks, webhook URIs) is the daemon's own address.
+ */
+export async function startDaemonOn(emulator: RunningEmulator, env: Record<string, string> = {}): Promise<RunningDaemon> {
+  const port = await freePort();
+  const { client_id, client_secret } = clientOf(emulator);
+  return startDaemon({
+    PORT: String(port),
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    UPSTREAM_AUTH_URL: emulator.url,
+    UPSTREAM_BASE_URL: emulator.url,
+    OAUTH_CLIENT_ID: client_id,
+    OAUTH_CLIENT_SECRET: client_secret,
+    ...env,
+  });
 }

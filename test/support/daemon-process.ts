@@ -215,3 +215,28 @@ export function processesMentioning(text: string): Promise<Array<{ pid: number; 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** SIGTERM, then: exit code 0 within 10 s, and no PostgreSQL left running on the data directory. */
+export async function expectCleanStop(daemon: DaemonProcess, dir: string): Promise<void> {
+  daemon.kill('SIGTERM');
+  const exit = await daemon.waitForExit(10_000);
+  expect({ exit, logs: exit.code === 0 ? '' : daemon.logs }).toEqual({ exit: { code: 0, signal: null }, logs: '' });
+  expect(await processesMentioning(dir)).toEqual([]);
+}
+
+/** Stops (by pid) any PostgreSQL our daemons left running on `dir`: SIGINT, then SIGKILL after 10 s. */
+export async function stopLeftovers(dir: string): Promise<void> {
+  const signal = async (name: NodeJS.Signals) => {
+    for (const { pid } of await processesMentioning(dir)) {
+      try {
+        process.kill(pid, name);
+      } catch {
+        // already gone
+      }
+    }
+  };
+  await signal('SIGINT');
+  const deadline = Date.now() + 10_000;
+  while ((await processesMentioning(dir)).length > 0 && Date.now() < deadline) await sleep(100);
+  await signal('SIGKILL');
+}
