@@ -15,6 +15,7 @@ import { eventBodies } from './lib/events.js';
 import { sampleCpu, waitForQuiet } from './lib/cpu.js';
 import { scanLog } from './lib/logs.js';
 import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
+import { SINGLE_LOCKS } from '../dist/src/database/advisory-locks.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -32,8 +33,8 @@ const DAEMON_ENV = { daemon: {}, 'ingest-only': { PROJECTOR_ENABLED: 'false' } }
 /** The product target: at these connection counts, >= 1.5x the baseline's req/s with a p99 no worse. */
 const TARGET = { connections: [50, 200], minRatio: 1.5 };
 
-/** src/projection/projector.service.ts PROJECTOR_LOCK: the advisory lock the active projector holds. */
-const PROJECTOR_LOCK = 7_260_002;
+/** The advisory lock the active projector holds (src/database/advisory-locks.ts). */
+const PROJECTOR_LOCK = SINGLE_LOCKS.projector;
 
 export const defaults = { connections: [10, 50, 200], duration: 10, warmup: 3, quietWait: 10 };
 

@@ -24,6 +24,7 @@ import { FOREIGN_XACT_SQL, sampleActivity, summarize } from './lib/projection-ac
 import { BASELINE_SCHEMA, baselineSetupSql, compareSql, MENU_TABLES, menuBaselineSql, ordersBaselineSql, TABLES } from './lib/projection-baseline.js';
 import { fillSql, firstCreatedAt, MENU } from './lib/projection-events.js';
 import { measureFreshness } from './lib/projection-freshness.js';
+import { SINGLE_LOCKS } from '../dist/src/database/advisory-locks.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -32,8 +33,8 @@ export const description = 'projector catch-up over 1M logged events vs set-base
 
 /** The issue's targets. */
 const TARGET = { minRatio: 0.5, maxRssMiB: 300, freshnessP99Ms: 250 };
-/** src/projection/projector.service.ts PROJECTOR_LOCK. */
-const PROJECTOR_LOCK = 7_260_002;
+/** The advisory lock the active projector holds (src/database/advisory-locks.ts). */
+const PROJECTOR_LOCK = SINGLE_LOCKS.projector;
 const FILL_CHUNK = 100_000;
 const CATCH_UP_TIMEOUT_MS = 300_000;
 const SAMPLE_MS = 100;

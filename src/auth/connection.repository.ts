@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
+import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import type { Connection, ConnectionState, TokenSet } from './connection.js';
 import { TokenCipher } from './token-cipher.js';
 
@@ -23,8 +24,6 @@ interface ConnectionRow {
 }
 
 const aad = (id: number, column: 'access_token' | 'refresh_token') => `connection:${id}:${column}`;
-/** First key of the two-key advisory locks serialising a connection's token refreshes (the second is its id). */
-const CONNECTION_LOCK_SPACE = 7_260_200;
 
 /**
  * Connections with their tokens sealed at rest: only this repository sees ciphertext, and only
@@ -66,7 +65,7 @@ export class ConnectionRepository {
    */
   async withLocked<T>(id: number, fn: (connection: Connection, manager: EntityManager) => Promise<T>): Promise<T> {
     return this.dataSource.transaction(async (manager) => {
-      await manager.query('SELECT pg_advisory_xact_lock($1, $2)', [CONNECTION_LOCK_SPACE, id]);
+      await manager.query(...lockQuery('pg_advisory_xact_lock', advisoryLocks.inSpace('connectionRefresh', id)));
       const [row] = await manager.query(`SELECT * FROM connections WHERE id = $1`, [id]);
       if (row === undefined) throw new Error(`no connection ${id}`);
       return fn(this.toConnection(row), manager);

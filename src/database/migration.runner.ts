@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
+import { advisoryLocks, lockQuery } from './advisory-locks.js';
 
-/** Any constant; two daemons starting together on one database migrate one after the other. */
-const MIGRATION_LOCK = 7_260_001;
+const MIGRATION_LOCK = advisoryLocks.single('migrations');
 
 /** Applies pending migrations under an advisory lock; returns the names applied. */
 export async function runMigrations(dataSource: DataSource): Promise<string[]> {
@@ -10,12 +10,12 @@ export async function runMigrations(dataSource: DataSource): Promise<string[]> {
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {
-    await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await runner.query(...lockQuery('pg_advisory_lock', MIGRATION_LOCK));
     const applied = await dataSource.runMigrations({ transaction: 'each' });
     for (const migration of applied) logger.log(`applied ${migration.name}`);
     return applied.map((migration) => migration.name);
   } finally {
-    await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await runner.query(...lockQuery('pg_advisory_unlock', MIGRATION_LOCK)).catch(() => undefined);
     await runner.release();
   }
 }

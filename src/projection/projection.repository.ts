@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
+import { AdvisoryLock, advisoryLocks, lockQuery, pgLocksMatch } from '../database/advisory-locks.js';
 import { isDataError } from '../database/database-errors.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import { CHANGE_COLUMNS, ProjectionDefinition } from './projection-definitions.js';
@@ -24,8 +25,6 @@ const RANGE = `e.transaction_id BETWEEN $1::xid8 AND $3::xid8
       AND (e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)`;
 const VERSION = (alias: string, prefix = '') => `(${alias}.${prefix}occurred_at, ${alias}.${prefix}event_seq, ${alias}.${prefix}event_id)`;
 const NEWEST_FIRST = 'ORDER BY id, occurred_at DESC, event_seq DESC, event_id DESC';
-/** First key of the two-key advisory locks taken per projection (the second is its lockKey). */
-const PROJECTION_LOCK_SPACE = 7_260_100;
 
 /**
  * Applies the event log to a projection's tables inside PostgreSQL, page by page: the page's
@@ -77,7 +76,7 @@ export class ProjectionRepository {
 
   /** Serialises live pages of a projection with a swap of its schema; held until the transaction ends. */
   async lockLive(runner: QueryRunner, projection: ProjectionDefinition): Promise<void> {
-    await runner.query('SELECT pg_advisory_xact_lock($1, $2)', [PROJECTION_LOCK_SPACE, projection.lockKey]);
+    await runner.query(...lockQuery('pg_advisory_xact_lock', advisoryLocks.inSpace('projectionPage', projection.lockKey)));
   }
 
   /**
@@ -227,11 +226,12 @@ export class ProjectionRepository {
   }
 
   /** Whether some session on this database holds the session advisory lock `key` (as ProjectorService takes it). */
-  async advisoryLockHeld(key: number): Promise<boolean> {
+  async advisoryLockHeld(lock: AdvisoryLock): Promise<boolean> {
+    const [match, params] = pgLocksMatch(lock);
     const [{ held }] = await this.dataSource.query(
       `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
                         WHERE d.datname = current_database() AND l.locktype = 'advisory' AND l.granted
-                          AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1) AS held`, [key]);
+                          AND ${match}) AS held`, params);
     return held;
   }
 

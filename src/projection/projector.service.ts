@@ -3,13 +3,14 @@ import { OnEvent } from '@nestjs/event-emitter';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
+import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import { LOG_APPENDED } from '../event-log/append-batcher.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS } from './projection-definitions.js';
 import { ProjectionRepository } from './projection.repository.js';
 
 /** Any constant: one projector per database (CONTRACT §4). */
-export const PROJECTOR_LOCK = 7_260_002;
+export const PROJECTOR_LOCK = advisoryLocks.single('projector');
 const PAGE_SIZE = 200_000;
 const POLL_MS = 1000;
 /**
@@ -114,7 +115,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
       await this.runner.connect();
       await this.repository.prepare(this.runner);
     }
-    const [{ locked }] = await this.runner.query('SELECT pg_try_advisory_lock($1) AS locked', [PROJECTOR_LOCK]);
+    const [{ result: locked }] = await this.runner.query(...lockQuery('pg_try_advisory_lock', PROJECTOR_LOCK));
     if (locked) this.logger.log('this daemon is the active projector');
     return locked;
   }

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
+import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import type { ReconcileRun, RunOutcome } from './reconcile-report.js';
 
-/** Any constant: one reconcile run at a time per database. */
-const RECONCILE_LOCK = 7_260_003;
+const RECONCILE_LOCK = advisoryLocks.single('reconcile');
 /** How many of the newest log positions ownerSeenOn searches. */
 const OWNER_SEARCH_WINDOW = 100_000;
 
@@ -22,7 +22,7 @@ export class ReconcileRepository {
     await runner.connect();
     let locked = false;
     try {
-      [{ locked }] = await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [RECONCILE_LOCK]);
+      [{ result: locked }] = await runner.query(...lockQuery('pg_try_advisory_lock', RECONCILE_LOCK));
       if (!locked) return undefined;
       return await work();
     } finally {
@@ -32,7 +32,7 @@ export class ReconcileRepository {
 
   private async release(runner: QueryRunner, locked: boolean): Promise<void> {
     try {
-      if (locked) await runner.query('SELECT pg_advisory_unlock($1)', [RECONCILE_LOCK]);
+      if (locked) await runner.query(...lockQuery('pg_advisory_unlock', RECONCILE_LOCK));
       await runner.release();
     } catch (error) {
       const postgres = runner as unknown as { releasePostgresConnection(error: unknown): Promise<void> };

@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
+import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import type { ProjectionDefinition } from '../projection/projection-definitions.js';
 
-/** First key of the session lock that lets one rebuild (replay or verify) of a projection run at a time. */
-const REBUILD_LOCK_SPACE = 7_260_200;
 /** The columns the fold decides: what verify compares. */
 const COMPARED = ['owner_id', 'attributes', 'relationships', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position',
   'data_occurred_at', 'data_event_seq', 'data_event_id'];
@@ -20,8 +19,8 @@ export interface RowDifference {
 @Injectable()
 export class ShadowSchemaRepository {
   async tryLock(runner: QueryRunner, projection: ProjectionDefinition): Promise<boolean> {
-    const [{ locked }] = await runner.query('SELECT pg_try_advisory_lock($1, $2) AS locked', [REBUILD_LOCK_SPACE, projection.lockKey]);
-    return locked;
+    const [{ result }] = await runner.query(...lockQuery('pg_try_advisory_lock', advisoryLocks.inSpace('rebuild', projection.lockKey)));
+    return result;
   }
 
   async unlock(runner: QueryRunner): Promise<void> {

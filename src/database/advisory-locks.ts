@@ -1,0 +1,53 @@
+/**
+ * Every PostgreSQL advisory lock menu-sync takes, in one registry, so no two can ever share a key
+ * (a replay once blocked token refreshes because both used 7_260_200). Advisory locks are scoped
+ * to the current database. A lock is one bigint key, or a (space, key) pair of int4s; PostgreSQL
+ * keeps the two forms apart (`objsubid` 1 and 2 in `pg_locks`), and this registry keeps every
+ * number distinct across both anyway.
+ */
+export type AdvisoryLock = readonly [key: number] | readonly [space: number, key: number];
+
+/** Locks of one key: singletons per database. */
+export const SINGLE_LOCKS = {
+  /** Two daemons starting together migrate one after the other. */
+  migrations: 7_260_001,
+  /** The one active projector of the database; a standby waits for it. */
+  projector: 7_260_002,
+  /** One reconcile run at a time. */
+  reconcile: 7_260_003,
+  /** The one active change dispatcher (sinks) of the database. */
+  sinkDispatcher: 7_260_004,
+} as const;
+
+/** First keys of two-key locks; the second key names the instance (a projection, a connection). */
+export const LOCK_SPACES = {
+  /** Taken by each projector page and by a rebuild's swap, per projection. */
+  projectionPage: 7_260_100,
+  /** Serialises a connection's token refreshes across processes, per connection id. */
+  connectionRefresh: 7_260_200,
+  /** One rebuild (replay or verify) of a projection at a time. */
+  rebuild: 7_260_300,
+} as const;
+
+export const advisoryLocks = {
+  single: (name: keyof typeof SINGLE_LOCKS): AdvisoryLock => [SINGLE_LOCKS[name]],
+  inSpace: (space: keyof typeof LOCK_SPACES, key: number): AdvisoryLock => [LOCK_SPACES[space], key],
+};
+
+type LockFunction = 'pg_advisory_lock' | 'pg_try_advisory_lock' | 'pg_advisory_unlock'
+  | 'pg_advisory_xact_lock' | 'pg_try_advisory_xact_lock';
+
+/**
+ * The statement and parameters that call `fn` on `lock`, answering one row whose `result` column
+ * holds the function's value: `runner.query(...lockQuery('pg_try_advisory_lock', lock))`.
+ */
+export function lockQuery(fn: LockFunction, lock: AdvisoryLock): [string, number[]] {
+  const args = lock.length === 1 ? '$1::bigint' : '$1::int, $2::int';
+  return [`SELECT ${fn}(${args}) AS result`, [...lock]];
+}
+
+/** SQL condition on `pg_locks` (aliased `l`) matching `lock`; its parameters start at `$first`. */
+export function pgLocksMatch(lock: AdvisoryLock, first = 1): [string, number[]] {
+  if (lock.length === 1) return [`l.classid = 0 AND l.objid = $${first} AND l.objsubid = 1`, [lock[0]]];
+  return [`l.classid = $${first} AND l.objid = $${first + 1} AND l.objsubid = 2`, [lock[0], lock[1]]];
+}
