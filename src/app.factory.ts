@@ -9,6 +9,7 @@ import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
+import { clientErrorProblem, frameworkErrorProblem, registerInputChecks } from './common/request-input.js';
 import { createValidationPipe } from './common/validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
 import { registerIngressRoute } from './ingress/ingress.route.js';
@@ -40,6 +41,8 @@ export async function createHttpApp({ config, databaseUrl, logger, upstream }: H
     },
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    frameworkErrors: frameworkErrorProblem,
+    clientErrorHandler: clientErrorProblem,
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, databaseUrl, upstream }), adapter, {
     bodyParser: false,
@@ -79,6 +82,7 @@ function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: P
     void reply.status(503).headers({ 'Retry-After': '5', Connection: 'close', 'Content-Type': PROBLEM_CONTENT_TYPE })
       .send(problem(503, 'The daemon is shutting down; retry later.', 'unavailable'));
   });
+  registerInputChecks(fastify);
   fastify.addHook('onResponse', (request, reply, done) => {
     // Bodies over the limit are refused by Fastify before the ingress handler runs.
     if (reply.statusCode === 413 && request.routeOptions.url === '/webhooks/:key') metrics.webhookDeliveries.inc({ outcome: 'too_large' });
