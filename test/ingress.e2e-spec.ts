@@ -313,8 +313,15 @@ describe('POST /webhooks/{key} against the real daemon', () => {
       expect(keptBytes.equals(sent)).toBe(true);
     });
 
-    it('covers at least 25 distinct malformed bodies', () => {
-      expect(new Set(cases.map(([name]) => name)).size).toBeGreaterThanOrEqual(25);
+    it('tells at least 25 malformed bodies apart: each refusal names its own field and reason', async () => {
+      const refusals = [];
+      for (const [, make, field] of cases) {
+        const answer = await deliver(app.url, bytesOf(make()));
+        refusals.push({ status: answer.status, field: answer.json?.field, detail: answer.json?.detail });
+        expect(refusals.at(-1)).toMatchObject({ status: 400, field });
+      }
+      // A parser answering one generic reason for every fault would give a single detail.
+      expect(new Set(refusals.map((refusal) => `${refusal.field}: ${refusal.detail}`)).size).toBeGreaterThanOrEqual(25);
     });
   });
 
@@ -428,9 +435,19 @@ describe('POST /webhooks/{key} against the real daemon', () => {
       ];
 
       expect(answers.map((answer) => answer.status)).toEqual([202, 400, 415, 404]);
+      // The lines of these requests, found by their request ids: each logged its route and status, none the key.
+      const lines = () => answers.map((answer) => {
+        const id = answer.headers.get('x-request-id')!;
+        return app.process.logs.split('\n').find((line) => line.includes(`"reqId":"${id}"`) && line.includes('request completed'));
+      });
       // pino writes asynchronously: wait for the access-log lines of the requests just made.
-      await waitFor(async () => routeLines() >= before + 3, 10000, () => app.process.logs);
-      expect(routeLines()).toBeGreaterThanOrEqual(before + 3);
+      await waitFor(async () => routeLines() >= before + 3 && lines().every(Boolean), 10000, () => app.process.logs);
+      expect(lines().map((line) => JSON.parse(line!)).map((entry) => ({ route: entry.route, status: entry.status }))).toEqual([
+        { route: '/webhooks/:key', status: 202 },
+        { route: '/webhooks/:key', status: 400 },
+        { route: '/webhooks/:key', status: 415 },
+        { route: 'unmatched', status: 404 },
+      ]);
       expect(app.process.logs).not.toContain(WEBHOOK_KEY);
     });
   });
