@@ -57,7 +57,15 @@ describe('ReconcileService.run (PostgreSQL)', () => {
     }
   }
 
-  beforeAll(async () => {
+  /** A run whose upstream shows these products, applied: what a test needs to find already mirrored. */
+  async function mirrored(products: (connection: Connection) => SnapshotResource[]): Promise<void> {
+    fetch = async (connection, storeId) => snapshotOf(storeId, products(connection));
+    expect((await service.run('command')).errors).toEqual([]);
+    await project();
+  }
+
+  // A fresh database and the two connections (ids 1 and 2) for every test: none depends on another's leftovers.
+  beforeEach(async () => {
     database = await createTestDatabase();
     dataSource = await openDataSource(database.url);
     connections = new ConnectionRepository(dataSource, TokenCipher.fromKey(randomBytes(32)));
@@ -74,7 +82,7 @@ describe('ReconcileService.run (PostgreSQL)', () => {
       new ProjectionCatchUp(dataSource, projections), new EventEmitter2(), new MetricsService(), loadConfig({ STORE_IDS: '1' }), null);
   });
 
-  afterAll(async () => {
+  afterEach(async () => {
     await dataSource?.destroy();
     await database?.drop();
   });
@@ -91,10 +99,10 @@ describe('ReconcileService.run (PostgreSQL)', () => {
       stores: [expect.objectContaining({ connection_id: 2, owner_id: '4002', differences: expect.objectContaining({ created: { product: 1 } }), events_appended: 1, errors: [] })],
     });
     expect((await runs.listRuns(1))[0]).toEqual(run);
-    await project();
   });
 
   it('a resource the log cannot hold is reported and skipped; a long id is hashed into the event id; the rest is appended', async () => {
+    await mirrored((connection) => (connection.id === 2 ? [product('2-7')] : []));
     fetch = async (connection, storeId) => snapshotOf(storeId, [product(`${connection.id}-7`), product(long(connection)), product('y'.repeat(300))]);
     const run = await service.run('command');
     const [first, second] = run.stores;
@@ -105,10 +113,10 @@ describe('ReconcileService.run (PostgreSQL)', () => {
     expect(run.outcome).toBe('failed');
     const [logged] = await dataSource.query(`SELECT event_id FROM event_log WHERE subject_id = $1 AND owner_id = '4001'`, ['1'.repeat(100)]);
     expect(logged.event_id).toMatch(/^reconcile:[0-9a-f-]{36}:product:sha256-[0-9a-f]{32}$/);
-    await project();
   });
 
   it('a connection none of whose stores is its own (each answered 404) is an error; the others go on', async () => {
+    await mirrored((connection) => (connection.id === 2 ? [product('2-7'), product(long(connection))] : []));
     fetch = async (connection, storeId) => {
       if (connection.id === 1) throw new StoreNotOfConnectionError(storeId, 404);
       return snapshotOf(storeId, [product(`${connection.id}-7`), product(long(connection))]);
@@ -123,7 +131,6 @@ describe('ReconcileService.run (PostgreSQL)', () => {
   });
 
   it('a bug stops the run: the run is saved as failed, then the error is thrown', async () => {
-    await project();
     fetch = async () => {
       throw new TypeError("Cannot read properties of undefined (reading 'data')");
     };
