@@ -18,6 +18,10 @@ import { DatabaseModule } from '../database/database.module.js';
 import type { RunningEmulator } from '../emulator/emulator.factory.js';
 import type { TokenAnswer } from '../emulator/oauth/oauth-server.service.js';
 import { MetricsService } from '../observability/metrics.service.js';
+import { PROJECTIONS } from '../projection/projection-definitions.js';
+import { ProjectionRepository } from '../projection/projection.repository.js';
+import { RebuildService } from '../replay/rebuild.service.js';
+import { ShadowSchemaRepository } from '../replay/shadow-schema.repository.js';
 import { ObservabilityModule } from '../observability/observability.module.js';
 import { OAuthClient } from './oauth-client.js';
 import { TokenRefresher } from './token-refresher.js';
@@ -109,8 +113,8 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     for (const stack of stacks.splice(0)) await stack.dataSource.destroy();
   });
 
-  async function stack(timings: Partial<UpstreamTimings> = FAST): Promise<Stack> {
-    const dataSource = await openDataSource(database.url, 5);
+  async function stack(timings: Partial<UpstreamTimings> = FAST, url = database.url): Promise<Stack> {
+    const dataSource = await openDataSource(url, 5);
     const repository = new ConnectionRepository(dataSource, TokenCipher.fromKey(KEY));
     const metrics = new MetricsService();
     const all = { ...DEFAULT_UPSTREAM_TIMINGS, ...timings };
@@ -427,4 +431,81 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
       }
     }
   });
+
+  /**
+   * The connection-refresh and rebuild locks once shared a key space, so connection 1 and the menu
+   * projection (rebuild key 1) took the same lock. On a database of their own (so the connection
+   * is number 1), where any lock wait over 500 ms is an error rather than a hang; each test its own.
+   */
+  describe('a token refresh and a replay of the menu projection do not wait on each other', () => {
+    const menu = PROJECTIONS.find((projection) => projection.name === 'menu')!;
+    let own: TestDatabase;
+
+    beforeEach(async () => {
+      own = await createTestDatabase();
+      await dataSourceQuery(database.url, `ALTER DATABASE ${own.name} SET lock_timeout = '500ms'`);
+    });
+
+    afterEach(async () => {
+      for (const stack of stacks.splice(0)) await stack.dataSource.destroy();
+      await own?.drop();
+    });
+
+    it('refreshes connection 1 while a replay holds the menu rebuild lock', async () => {
+      const primary = await stack(FAST, own.url);
+      const { connection, answer } = await connect(primary);
+      expect(connection.id).toBe(menu.lockKey);
+      const replay = primary.dataSource.createQueryRunner();
+      await replay.connect();
+      try {
+        expect(await new ShadowSchemaRepository().tryLock(replay, menu)).toBe(true);
+        const tokenRequests = await tokenRequestsSince();
+        const before = await primary.refresher.accessToken(connection.id);
+
+        const after = await primary.refresher.refreshAfterRejection(connection.id, before.version);
+
+        expect(after.version).toBeGreaterThan(before.version);
+        expect(after.token).not.toBe(answer.access_token);
+        expect((await tokenRequests()).map((request) => [request.grant_type, request.status])).toEqual([['refresh_token', 200]]);
+        expect(await counts(primary.metrics.tokenRefreshes)).toEqual({ success: 1 });
+      } finally {
+        await replay.query('SELECT pg_advisory_unlock_all()');
+        await replay.release();
+      }
+    });
+
+    it('replays the menu projection while a refresh of connection 1 holds its lock', async () => {
+      const primary = await stack(FAST, own.url);
+      const { connection } = await connect(primary);
+      expect(connection.id).toBe(menu.lockKey);
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let entered!: () => void;
+      const inside = new Promise<void>((resolve) => (entered = resolve));
+      const refreshing = primary.repository.withLocked(connection.id, async () => {
+        entered();
+        await held;
+      });
+      try {
+        await inside;
+        const rebuild = new RebuildService(primary.dataSource, new ProjectionRepository(primary.dataSource), new ShadowSchemaRepository());
+
+        const report = await rebuild.replay(menu);
+
+        expect(report).toMatchObject({ projection: 'menu', applied: 0, parked: 0 });
+      } finally {
+        release();
+        await refreshing;
+      }
+    });
+  });
 });
+
+async function dataSourceQuery(url: string, sql: string): Promise<void> {
+  const dataSource = await openDataSource(url, 1);
+  try {
+    await dataSource.query(sql);
+  } finally {
+    await dataSource.destroy();
+  }
+}
