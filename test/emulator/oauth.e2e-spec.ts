@@ -384,7 +384,7 @@ describe('GET /oauth/token/info (Doorkeeper\'s TokenInfoController)', () => {
   it('answers 401 invalid_token without a token, for an unknown one, and for an expired one', async () => {
     const tokens = await obtainTokens(emulator);
     emulator.app.get(OAuthServer).expireAccessTokens();
-    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: `Bearer ${tokens.access_token}` }]) {
+    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: `Bearer ${tokens.access_token}` }] as Array<Record<string, string>>) {
       const reply = await info(headers);
       expect(reply.status).toBe(401);
       expect(reply.json).toEqual({ error: 'invalid_token', error_description: expect.any(String) });
