@@ -45,11 +45,12 @@ const included = `CASE WHEN jsonb_typeof(parsed.doc -> 'included') = 'array' THE
  * Whether `resource` (jsonb) is the event's subject: its type, and its id read as ingress reads it
  * (menu_sync_canonical_id, the SQL of src/event-log/canonical-id.ts), so that `1.0` is subject "1".
  */
-export const isSubject = (resource: string) =>
-  `${resource} ->> 'type' = e.subject_type AND menu_sync_canonical_id(${resource} -> 'id') = e.subject_id`;
-/** The subject resource: usually `included[0]`, else the first match in `included`. */
+export const isSubject = (resource: string) => subjectTest(`${resource} ->> 'type'`, `${resource} -> 'id'`);
+const subjectTest = (typeText: string, idJsonb: string) =>
+  `${typeText} = e.subject_type AND menu_sync_canonical_id(${idJsonb}) = e.subject_id`;
+/** The subject resource: usually `included[0]` (tested by path, without copying it out), else the first match in `included`. */
 const subject = `CASE
-  WHEN ${isSubject(`(parsed.doc #> '{included,0}')`)} THEN parsed.doc #> '{included,0}'
+  WHEN ${subjectTest(`parsed.doc #>> '{included,0,type}'`, `parsed.doc #> '{included,0,id}'`)} THEN parsed.doc #> '{included,0}'
   ELSE (SELECT resource FROM jsonb_array_elements(${included}) AS resource WHERE ${isSubject('resource')} LIMIT 1) END`;
 
 /** A menu event's resource and version: each is about its subject alone. */
