@@ -89,7 +89,8 @@ export class ConnectService {
   }
 
   private async connect(settings: UpstreamSettings, code: string, pending: PendingAuthorization): Promise<ConnectionView> {
-    const tokens = await this.exchange(settings, code, pending);
+    const exchanged = await this.exchange(settings, code, pending);
+    const tokens = { ...exchanged, ownerId: exchanged.ownerId ?? await this.oauth.resourceOwner(settings.authUrl, exchanged.accessToken) };
     const connection = await this.connections.create({
       authUrl: settings.authUrl, baseUrl: settings.baseUrl, scopes: settings.scopes, tokens, sandbox: settings.mode === 'emulator',
     });

@@ -29,6 +29,8 @@ export interface Faults {
   api_error_status: number;
   /** Snapshot and order list requests answer 200 with a body that is not JSON:API. */
   api_garbage: boolean;
+  /** `GET /oauth/token/info` answers this status (404: a server without the endpoint; 0: off). */
+  token_info_status: number;
 }
 
 export const NO_FAULTS: Faults = {
@@ -42,6 +44,7 @@ export const NO_FAULTS: Faults = {
   api_failures: 0,
   api_error_status: 500,
   api_garbage: false,
+  token_info_status: 0,
 };
 
 const LIMITS: Record<string, [number, number]> = {
@@ -53,6 +56,7 @@ const LIMITS: Record<string, [number, number]> = {
   token_endpoint_failures: [0, 1_000_000],
   api_failures: [0, 1_000_000],
   api_error_status: [0, 599],
+  token_info_status: [0, 599],
 };
 
 /** The current faults, the seed every decision derives from, and the counters of one-shot faults. */
@@ -112,6 +116,7 @@ function parseFaults(body: unknown): Faults {
       throw controlError(422, `${field} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`, field);
     }
     if (field === 'api_error_status' && value !== 0 && (value as number) < 400) throw controlError(422, 'api_error_status must be 0 (the default, 500) or from 400 to 599', field);
+    if (field === 'token_info_status' && value !== 0 && (value as number) < 400) throw controlError(422, 'token_info_status must be 0 (off) or from 400 to 599', field);
     (faults as unknown as Record<string, unknown>)[field] = value;
   }
   if (faults.api_error_status === 0) faults.api_error_status = NO_FAULTS.api_error_status;

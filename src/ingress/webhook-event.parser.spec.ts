@@ -37,6 +37,34 @@ describe('parseDelivery', () => {
     expect(parseDelivery(utf16, 'application/json; charset=utf-16le')).toMatchObject({ payload: text, rawBody: utf16 });
   });
 
+  describe('ids read as the projector reads them (canonicalId)', () => {
+    /** A product.created body whose subject id and included id are the given JSON texts. */
+    const withIds = (subject: string, included: string, owner = '"42"') => Buffer.from(JSON.stringify(webhookEvent({ eventType: 'product.created' }))
+      .replace(/"subject":\{"data":\{"id":"[^"]*"/, `"subject":{"data":{"id":${subject}`)
+      .replace(/"included":\[\{"id":"[^"]*"/, `"included":[{"id":${included}`)
+      .replace(/"resource_owner":\{"data":\{"id":"[^"]*"/, `"resource_owner":{"data":{"id":${owner}`));
+
+    it.each([['"1"', '1.0', '1'], ['"1"', '1e0', '1'], ['1.0', '"1"', '1'], ['12345678901234567890', '"12345678901234567890"', '12345678901234567890'],
+      ['"12345678901234567891"', '12345678901234567891', '12345678901234567891'], ['"é🍕"', '"é🍕"', 'é🍕']])(
+      'takes subject %s with included id %s as subject %j', (subject, included, id) => {
+        expect(parseDelivery(withIds(subject, included), JSON_TYPE).subjectId).toBe(id);
+      });
+
+    it('reads a large numeric owner id exactly', () => {
+      expect(parseDelivery(withIds('"1"', '"1"', '98765432109876543210'), JSON_TYPE).ownerId).toBe('98765432109876543210');
+    });
+
+    it('does not take an included id that rounds to the subject (2^53 + 1 is not 2^53)', () => {
+      expect(rejection(() => parseDelivery(withIds('"9007199254740992"', '9007199254740993'), JSON_TYPE)).field).toBe('included');
+    });
+
+    it.each([['1.5', '"1.5"', 'data.relationships.subject.data.id'], ['"1"', '1.5', 'included[0].id'], ['"1"', '1e300', 'included[0].id']])(
+      'refuses subject %s with included id %s naming %s', (subject, included, field) => {
+        const refused = rejection(() => parseDelivery(withIds(subject, included), JSON_TYPE));
+        expect({ status: refused.status, field: refused.field }).toEqual({ status: 400, field });
+      });
+  });
+
   describe('with the webhook key in the body (the platform sends the callback URI)', () => {
     const KEY = 'Zq3_Xv8-Lm2Np7Rs4Tu9Wy1Ab6Cd0Ef5Gh2Jk8Mn3Pq';
     const withUri = (options: Parameters<typeof webhookEvent>[0] = {}) => {

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { TextDecoder } from 'node:util';
 import { isSpecEventName } from '../config/event-names.js';
+import { isLosslessNumber } from 'lossless-json';
+import { canonicalId, parseExact } from '../event-log/canonical-id.js';
 import { redactKey, redactKeyInBytes } from './webhook-key.redaction.js';
 
 /** What a valid delivery contributes to its log entry. */
@@ -111,7 +113,8 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
   }
   const root = object(document, '');
   const data = object(root.data, 'data');
-  const eventId = identifier(data.id, 'data.id', false);
+  if (typeof data.id !== 'string') throw reject('data.id', 'must be a string');
+  const eventId = text1(data.id, 'data.id', MAX_ID_LENGTH);
   if (data.type !== 'webhook_event') throw reject('data.type', 'must be "webhook_event"');
   const attributes = object(data.attributes, 'data.attributes');
   const eventType = text1(attributes.event_type, 'data.attributes.event_type', MAX_TYPE_LENGTH);
@@ -120,8 +123,15 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
   const relationships = object(data.relationships, 'data.relationships');
   const subject = object(object(relationships.subject, 'data.relationships.subject').data, 'data.relationships.subject.data');
   const subjectType = text1(subject.type, 'data.relationships.subject.data.type', MAX_TYPE_LENGTH);
-  const subjectId = identifier(subject.id, 'data.relationships.subject.data.id', true);
-  const ownerId = owner(relationships.resource_owner);
+  const owner = ownerData(relationships.resource_owner);
+  if (root.included !== undefined && root.included !== null && !Array.isArray(root.included)) throw reject('included', 'must be an array');
+  const included = Array.isArray(root.included) ? root.included : [];
+  // Numbers as ids are read from their own text (JSON.parse rounds beyond 2^53), by a second,
+  // exact parse — only when some id is a number: the spec's ids are strings.
+  const numericIds = [subject.id, owner?.id, ...included.map(idOf)].some((id) => typeof id === 'number') ? exactIds(text) : undefined;
+  const subjectId = identifier(numericIds?.subject ?? subject.id, 'data.relationships.subject.data.id');
+  const ownerId = owner === null ? null : identifier(numericIds?.owner ?? owner.id, 'data.relationships.resource_owner.data.id');
+  const includedIds = included.map((resource, index) => includedId(numericIds?.included[index] ?? idOf(resource), index));
   const handled = isSpecEventName(eventType);
   if (handled) {
     const expected = eventType.slice(0, eventType.indexOf('.'));
@@ -131,13 +141,10 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
   }
   if (!eventType.endsWith('.destroyed')) {
     if (!Array.isArray(root.included)) throw reject('included', 'must be an array holding the subject resource');
-    const found = root.included.some((resource) =>
+    const found = included.some((resource, index) =>
       typeof resource === 'object' && resource !== null
-      && (resource as Record<string, unknown>).type === subjectType
-      && idText((resource as Record<string, unknown>).id) === subjectId);
+      && (resource as Record<string, unknown>).type === subjectType && includedIds[index] === subjectId);
     if (!found) throw reject('included', `must hold the subject resource ${subjectType} ${subjectId}`);
-  } else if (root.included !== undefined && root.included !== null && !Array.isArray(root.included)) {
-    throw reject('included', 'must be an array');
   }
   return {
     eventId,
@@ -182,17 +189,39 @@ function text1(value: unknown, field: string, max: number): string {
   return value;
 }
 
-function idText(value: unknown): string | undefined {
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
-  return undefined;
+function idOf(resource: unknown): unknown {
+  return typeof resource === 'object' && resource !== null ? (resource as Record<string, unknown>).id : undefined;
 }
 
-/** Resource ids are strings in the spec; integers are taken too, as their decimal text. */
-function identifier(value: unknown, field: string, integerAllowed: boolean): string {
-  const text = integerAllowed ? idText(value) : typeof value === 'string' ? value : undefined;
-  if (text === undefined) throw reject(field, integerAllowed ? 'must be a string (or an integer)' : 'must be a string');
+/** The ids of the document read exactly (numbers as their text): subject, owner, and each of `included`. */
+function exactIds(text: string): { subject: unknown; owner: unknown; included: unknown[] } {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the same document, already checked by the first parse
+  const document = parseExact(text) as any;
+  const included: unknown[] = Array.isArray(document.included) ? document.included : [];
+  return {
+    subject: document.data.relationships.subject.data.id,
+    owner: document.data.relationships.resource_owner?.data?.id,
+    included: included.map(idOf),
+  };
+}
+
+/** Resource ids are strings in the spec; integral numbers are taken too, as their canonical text (canonicalId). */
+function identifier(value: unknown, field: string): string {
+  const text = canonicalId(value);
+  if (text === undefined) throw reject(field, 'must be a string (or an integer)');
   return text1(text, field, MAX_ID_LENGTH);
+}
+
+/**
+ * The canonical id of an `included` resource, or undefined when it has none; a number that is not
+ * an integer id is refused, as the projector could not read it as one.
+ */
+function includedId(value: unknown, index: number): string | undefined {
+  const text = canonicalId(value);
+  if (text === undefined && (typeof value === 'number' || isLosslessNumber(value))) {
+    throw reject(`included[${index}].id`, 'must be a string or an integer');
+  }
+  return text;
 }
 
 function integer(value: unknown, field: string): string {
@@ -210,9 +239,9 @@ function timestamp(value: unknown, field: string): string {
   return value;
 }
 
-function owner(value: unknown): string | null {
+function ownerData(value: unknown): Record<string, unknown> | null {
   if (value === undefined || value === null) return null;
   const data = object(value, 'data.relationships.resource_owner').data;
   if (data === undefined || data === null) return null;
-  return identifier(object(data, 'data.relationships.resource_owner.data').id, 'data.relationships.resource_owner.data.id', true);
+  return object(data, 'data.relationships.resource_owner.data');
 }

@@ -1,3 +1,4 @@
+import { canonicalId } from '../event-log/canonical-id.js';
 import { compareVersions, Version } from './version.js';
 import { ORDER_TYPES, ResourceObject, ResourceType, WebhookEvent } from './webhook-event.js';
 
@@ -48,12 +49,12 @@ export function changesOf(event: WebhookEvent): ResourceChange[] {
   });
   if (event.eventType === 'order.created' || event.eventType === 'order.updated') {
     return event.included
-      .filter((resource) => ORDER_INCLUDED.has(resource.type))
-      .map((resource) => change(resource.type as ResourceType, String(resource.id), resource));
+      .filter((resource) => ORDER_INCLUDED.has(resource.type) && canonicalId(resource.id) !== undefined)
+      .map((resource) => change(resource.type as ResourceType, canonicalId(resource.id)!, resource));
   }
   const { type, id } = event.subject;
   if (event.eventType.endsWith('.destroyed')) return [change(type, id, null)];
-  const resource = event.included.find((candidate) => candidate.type === type && String(candidate.id) === id);
+  const resource = event.included.find((candidate) => candidate.type === type && canonicalId(candidate.id) === id);
   if (!resource) throw new Error(`${event.eventType} ${event.eventId} does not include its subject ${type} ${id}`);
   return [change(type, id, resource)];
 }

@@ -41,12 +41,17 @@ const CAST = 'e.payload::jsonb';
 /** Each payload is parsed once (a lateral `doc`), then its `included` array read. */
 const parsed = (payload: string) => `CROSS JOIN LATERAL (SELECT ${payload} AS doc OFFSET 0) AS parsed`;
 const included = `CASE WHEN jsonb_typeof(parsed.doc -> 'included') = 'array' THEN parsed.doc -> 'included' ELSE '[]' END`;
-/** The subject resource: usually `included[0]`, else searched for. */
+/**
+ * Whether `resource` (jsonb) is the event's subject: its type, and its id read as ingress reads it
+ * (menu_sync_canonical_id, the SQL of src/event-log/canonical-id.ts), so that `1.0` is subject "1".
+ */
+export const isSubject = (resource: string) => subjectTest(`${resource} ->> 'type'`, `${resource} -> 'id'`);
+const subjectTest = (typeText: string, idJsonb: string) =>
+  `${typeText} = e.subject_type AND menu_sync_canonical_id(${idJsonb}) = e.subject_id`;
+/** The subject resource: usually `included[0]` (tested by path, without copying it out), else the first match in `included`. */
 const subject = `CASE
-  WHEN parsed.doc #>> '{included,0,type}' = e.subject_type AND parsed.doc #>> '{included,0,id}' = e.subject_id
-    THEN parsed.doc #> '{included,0}'
-  ELSE (SELECT resource FROM jsonb_array_elements(${included}) AS resource
-         WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id LIMIT 1) END`;
+  WHEN ${subjectTest(`parsed.doc #>> '{included,0,type}'`, `parsed.doc #> '{included,0,id}'`)} THEN parsed.doc #> '{included,0}'
+  ELSE (SELECT resource FROM jsonb_array_elements(${included}) AS resource WHERE ${isSubject('resource')} LIMIT 1) END`;
 
 /** A menu event's resource and version: each is about its subject alone. */
 const MENU_VERSION = `e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id COLLATE "C",
@@ -102,14 +107,14 @@ export const ORDERS_PROJECTION: ProjectionDefinition = {
     { type: 'store', table: 'stores' },
   ],
   changes: (range, payload = CAST) => `
-    SELECT resource ->> 'type', resource ->> 'id', e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'),
+    SELECT resource ->> 'type', menu_sync_canonical_id(resource -> 'id'), e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'),
            e.event_id COLLATE "C", e.position, false, resource IS NULL,
            coalesce(resource -> 'attributes', '{}'), coalesce(resource -> 'relationships', '{}')
       FROM event_log e
       ${parsed(payload)}
       LEFT JOIN LATERAL (SELECT resource FROM jsonb_array_elements(${included}) AS resource
                           WHERE resource ->> 'type' IN ('order', 'order_product', 'order_product_trait_option', 'store')
-                            AND resource ->> 'id' IS NOT NULL) AS found ON true
+                            AND menu_sync_canonical_id(resource -> 'id') IS NOT NULL) AS found ON true
      WHERE ${ORDER_EVENTS} AND ${range}`,
   missingError: 'the order event includes no order resources',
 };

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { CHANGE_COLUMNS, ORDERS_PROJECTION } from './projection-definitions.js';
+import { CHANGE_COLUMNS, isSubject, ORDERS_PROJECTION } from './projection-definitions.js';
 import { ResourceTable } from './resource-tables.js';
 
 export interface ResourceRow {
@@ -85,7 +85,7 @@ export class ReadModelRepository {
                  CROSS JOIN LATERAL (SELECT resource FROM jsonb_array_elements(
                                         CASE WHEN jsonb_typeof(menu_sync_jsonb(e.payload) -> 'included') = 'array'
                                           THEN menu_sync_jsonb(e.payload) -> 'included' ELSE '[]' END) AS resource
-                                      WHERE resource ->> 'type' = e.subject_type AND resource ->> 'id' = e.subject_id
+                                      WHERE ${isSubject('resource')}
                                       LIMIT 1) AS subject)
       SELECT n.subject_id AS id, menu_sync_sort_key(n.subject_id) AS sort_key, n.owner_id,
              coalesce(d.resource -> 'attributes', '{}') AS attributes, coalesce(d.resource -> 'relationships', '{}') AS relationships,

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { Connection } from '../auth/connection.js';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../observability/metrics.service.js';
+import { canonicalId, parseExact } from '../event-log/canonical-id.js';
 import { UpstreamClient } from '../upstream/upstream-client.js';
 import { ReauthorizationRequiredError } from '../upstream/upstream.errors.js';
 import type { SnapshotResource } from './snapshot-diff.js';
@@ -78,7 +79,7 @@ export class SnapshotFetcher {
           throw new StoreNotOfConnectionError(storeId, response.status);
         }
         if (response.status !== 200) throw new UnrecognisedAnswer(`answered ${response.status}`);
-        const document = recognise(response.json, type);
+        const document = recognise(response.json, response.text, type);
         resources.push(...document.data);
         next = document.next === null ? null : relativeTo(connection.baseUrl, document.next);
       }
@@ -94,31 +95,43 @@ export class SnapshotFetcher {
   }
 }
 
-/** A JSON:API document of `type` resources; orders carry their related resources from `included`. */
-function recognise(body: unknown, type: string): { data: SnapshotResource[]; next: string | null } {
+/**
+ * A JSON:API document of `type` resources; orders carry their related resources from `included`.
+ * Ids are read as ingress reads them (canonicalId): numbers from their own text (`text`), when there are any.
+ */
+function recognise(body: unknown, text: string, type: string): { data: SnapshotResource[]; next: string | null } {
   const document = body as { data?: unknown; included?: unknown; links?: { next?: unknown } } | undefined;
   if (typeof document !== 'object' || document === null || !Array.isArray(document.data)) {
     throw new UnrecognisedAnswer('the answer is not a JSON:API document with a data array');
   }
-  const data = document.data.map((item, index) => resource(item, `data[${index}]`));
+  const exact = hasNumericId(document.data) || hasNumericId(document.included)
+    ? parseExact(text) as { data: unknown[]; included?: unknown[] } : undefined;
+  const data = document.data.map((item, index) => resource(item, exact?.data[index], `data[${index}]`));
   const wrong = data.find((item) => item.type !== type);
   if (wrong !== undefined) throw new UnrecognisedAnswer(`data holds a ${wrong.type}, expected ${type}`);
   const next = document.links?.next;
   if (next !== undefined && next !== null && typeof next !== 'string') throw new UnrecognisedAnswer('links.next is not a string');
   if (type === 'order') {
-    const included = Array.isArray(document.included) ? document.included.map((item, index) => resource(item, `included[${index}]`)) : [];
+    const included = Array.isArray(document.included)
+      ? document.included.map((item, index) => resource(item, exact?.included?.[index], `included[${index}]`)) : [];
     for (const order of data) order.related = relatedOf(order, included);
   }
   return { data, next: typeof next === 'string' ? next : null };
 }
 
-function resource(item: unknown, where: string): SnapshotResource {
+function hasNumericId(items: unknown): boolean {
+  return Array.isArray(items) && items.some((item) => typeof (item as { id?: unknown } | null)?.id === 'number');
+}
+
+/** `exact`: the same item parsed with numbers kept as text (only its `id` is read). */
+function resource(item: unknown, exact: unknown, where: string): SnapshotResource {
   const candidate = item as Partial<SnapshotResource> & { id?: unknown } | null;
-  if (typeof candidate !== 'object' || candidate === null || (typeof candidate.id !== 'string' && typeof candidate.id !== 'number')
+  const id = canonicalId(exact === undefined ? candidate?.id : (exact as { id?: unknown }).id);
+  if (typeof candidate !== 'object' || candidate === null || id === undefined
     || typeof candidate.type !== 'string' || typeof candidate.attributes !== 'object' || candidate.attributes === null) {
     throw new UnrecognisedAnswer(`${where} is not a resource object`);
   }
-  return { id: String(candidate.id), type: candidate.type, attributes: candidate.attributes, relationships: candidate.relationships ?? {} };
+  return { id, type: candidate.type, attributes: candidate.attributes, relationships: candidate.relationships ?? {} };
 }
 
 /** What an order event includes, from the list's `included`: the order products, their trait options, the store and the user. */
@@ -127,7 +140,7 @@ function relatedOf(order: SnapshotResource, included: SnapshotResource[]): Snaps
   const linked = (resource: SnapshotResource, name: string): SnapshotResource[] => {
     const data = (resource.relationships?.[name] as { data?: unknown } | undefined)?.data;
     const identifiers = Array.isArray(data) ? data : data ? [data] : [];
-    return identifiers.map((identifier: { id: string; type: string }) => byKey.get(`${identifier.type}:${identifier.id}`))
+    return identifiers.map((identifier: { id: unknown; type: string }) => byKey.get(`${identifier.type}:${canonicalId(identifier.id)}`))
       .filter((found): found is SnapshotResource => found !== undefined);
   };
   const products = linked(order, 'order_products');

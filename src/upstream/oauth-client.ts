@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
 import type { TokenSet } from '../auth/connection.js';
+import { canonicalId, parseExact } from '../event-log/canonical-id.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { callWithRetries } from './call-with-retries.js';
 import { OAuthGrantError, UpstreamUnavailableError } from './upstream.errors.js';
@@ -74,6 +75,36 @@ export class OAuthClient {
     const { as, client, auth } = endpoint(settings);
     const response = await this.post('refresh_token', (options) => oauth.refreshTokenGrantRequest(as, client, auth, refreshToken, options));
     return this.tokenSet(() => oauth.processRefreshTokenResponse(as, client, response), [settings.clientSecret, refreshToken]);
+  }
+
+  /**
+   * The user an access token belongs to, from Doorkeeper's token introspection
+   * (`GET {auth_url}/oauth/token/info`, `resource_owner_id`; the platform is built on Doorkeeper,
+   * the spec's token answer names no user). Undefined when the server has no such endpoint, refuses,
+   * or answers something else: the owner is then learned from the connection's first webhook.
+   */
+  async resourceOwner(authUrl: string, accessToken: string): Promise<string | undefined> {
+    try {
+      const response = await callWithRetries(this.timings, {
+        label: 'token info',
+        repeatable: true,
+        observe: (status) => this.metrics?.upstreamRequests.inc({ status: String(status) }),
+        send: async (signal) => buffered(await fetch(`${authUrl}/oauth/token/info`, {
+          headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' }, signal, redirect: 'manual',
+        })),
+      }, this.logger);
+      if (response.status !== 200) {
+        this.logger.log({ msg: `token info answered ${response.status}: the owner is learned from the first webhook` });
+        return undefined;
+      }
+      // The id exactly as ingress reads ids (an integer beyond 2^53 keeps its digits).
+      const info = parseExact(await response.text()) as { resource_owner_id?: unknown } | null;
+      const owner = typeof info === 'object' && info !== null ? canonicalId(info.resource_owner_id) : undefined;
+      return owner === undefined || owner === '' || owner.length > 255 ? undefined : owner;
+    } catch (error) {
+      this.logger.warn({ msg: 'token info failed: the owner is learned from the first webhook', errorType: (error as object | null)?.constructor?.name });
+      return undefined;
+    }
   }
 
   /** One grant request, retried only on 429/5XX answers and on connections that were never made. */

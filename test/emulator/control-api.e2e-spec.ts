@@ -2,6 +2,7 @@ import { SPEC_EVENT_NAMES } from '../../src/config/event-names.js';
 import type { RunningEmulator } from '../../src/emulator/emulator.factory.js';
 import type { EmulatorOptions } from '../../src/emulator/emulator-options.js';
 import type { Faults } from '../../src/emulator/fault-settings.js';
+import { DeliveryService } from '../../src/emulator/delivery/delivery.service.js';
 import { bootEmulator, call, control, obtainTokens } from './emulator-client.js';
 import type { Reply } from './emulator-client.js';
 
@@ -215,6 +216,53 @@ describe('control API validation', () => {
 
   it('refuses a body that is not a JSON object with 400', async () => {
     expectProblem(await control(emulator, 'POST', '/_emulator/products', ['Hot dog']), 400);
+  });
+});
+
+describe('bodies in the spec\'s resource shape (copied from a webhook\'s included)', () => {
+  beforeEach(() => boot());
+
+  /** The subject resource as a `eventType` webhook (made by the trigger) included it, as JSON carries it. */
+  async function includedOf(eventType: string, id?: string): Promise<Json> {
+    const triggered = await send('POST', 'trigger', { event_type: eventType, ...(id === undefined ? {} : { id }) }, 201);
+    const event = emulator.app.get(DeliveryService).events().filter((candidate) => candidate.eventType === eventType
+      && candidate.subject.id === triggered.subject.id).at(-1);
+    if (event === undefined) throw new Error(`no ${eventType} event`);
+    return JSON.parse(JSON.stringify(event.included.find((resource) => resource.type === event.subject.type && resource.id === event.subject.id)));
+  }
+
+  it.each([['collections', 'collection'], ['products', 'product'], ['traits', 'trait'], ['trait_options', 'trait_option']])(
+    'POST /_emulator/%s takes the included subject of a %s.created webhook as it is: a new resource with its attributes and relationships',
+    async (path, type) => {
+      const copied = await includedOf(`${type}.created`);
+
+      const { id } = await send('POST', path, copied, 201);
+
+      expect(id).not.toBe(copied.id);
+      const created = byId((await state())[path], id);
+      const { id: _id, ...attributes } = copied.attributes;
+      expect(created).toMatchObject({ id, type, attributes: { ...attributes, id: Number(id) } });
+      // Derived relationships are the platform's (a new trait has no options yet); the others are taken.
+      expect(created.relationships).toEqual(type === 'trait' ? { ...copied.relationships, trait_options: { data: [] } } : copied.relationships);
+    });
+
+  it('takes the spec\'s own envelope for a trait: relationships.trait_options {data: []}', async () => {
+    const { id } = await send('POST', 'traits', { attributes: { title: 'Sauce' }, relationships: { trait_options: { data: [] } } }, 201);
+    expect(byId((await state()).traits, id).attributes.title).toBe('Sauce');
+  });
+
+  it('PATCH takes a trait\'s own included body (trait_options consistent), and refuses an inconsistent one', async () => {
+    const trait = (await state()).traits.find((candidate: Json) => ids(candidate.relationships.trait_options).length > 1);
+    const copied = await includedOf('trait.updated', trait.id);
+    expect(ids(copied.relationships.trait_options)).toEqual(ids(trait.relationships.trait_options));
+
+    await send('PATCH', `traits/${trait.id}`, { ...copied, attributes: { ...copied.attributes, title: 'Renamed' } }, 200);
+    expect(byId((await state()).traits, trait.id)).toMatchObject({ attributes: { title: 'Renamed' }, relationships: trait.relationships });
+
+    const fewer = { ...copied, relationships: { trait_options: { data: copied.relationships.trait_options.data.slice(1) } } };
+    expectProblem(await control(emulator, 'PATCH', `/_emulator/traits/${trait.id}`, fewer), 422, 'relationships.trait_options');
+    expectProblem(await control(emulator, 'PATCH', `/_emulator/traits/${trait.id}`, { ...copied, id: '999' }), 422, 'id');
+    expectProblem(await control(emulator, 'POST', '/_emulator/traits', { ...copied, type: 'product' }), 422, 'type');
   });
 });
 

@@ -134,7 +134,7 @@ describe('GET /oauth/authorize', () => {
 });
 
 describe('POST /oauth/token: authorization_code', () => {
-  it('answers the token shape of the spec, uncacheable, for a live token of the demo user', async () => {
+  it('answers the token shape of the spec plus Doorkeeper\'s scope (no user id), uncacheable, for a live token of the demo user', async () => {
     const code = await authorizeCode(emulator, { scope: 'read_orders read_stores' });
     const before = Math.floor(Date.now() / 1000);
     const reply = await exchange(code);
@@ -145,7 +145,6 @@ describe('POST /oauth/token: authorization_code', () => {
     expect(reply.json).toEqual({
       access_token: expect.stringMatching(/^[A-Za-z0-9_-]{43,}$/),
       token_type: 'Bearer',
-      resource_owner_id: DEMO_USER_ID,
       expires_in: LIFETIME_SECONDS,
       refresh_token: expect.stringMatching(/^[A-Za-z0-9_-]{43,}$/),
       created_at: expect.any(Number),
@@ -358,6 +357,47 @@ describe('token faults and expiry', () => {
     expect(expired.status).toBe(401);
     expect(expired.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
     expect(expired.headers.get('content-type')).toMatch(/^application\/vnd\.api\+json/);
+  });
+});
+
+describe('GET /oauth/token/info (Doorkeeper\'s TokenInfoController)', () => {
+  const info = (headers: Record<string, string> = {}, query = '') => call(emulator, `/oauth/token/info${query}`, { headers });
+
+  it('answers Doorkeeper\'s AccessToken#as_json for the bearer token: owner, scopes, seconds left, application, issue time', async () => {
+    const tokens = await obtainTokens(emulator, 'read_menu read_orders');
+    const reply = await info({ authorization: `Bearer ${tokens.access_token}` });
+
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(reply.json).toEqual({
+      resource_owner_id: Number(DEMO_USER_ID),
+      scope: ['read_menu', 'read_orders'],
+      expires_in: expect.any(Number),
+      application: { uid: clientOf(emulator).client_id },
+      created_at: tokens.created_at,
+    });
+    expect(reply.json.expires_in).toBeGreaterThan(LIFETIME_SECONDS - 5);
+    expect(reply.json.expires_in).toBeLessThanOrEqual(LIFETIME_SECONDS);
+    expect((await info({}, `?access_token=${encodeURIComponent(tokens.access_token)}`)).json.resource_owner_id).toBe(Number(DEMO_USER_ID));
+  });
+
+  it('answers 401 invalid_token without a token, for an unknown one, and for an expired one', async () => {
+    const tokens = await obtainTokens(emulator);
+    emulator.app.get(OAuthServer).expireAccessTokens();
+    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: `Bearer ${tokens.access_token}` }] as Array<Record<string, string>>) {
+      const reply = await info(headers);
+      expect(reply.status).toBe(401);
+      expect(reply.json).toEqual({ error: 'invalid_token', error_description: expect.any(String) });
+      expect(reply.headers.get('www-authenticate')).toMatch(/^Bearer .*error="invalid_token"/);
+    }
+  });
+
+  it('answers an injected status (token_info_status), as a server without the endpoint would', async () => {
+    const tokens = await obtainTokens(emulator);
+    await setFaults({ token_info_status: 404 });
+    expect((await info({ authorization: `Bearer ${tokens.access_token}` })).status).toBe(404);
+    await setFaults({});
+    expect((await info({ authorization: `Bearer ${tokens.access_token}` })).status).toBe(200);
   });
 });
 

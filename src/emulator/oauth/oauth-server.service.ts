@@ -36,9 +36,20 @@ export interface TokenAnswer {
   expires_in: number;
   refresh_token?: string;
   created_at: number;
+  /** Doorkeeper's addition: the granted scopes, space-separated. */
   scope: string;
-  /** The user who granted access (an addition, as Doorkeeper-based platforms can send it). */
-  resource_owner_id: string;
+}
+
+/** Doorkeeper's `GET /oauth/token/info` answer (`Doorkeeper::AccessToken#as_json`). */
+export interface TokenInfo {
+  /** The user's id; a number when it is one, as Doorkeeper renders an integer primary key. */
+  resource_owner_id: number | string;
+  scope: string[];
+  /** Seconds left until the token expires. */
+  expires_in: number;
+  application: { uid: string };
+  /** Unix time in seconds. */
+  created_at: number;
 }
 
 /** What one user consented to one client: every code, access and refresh token descends from one grant. */
@@ -148,6 +159,30 @@ export class OAuthServer {
     return { userId: grant.userId, clientId: grant.clientId, scopes: [...token.scopes] };
   }
 
+  /**
+   * `GET /oauth/token/info` as Doorkeeper answers it (TokenInfoController#show): the bearer token's
+   * owner, scopes, seconds left, application and issue time; a token that is missing, unknown,
+   * revoked or expired → 401 `invalid_token` (Doorkeeper's InvalidTokenResponse).
+   */
+  tokenInfo(authorization: string | undefined, accessTokenParam: unknown): TokenInfo {
+    const injected = this.faults.current.token_info_status;
+    if (injected !== 0) throw oauthError(injected, injected === 404 ? 'not_found' : 'server_error', `token info answers ${injected} (an injected fault)`);
+    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? '');
+    const presented = match?.[1] ?? (typeof accessTokenParam === 'string' ? accessTokenParam : undefined);
+    const token = presented === undefined ? undefined : this.accessTokens.get(presented);
+    const grant = token && this.grants.get(token.grantId);
+    if (!token || !grant || grant.revoked || this.isExpired(token)) {
+      throw oauthError(401, 'invalid_token', 'The access token is invalid', { 'WWW-Authenticate': 'Bearer realm="Doorkeeper", error="invalid_token", error_description="The access token is invalid"' });
+    }
+    return {
+      resource_owner_id: /^[1-9]\d{0,14}$/.test(grant.userId) ? Number(grant.userId) : grant.userId,
+      scope: [...token.scopes],
+      expires_in: Math.max(0, Math.round((token.expiresAtMs - this.nowMs()) / 1000)),
+      application: { uid: grant.clientId },
+      created_at: Math.floor(token.issuedAtMs / 1000),
+    };
+  }
+
   /** Expires every live access token now; returns how many there were. */
   expireAccessTokens(): number {
     const now = this.nowMs();
@@ -245,7 +280,6 @@ export class OAuthServer {
     this.accessTokens.set(accessToken, { grantId, scopes, issuedAtMs: now, expiresAtMs: now + expiresIn * 1000 });
     const answer: TokenAnswer = {
       access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn, created_at: Math.floor(now / 1000), scope: scopes.join(' '),
-      resource_owner_id: this.grants.get(grantId)!.userId,
     };
     if (withRefreshToken) {
       answer.refresh_token = randomToken();

@@ -2,7 +2,7 @@ import { Body, Controller, Get, Header, Headers, HttpCode, Post, Query, Res } fr
 import type { FastifyReply } from 'fastify';
 import { OAuthServer } from './oauth-server.service.js';
 
-/** The platform's authorization and token endpoints (spec: Endpoints 1 and 2). */
+/** The platform's authorization and token endpoints (spec: Endpoints 1 and 2), and Doorkeeper's token info. */
 @Controller('oauth')
 export class OAuthController {
   constructor(private readonly oauth: OAuthServer) {}
@@ -20,6 +20,13 @@ export class OAuthController {
   @Header('Pragma', 'no-cache')
   token(@Body() form: unknown, @Headers('authorization') authorization: string | undefined) {
     return this.oauth.token(form, authorization);
+  }
+
+  /** Doorkeeper's token introspection (not in the spec; the platform is built on Doorkeeper). */
+  @Get('token/info')
+  @Header('Cache-Control', 'no-store')
+  tokenInfo(@Headers('authorization') authorization: string | undefined, @Query('access_token') accessToken: unknown) {
+    return this.oauth.tokenInfo(authorization, accessToken);
   }
 }
 

@@ -11,7 +11,7 @@ import { DEMO_MENU, demoPrices } from './demo-data.js';
 import { buildOrder, orderIncluded, withStatus } from './order-documents.js';
 import { parseOrder, parseOrderUpdate } from './order-input.js';
 import { MenuRecord, OrderRecord, StoreRecord, relatedId, relatedIds, toMany, toOne } from './records.js';
-import { MENU_TYPES, MenuType, parseAttributes, parseRelationships, SCHEMAS } from './resource-schemas.js';
+import { isDerived, MENU_TYPES, MenuType, parseAttributes, parseRelationships, SCHEMAS } from './resource-schemas.js';
 import { parseStore } from './store-input.js';
 import { storeResource } from './store-attributes.js';
 
@@ -103,11 +103,12 @@ export class EmulatorState implements OnModuleInit {
   // ── menu changes ─────────────────────────────────────────────────────────────────────────
 
   createMenu(type: MenuType, body: Record<string, unknown>): string {
+    checkType(type, body.type);
     const store = this.storeFor(body.store_id);
     const attributes = parseAttributes(type, body.attributes, true);
-    const links = parseRelationships(type, body.relationships);
-    const id = this.nextId(type);
     const relationships = this.initialRelationships(type);
+    const links = withoutDerived(type, parseRelationships(type, body.relationships), relationships);
+    const id = this.nextId(type);
     const record: MenuRecord = { type, id, storeId: store.id, ownerId: store.ownerId, resource: { id, type, attributes: { id: Number(id), ...attributes }, relationships } };
     this.applyLinks(record, links);
     this.table(type).set(id, record);
@@ -118,9 +119,11 @@ export class EmulatorState implements OnModuleInit {
 
   updateMenu(type: MenuType, id: string, body: Record<string, unknown>): ResourceObject {
     const record = this.liveMenu(type, id);
+    checkType(type, body.type);
+    if (body.id !== undefined && String(body.id) !== id) throw controlError(422, `id is ${id} here`, 'id');
     if (body.store_id !== undefined) throw controlError(422, 'a resource cannot move to another store', 'store_id');
-    const attributes = parseAttributes(type, body.attributes, false);
-    const links = parseRelationships(type, body.relationships);
+    const attributes = parseAttributes(type, body.attributes, false, id);
+    const links = withoutDerived(type, parseRelationships(type, body.relationships), record.resource.relationships ?? {});
     const previousTrait = relatedId(record.resource, 'trait');
     // Links are checked on a copy: a refused request leaves the resource as it was.
     const resource = { ...record.resource, attributes: { ...record.resource.attributes, ...attributes }, relationships: { ...record.resource.relationships } };
@@ -316,4 +319,33 @@ export class EmulatorState implements OnModuleInit {
       this.createMenu('collection', { attributes: { title: collection.title, description: collection.description }, relationships: { products: productIds } });
     }
   }
+}
+
+/** A body in the spec's resource shape may name its type: the path's. */
+function checkType(type: MenuType, given: unknown): void {
+  if (given !== undefined && given !== type) throw controlError(422, `type must be ${type} on this path`, 'type');
+}
+
+/**
+ * The links to apply, without the relationships the platform derives itself: those are accepted
+ * when they say what the platform already derives (`current`; empty for a new resource), else 422.
+ */
+function withoutDerived(type: MenuType, links: Map<string, string[] | string | null>, current: Record<string, unknown>): Map<string, string[] | string | null> {
+  for (const [name, value] of links) {
+    if (!isDerived(type, name)) continue;
+    const given = value === null ? [] : Array.isArray(value) ? value : [value];
+    const derived = relatedIdsOf(current[name]);
+    if (given.length !== derived.length || !given.every((id) => derived.includes(id))) {
+      const field = `relationships.${name}`;
+      throw controlError(422, `${field} is kept by the platform${name === 'trait_options' ? ' from each trait option\'s trait' : ''}: it is ${JSON.stringify(derived)} here`, field);
+    }
+    links.delete(name);
+  }
+  return links;
+}
+
+function relatedIdsOf(relationship: unknown): string[] {
+  const data = (relationship as { data?: unknown } | undefined)?.data;
+  const identifiers = Array.isArray(data) ? data : data ? [data] : [];
+  return identifiers.map((identifier) => String((identifier as { id: unknown }).id));
 }

@@ -71,15 +71,22 @@ export const SCHEMAS: Record<MenuType, ResourceSchema> = {
   },
 };
 
-/** Validates control-API attributes: on create every required one, on update only those given. */
-export function parseAttributes(type: MenuType, input: unknown, creating: boolean): Record<string, unknown> {
+/**
+ * Validates control-API attributes: on create every required one, on update only those given.
+ * `attributes.id` (as a body copied from a webhook's `included` carries it) is the platform's: on
+ * create it is ignored, on update it must be the resource's own (`currentId`).
+ */
+export function parseAttributes(type: MenuType, input: unknown, creating: boolean, currentId?: string): Record<string, unknown> {
   if (input === undefined && !creating) return {};
   if (typeof input !== 'object' || input === null || Array.isArray(input)) throw controlError(422, 'attributes must be an object', 'attributes');
   const specs = SCHEMAS[type].attributes;
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(input)) {
     const spec = specs[name];
-    if (name === 'id') throw controlError(422, 'attributes.id is assigned by the platform', 'attributes.id');
+    if (name === 'id') {
+      if (creating || String(value) === currentId) continue;
+      throw controlError(422, `attributes.id is assigned by the platform: ${currentId} here`, 'attributes.id');
+    }
     if (spec === undefined) throw controlError(422, `${type} has no attribute ${name}; it has ${Object.keys(specs).join(', ')}`, `attributes.${name}`);
     out[name] = parseValue(spec.kind, value, `attributes.${name}`);
   }
@@ -117,7 +124,8 @@ function parseValue(kind: AttributeKind, value: unknown, field: string): unknown
 
 /**
  * Validates control-API relationships to ids: JSON:API (`{"traits":{"data":[{"id","type"}]}}`) or
- * shorthand (`{"traits":["1"]}`, `{"trait":"1"}`). Returns the ids per relationship given.
+ * shorthand (`{"traits":["1"]}`, `{"trait":"1"}`). Returns the ids per relationship given,
+ * derived ones (kept by the platform) included: the caller checks those against what it derives.
  */
 export function parseRelationships(type: MenuType, input: unknown): Map<string, string[] | string | null> {
   const out = new Map<string, string[] | string | null>();
@@ -128,11 +136,15 @@ export function parseRelationships(type: MenuType, input: unknown): Map<string, 
     const spec = specs[name];
     const field = `relationships.${name}`;
     if (spec === undefined) throw controlError(422, `${type} has no relationship ${name}; it has ${Object.keys(specs).join(', ')}`, field);
-    if (spec.derived) throw controlError(422, `${field} is kept by the platform${name === 'trait_options' ? ' from each trait option\'s trait' : ''}`, field);
     const data = typeof value === 'object' && value !== null && !Array.isArray(value) && 'data' in value ? (value as { data: unknown }).data : value;
     out.set(name, spec.kind === 'to-many' ? parseIdList(data, spec.target, field) : parseId(data, spec.target, field, true));
   }
   return out;
+}
+
+/** Whether a relationship is one the platform derives itself (a trait's `trait_options` …). */
+export function isDerived(type: MenuType, name: string): boolean {
+  return SCHEMAS[type].relationships[name]?.derived === true;
 }
 
 function parseIdList(data: unknown, target: string, field: string): string[] {
