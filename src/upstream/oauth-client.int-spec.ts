@@ -47,8 +47,11 @@ describe('OAuthClient against the emulator (oauth4webapi over http://)', () => {
 
     expect(tokens).toEqual({
       accessToken: expect.any(String), refreshToken: expect.any(String), createdAt: expect.any(Date), expiresIn: LIFETIME_SECONDS,
-      scopes: ['read_menu', 'read_orders'], ownerId: '4001',
+      scopes: ['read_menu', 'read_orders'], ownerId: undefined,
     });
+    // The token answer names no user (as Doorkeeper's): the owner comes from /oauth/token/info.
+    expect(await client.resourceOwner(application.authUrl, tokens.accessToken)).toBe('4001');
+    expect(await client.resourceOwner(application.authUrl, 'not-a-token')).toBeUndefined();
     expect(tokens.createdAt.getTime() % 1000).toBe(0);
     expect(Math.abs(tokens.createdAt.getTime() - before)).toBeLessThan(2_000);
     expect((await call(emulator, '/stores/1/orders', { headers: { authorization: `Bearer ${tokens.accessToken}` } })).status).toBe(200);
