@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import type { ApiResource } from '../menu/resource-query.service.js';
 import { Change, ChangeEntry, ChangeFilter, ChangePage, ChangePosition, START } from './change.js';
 
@@ -56,6 +57,14 @@ export class ChangeLogRepository {
     return Number(row.head ?? 0);
   }
 
+  /** The newest change a gap-safe reader may read now, as text (`transaction id.seq`), '' when none. */
+  async readableHead(): Promise<string> {
+    const [row]: Array<{ head: string }> = await this.dataSource.query(
+      `SELECT transaction_id::text || '.' || seq::text AS head FROM change_log
+        WHERE transaction_id < event_log_horizon() ORDER BY transaction_id DESC, seq DESC LIMIT 1`);
+    return row?.head ?? '';
+  }
+
   /**
    * The position of the newest change visible to the caller's transaction: read in the snapshot of
    * a read-model query (REPEATABLE READ), it is the cursor consistent with what that query saw.
@@ -77,10 +86,13 @@ export class ChangeLogRepository {
 
   /**
    * Deletes changes written before `before` except the newest of each resource, and only those of
-   * finished transactions, then raises the horizon to the highest position deleted. One transaction.
+   * finished transactions, then raises the horizon to the highest position deleted. One transaction;
+   * while another daemon compacts, nothing.
    */
   async compact(before: Date): Promise<number> {
     return this.dataSource.transaction(async (manager) => {
+      const [{ result: locked }] = await manager.query(...lockQuery('pg_try_advisory_xact_lock', advisoryLocks.single('changeLogCompaction')));
+      if (!locked) return 0;
       const [row]: Array<{ deleted: number; transaction_id: string | null; seq: string | null }> = await manager.query(
         `WITH doomed AS (
            SELECT c.seq FROM change_log c
