@@ -94,12 +94,10 @@ export class ChangeLogRepository {
       const [{ result: locked }] = await manager.query(...lockQuery('pg_try_advisory_xact_lock', advisoryLocks.single('changeLogCompaction')));
       if (!locked) return 0;
       const [row]: Array<{ deleted: number; transaction_id: string | null; seq: string | null }> = await manager.query(
-        `WITH doomed AS (
-           SELECT c.seq FROM change_log c
-            WHERE c.at < $1 AND c.transaction_id < event_log_horizon()
-              AND EXISTS (SELECT 1 FROM change_log newer
-                           WHERE newer.type = c.type AND newer.id = c.id
-                             AND (newer.transaction_id, newer.seq) > (c.transaction_id, c.seq))),
+        `WITH ranked AS (
+           SELECT seq, at, row_number() OVER (PARTITION BY type, id ORDER BY transaction_id DESC, seq DESC) AS newest_first
+             FROM change_log WHERE transaction_id < event_log_horizon()),
+         doomed AS (SELECT seq FROM ranked WHERE newest_first > 1 AND at < $1),
          deleted AS (DELETE FROM change_log c USING doomed WHERE c.seq = doomed.seq RETURNING c.transaction_id, c.seq),
          highest AS (SELECT transaction_id, seq FROM deleted ORDER BY transaction_id DESC, seq DESC LIMIT 1),
          moved AS (UPDATE change_log_horizon h SET transaction_id = highest.transaction_id, seq = highest.seq, compacted_at = now()
