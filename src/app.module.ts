@@ -11,6 +11,7 @@ import { ProjectionModule } from './projection/projection.module.js';
 import { ReplayModule } from './replay/replay.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 import { AuthModule } from './auth/auth.module.js';
+import { ChangeFeedModule } from './changes/change-feed.module.js';
 import { ReconcileModule } from './reconcile/reconcile.module.js';
 import { UpstreamSettings } from './upstream/upstream-settings.js';
 import { UpstreamSettingsModule } from './upstream/upstream-settings.module.js';
@@ -43,6 +44,7 @@ export class AppModule {
         UpstreamModule,
         AuthModule,
         ReconcileModule.forDaemon(),
+        ChangeFeedModule,
       ],
     };
   }

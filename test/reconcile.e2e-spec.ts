@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { RunningEmulator } from '../src/emulator/emulator.factory.js';
 import type { TokenAnswer } from '../src/emulator/oauth/oauth-server.service.js';
 import { bootEmulator, call, clientOf, control, postToken, recordIssuedTokens, Reply } from './emulator/emulator-client.js';
+import { changesAfter } from './support/changes.js';
 import { CliResult, describeRun, runCli } from './support/cli.js';
 import { connect, startDaemonOn } from './support/connect.js';
 import { eventually } from './support/eventually.js';
@@ -251,6 +252,7 @@ describe('changes the platform gave up delivering', () => {
       updated: expect.objectContaining({ collection: expect.any(Number), product: 1, trait: expect.any(Number), trait_option: 1 }),
       destroyed: { collection: 1, product: 1, trait_option: 1 },
     });
+    const { cursor } = await changesAfter(daemon.url);
     healed = await reconcile();
     expect(healed).toMatchObject({ trigger: 'command', outcome: 'ok', errors: [] });
     expect(healed.stores).toEqual([expect.objectContaining({
@@ -269,6 +271,14 @@ describe('changes the platform gave up delivering', () => {
     // Reconcile's events are filterable like any other.
     const orderEvents = (await api(daemon.url, `/api/v1/events?subject_type=order&subject_id=${touched.order}`)).json.data;
     expect(orderEvents.map((event: Json) => [event.event_type, event.source])).toEqual([['order.created', 'reconcile']]);
+    // The repairs flow out through the change feed like any change (CONTRACT §11); orders are not published by default.
+    await eventually(async () => {
+      const flowed = (await changesAfter(daemon.url, cursor)).changes.map((c: Json) => `${c.op} ${c.type}/${c.id}`);
+      expect(flowed).toEqual(expect.arrayContaining([`upsert product/${touched.createdProduct}`, `upsert product/${touched.updatedProduct}`,
+        `delete product/${touched.destroyedProduct}`, `upsert collection/${touched.createdCollection}`, `delete trait_option/${touched.destroyedOption}`]));
+      expect(flowed.filter((entry: string) => entry.includes('order'))).toEqual([]);
+      expect(flowed).toHaveLength(total(expected) - 1);
+    }, 15000, 100);
   });
 
   it('a second reconcile appends nothing; the runs are listed newest first', async () => {

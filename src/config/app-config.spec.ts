@@ -56,4 +56,14 @@ describe('loadConfig', () => {
       API_TOKENS: 'token-s3cr3t-0123456789', WEBHOOK_KEYS: 'key-s3cr3t-0123456789' });
     expect(JSON.stringify(config.dump())).not.toMatch(/s3cr3t|pw-|AAAA|BwcH/);
   });
+
+  it('CHANGES_TYPES: the menu types by default, API or type names, none for off; CHANGES_RETENTION as a duration', () => {
+    expect(loadConfig({}).changeTypes).toEqual(['collection', 'product', 'trait', 'trait_option']);
+    expect(loadConfig({ CHANGES_TYPES: 'products,orders,store' }).changeTypes).toEqual(['product', 'order', 'store']);
+    expect(loadConfig({ CHANGES_TYPES: 'none' }).changeTypes).toEqual([]);
+    expect(loadConfig({}).changesRetentionMs).toBe(30 * 86_400_000);
+    expect(loadConfig({ CHANGES_RETENTION: '90s' }).changesRetentionMs).toBe(90_000);
+    expect(problems({ CHANGES_TYPES: 'products,widgets', CHANGES_RETENTION: 'a month' }).map((p) => p.split(':')[0]).sort())
+      .toEqual(['CHANGES_RETENTION', 'CHANGES_TYPES']);
+  });
 });

@@ -39,6 +39,16 @@ const bool = ({ value }: { value: unknown }) => {
   return value;
 };
 
+/** CHANGES_TYPES takes resource types or their API collection names; `none` turns the change log off. */
+const CHANGE_TYPE_NAMES: Record<string, string> = {
+  collection: 'collection', collections: 'collection', product: 'product', products: 'product', trait: 'trait',
+  traits: 'trait', trait_option: 'trait_option', trait_options: 'trait_option', order: 'order', orders: 'order',
+  order_product: 'order_product', order_products: 'order_product', order_product_trait_option: 'order_product_trait_option',
+  order_product_trait_options: 'order_product_trait_option', store: 'store', stores: 'store',
+};
+const DURATION = /^(\d{1,9})(ms|s|m|h|d)$/;
+const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
 const pgUrl = /^postgres(ql)?:\/\/.+/;
 
 /** Names of the variables whose values are secrets: masked in every dump. */
@@ -210,6 +220,25 @@ export class AppConfig {
   @Min(1)
   @Max(10000)
   RECONCILE_MAX_PAGES = 100;
+
+  /** Resource types whose changes are published (CONTRACT §11): `product`, `products`, …; `none` publishes nothing. */
+  @Transform(list)
+  @IsIn([...Object.keys(CHANGE_TYPE_NAMES), 'none'], { each: true,
+    message: `CHANGES_TYPES must list resource types (${Object.keys(CHANGE_TYPE_NAMES).filter((n) => n.endsWith('s')).join(', ')}) or be none` })
+  CHANGES_TYPES: string[] = ['collections', 'products', 'traits', 'trait_options'];
+
+  /** How long every change is kept before compaction keeps only the newest per resource: `30d`, `12h`, `15m`, `30s`. */
+  @Matches(DURATION, { message: 'CHANGES_RETENTION must be a duration such as 30d, 12h, 15m or 30s' })
+  CHANGES_RETENTION = '30d';
+
+  get changeTypes(): string[] {
+    return [...new Set(this.CHANGES_TYPES.filter((name) => name !== 'none').map((name) => CHANGE_TYPE_NAMES[name]))];
+  }
+
+  get changesRetentionMs(): number {
+    const [, amount, unit] = DURATION.exec(this.CHANGES_RETENTION)!;
+    return Number(amount) * DURATION_MS[unit];
+  }
 
   get hasUpstream(): boolean {
     return this.UPSTREAM_AUTH_URL !== undefined || this.UPSTREAM_BASE_URL !== undefined;

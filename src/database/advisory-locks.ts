@@ -17,6 +17,14 @@ export const SINGLE_LOCKS = {
   reconcile: 7_260_003,
   /** The one active change dispatcher (sinks) of the database. */
   sinkDispatcher: 7_260_004,
+  /**
+   * Held by every transaction that writes the change log, from before it has a transaction id
+   * until it commits: the writers' transaction ids are then in commit order, which makes a
+   * change-log position read in one snapshot an exact cursor (ChangeLogRepository.positionInSnapshot).
+   */
+  changeLogWriter: 7_260_005,
+  /** One change-log compaction at a time. */
+  changeLogCompaction: 7_260_006,
 } as const;
 
 /** First keys of two-key locks; the second key names the instance (a projection, a connection). */

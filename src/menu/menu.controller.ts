@@ -1,6 +1,7 @@
-import { Controller, Get, Headers, Param, Query, Res, UseGuards } from '@nestjs/common';
+import { Controller, Get, UseInterceptors, Headers, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import { ChangesCursorHeader } from '../changes/changes-cursor-header.interceptor.js';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { AsOfQuery, ListQuery, MenuQuery, ProductQuery } from './resource-query.dto.js';
 import { ApiResource, ResourceQueryService } from './resource-query.service.js';
@@ -14,6 +15,7 @@ export function answer(reply: FastifyReply, resource: ApiResource): ApiResource 
 @ApiTags('menu')
 @ApiBearerAuth()
 @UseGuards(ApiTokenGuard)
+@UseInterceptors(ChangesCursorHeader)
 @Controller('api/v1')
 export class MenuController {
   constructor(private readonly resources: ResourceQueryService) {}

@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
+import { ChangesModule } from '../changes/changes.module.js';
 import { ProjectionModule } from '../projection/projection.module.js';
 import { MenuController } from './menu.controller.js';
 import { ResourceQueryService } from './resource-query.service.js';
 
 @Module({
-  imports: [ProjectionModule],
+  imports: [ProjectionModule, ChangesModule],
   controllers: [MenuController],
   providers: [ResourceQueryService],
   exports: [ResourceQueryService],

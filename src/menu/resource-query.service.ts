@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { encodeChangeCursor } from '../changes/change-cursor.js';
+import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { BadRequestError, NotFoundError } from '../common/app-error.js';
 import { ReadModelRepository, ResourceRow } from '../projection/read-model.repository.js';
 import { RESOURCE_TABLES, ResourceTable, tableByName } from '../projection/resource-tables.js';
@@ -19,10 +22,22 @@ export interface ApiResource {
 /** Lists, items, expansions and the menu document (CONTRACT §5), live or `as_of`. */
 @Injectable()
 export class ResourceQueryService {
-  constructor(private readonly rows: ReadModelRepository) {}
+  constructor(private readonly rows: ReadModelRepository, private readonly changes: ChangeLogRepository) {}
 
+  /**
+   * A page, with the change-log cursor read in the same snapshot (`changes_cursor`, CONTRACT §11):
+   * following the feed from it misses nothing the page lacks and repeats nothing it has. None with `as_of`.
+   */
   async list(name: string, query: ListQuery) {
     const table = this.table(name);
+    if (query.as_of !== undefined) return { ...(await this.listIn(undefined, table, query)), changes_cursor: null };
+    return this.rows.inSnapshot(async (db) => ({
+      ...(await this.listIn(db, table, query)),
+      changes_cursor: encodeChangeCursor(await this.changes.positionInSnapshot(db)),
+    }));
+  }
+
+  private async listIn(db: EntityManager | undefined, table: ResourceTable, query: ListQuery) {
     const found = await this.rows.find(table, {
       ownerId: query.owner_id,
       updatedSince: query.updated_since,
@@ -30,7 +45,7 @@ export class ResourceQueryService {
       afterSortKey: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
       limit: query.limit,
       asOf: query.as_of,
-    });
+    }, db);
     const last = found.at(-1);
     return {
       data: found.map((row) => toResource(table, row)),
@@ -68,24 +83,36 @@ export class ResourceQueryService {
     };
   }
 
-  /** Every live collection and product of an owner, products expanded; the ETag is the content's hash. */
-  async menu(ownerId: string, asOf?: Date): Promise<{ body: { collections: ApiResource[]; products: ApiResource[] }; etag: string }> {
+  /**
+   * Every live collection and product of an owner, products expanded; the ETag is the content's hash
+   * (the cursor left out: it moves with other owners' changes). Read in one snapshot with its
+   * `changes_cursor` (none with `as_of`).
+   */
+  async menu(ownerId: string, asOf?: Date): Promise<{
+    body: { collections: ApiResource[]; products: ApiResource[]; changes_cursor: string | null }; etag: string;
+  }> {
+    if (asOf !== undefined) return this.menuIn(undefined, ownerId, null, asOf);
+    return this.rows.inSnapshot(async (db) =>
+      this.menuIn(db, ownerId, encodeChangeCursor(await this.changes.positionInSnapshot(db))));
+  }
+
+  private async menuIn(db: EntityManager | undefined, ownerId: string, cursor: string | null, asOf?: Date) {
     const [collections, products] = await Promise.all([
-      this.rows.find(RESOURCE_TABLES.collection, { ownerId, asOf }),
-      this.rows.find(RESOURCE_TABLES.product, { ownerId, asOf }),
+      this.rows.find(RESOURCE_TABLES.collection, { ownerId, asOf }, db),
+      this.rows.find(RESOURCE_TABLES.product, { ownerId, asOf }, db),
     ]);
-    const body = {
+    const content = {
       collections: collections.map((row) => toResource(RESOURCE_TABLES.collection, row)),
-      products: await this.expandTraits(products.map((row) => toResource(RESOURCE_TABLES.product, row)), asOf),
+      products: await this.expandTraits(products.map((row) => toResource(RESOURCE_TABLES.product, row)), asOf, db),
     };
-    const etag = `"${createHash('sha256').update(JSON.stringify(body)).digest('base64url')}"`;
-    return { body, etag };
+    const etag = `"${createHash('sha256').update(JSON.stringify(content)).digest('base64url')}"`;
+    return { body: { ...content, changes_cursor: cursor }, etag };
   }
 
   /** Follows product → traits → trait options, leaving out unknown and deleted ones, in relationship order. */
-  private async expandTraits(products: ApiResource[], asOf?: Date): Promise<ApiResource[]> {
-    const traits = await this.children(RESOURCE_TABLES.trait, products.flatMap((p) => linkIds(p, 'traits')), asOf);
-    const options = await this.children(RESOURCE_TABLES.trait_option, traits.flatMap((t) => linkIds(t, 'trait_options')), asOf);
+  private async expandTraits(products: ApiResource[], asOf?: Date, db?: EntityManager): Promise<ApiResource[]> {
+    const traits = await this.children(RESOURCE_TABLES.trait, products.flatMap((p) => linkIds(p, 'traits')), asOf, db);
+    const options = await this.children(RESOURCE_TABLES.trait_option, traits.flatMap((t) => linkIds(t, 'trait_options')), asOf, db);
     return products.map((product) => ({
       ...product,
       traits: pick(traits, linkIds(product, 'traits')).map((trait) => ({
@@ -95,12 +122,12 @@ export class ResourceQueryService {
     }));
   }
 
-  private async children(table: ResourceTable, ids: string[], asOf?: Date): Promise<ApiResource[]> {
+  private async children(table: ResourceTable, ids: string[], asOf?: Date, db?: EntityManager): Promise<ApiResource[]> {
     const unique = [...new Set(ids)];
     if (unique.length === 0) return [];
     const found: ApiResource[] = [];
     for (let i = 0; i < unique.length; i += 1000) {
-      const rows = await this.rows.find(table, { ids: unique.slice(i, i + 1000), asOf });
+      const rows = await this.rows.find(table, { ids: unique.slice(i, i + 1000), asOf }, db);
       found.push(...rows.map((row) => toResource(table, row)));
     }
     return found;

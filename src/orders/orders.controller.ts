@@ -1,6 +1,7 @@
-import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
+import { Controller, Get, UseInterceptors, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import { ChangesCursorHeader } from '../changes/changes-cursor-header.interceptor.js';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { answer } from '../menu/menu.controller.js';
 import { AsOfQuery, ListQuery, OrderQuery } from '../menu/resource-query.dto.js';
@@ -9,6 +10,7 @@ import { ResourceQueryService } from '../menu/resource-query.service.js';
 @ApiTags('orders')
 @ApiBearerAuth()
 @UseGuards(ApiTokenGuard)
+@UseInterceptors(ChangesCursorHeader)
 @Controller('api/v1')
 export class OrdersController {
   constructor(private readonly resources: ResourceQueryService) {}

@@ -209,6 +209,9 @@ describe('projection (PostgreSQL)', () => {
       const ids = (await db.dataSource.query(`SELECT id FROM proj_menu.products ORDER BY id`)).map((row: { id: string }) => row.id);
       expect(ids).toEqual(['1', '4']);
       expect(await projections.status(MENU_PROJECTION)).toMatchObject({ parked: 2 });
+      // The released entry published its change like a page does (CONTRACT §11); the parked ones published nothing.
+      const published = await db.dataSource.query(`SELECT id, resource -> 'version' ->> 'event_id' AS event_id FROM change_log ORDER BY seq`);
+      expect(published).toEqual([{ id: '1', event_id: 'before' }, { id: '4', event_id: 'after' }, { id: '4', event_id: 'after' }]);
     });
   });
 

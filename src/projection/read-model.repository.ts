@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { CHANGE_COLUMNS, isSubject, ORDERS_PROJECTION } from './projection-definitions.js';
 import { ResourceTable } from './resource-tables.js';
 
@@ -41,7 +41,18 @@ const NEWEST_FIRST = `occurred_at DESC, coalesce(event_seq, '-Infinity') DESC, e
 export class ReadModelRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  async find(table: ResourceTable, filter: RowFilter): Promise<ResourceRow[]> {
+  /**
+   * Runs `work` in one read-only REPEATABLE READ transaction: every read through its manager sees
+   * one snapshot (a page and the change-log cursor consistent with it, say).
+   */
+  inSnapshot<T>(work: (db: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction('REPEATABLE READ', async (db) => {
+      await db.query('SET TRANSACTION READ ONLY');
+      return work(db);
+    });
+  }
+
+  async find(table: ResourceTable, filter: RowFilter, db?: EntityManager): Promise<ResourceRow[]> {
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
     const source = filter.asOf ? this.asOfSource(table, filter, param) : `${table.schema}.${table.name}`;
@@ -52,7 +63,7 @@ export class ReadModelRepository {
     if (filter.updatedSince !== undefined) where.push(`occurred_at >= ${param(filter.updatedSince)}`);
     if (filter.afterSortKey !== undefined) where.push(`sort_key > ${param(filter.afterSortKey)}`);
     const limit = filter.limit === undefined ? '' : `LIMIT ${param(filter.limit)}`;
-    return this.dataSource.query(
+    return (db ?? this.dataSource).query(
       `SELECT id, sort_key, owner_id, attributes, relationships, deleted, occurred_at, event_id, position::text AS position
          FROM ${source} ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
         ORDER BY sort_key ${limit}`,

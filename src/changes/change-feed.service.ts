@@ -1,0 +1,96 @@
+import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import { Change, ChangeFilter, ChangePosition, START } from './change.js';
+import { comparePositions, decodeChangeCursor, encodeChangeCursor, ExpiredChangeCursorError } from './change-cursor.js';
+import { ChangeLogRepository } from './change-log.repository.js';
+import { ChangeNotifier } from './change-notifier.service.js';
+import { ChangesQuery, TYPE_NAMES } from './changes.dto.js';
+
+/** How long a stream waits for changes before it reads again anyway (the notifier wakes it sooner). */
+const STREAM_WAIT_MS = 15_000;
+
+/** Where an SSE stream writes: one event per change, its id the change's cursor. */
+export interface ChangeSink {
+  push(change: Change, cursor: string): void;
+  /** The response the events go to, for back-pressure. */
+  readonly stream: Writable;
+}
+
+/** `GET /api/v1/changes` (CONTRACT §11): pages, long-poll and SSE over the gap-safe change-log reader. */
+@Injectable()
+export class ChangeFeedService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger(ChangeFeedService.name);
+  private readonly streams = new Set<AbortController>();
+
+  constructor(
+    private readonly changes: ChangeLogRepository,
+    private readonly notifier: ChangeNotifier,
+  ) {}
+
+  /**
+   * Where a reader starts: `Last-Event-ID` when given, else `after`, else the start of the log
+   * (compacted or not, the log read from its start holds every resource's newest state). A cursor
+   * below the compaction horizon is 410: the changes after it are no longer all there.
+   */
+  async start(after: string | undefined, lastEventId?: string): Promise<ChangePosition> {
+    const field = lastEventId !== undefined && lastEventId !== '' ? 'Last-Event-ID' : 'after';
+    const cursor = field === 'after' ? after : lastEventId;
+    if (cursor === undefined) return START;
+    const position = decodeChangeCursor(cursor, field);
+    if (comparePositions(position, START) > 0 && comparePositions(position, await this.changes.compactionHorizon()) < 0) {
+      throw new ExpiredChangeCursorError(field);
+    }
+    return position;
+  }
+
+  /** One page; with `wait`, answers as soon as at least one change is there, or empty when the wait ends. */
+  async page(query: ChangesQuery, closed?: AbortSignal): Promise<{ data: Change[]; next_cursor: string }> {
+    const filter = this.filter(query);
+    const deadline = Date.now() + query.wait * 1000;
+    let page = await this.changes.readAfter(await this.start(query.after), filter);
+    while (page.changes.length === 0 && Date.now() < deadline && !closed?.aborted) {
+      await this.notifier.wait(deadline - Date.now(), closed);
+      page = await this.changes.readAfter(page.next, filter);
+    }
+    return { data: page.changes.map((entry) => entry.change), next_cursor: encodeChangeCursor(page.next) };
+  }
+
+  /** Streams changes from `from` until `closed` aborts or the daemon stops; waits on the notifier in between. */
+  async stream(sink: ChangeSink, from: ChangePosition, query: ChangesQuery, closed: AbortSignal): Promise<void> {
+    const stop = new AbortController();
+    this.streams.add(stop);
+    const signal = AbortSignal.any([closed, stop.signal]);
+    const filter = this.filter(query);
+    let position = from;
+    try {
+      while (!signal.aborted) {
+        const page = await this.changes.readAfter(position, filter);
+        for (const entry of page.changes) {
+          if (signal.aborted) return;
+          sink.push(entry.change, encodeChangeCursor(entry.position));
+          if (sink.stream.writableNeedDrain) await once(sink.stream, 'drain', { signal }).catch(() => undefined);
+        }
+        position = page.next;
+        if (page.changes.length < filter.limit) await this.notifier.wait(STREAM_WAIT_MS, signal);
+      }
+    } catch (error) {
+      // The client resumes from its Last-Event-ID on its next connection.
+      this.logger.warn({ msg: 'change stream ended by an error', err: String(error) });
+    } finally {
+      this.streams.delete(stop);
+    }
+  }
+
+  beforeApplicationShutdown(): void {
+    for (const stream of this.streams) stream.abort();
+  }
+
+  private filter(query: ChangesQuery): ChangeFilter {
+    return {
+      limit: query.limit,
+      types: query.type === undefined ? undefined : [...new Set(query.type.map((name) => TYPE_NAMES[name]))],
+      ownerIds: query.owner_id === undefined ? undefined : [query.owner_id],
+    };
+  }
+}

@@ -1,0 +1,127 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
+import type { ApiResource } from '../menu/resource-query.service.js';
+import { Change, ChangeEntry, ChangeFilter, ChangePage, ChangePosition, START } from './change.js';
+
+interface RawChange {
+  seq: string;
+  transaction_id: string;
+  change_id: string;
+  type: string;
+  id: string;
+  owner_id: string | null;
+  op: Change['op'];
+  resource: ApiResource;
+  at: Date;
+}
+
+type Queryable = DataSource | EntityManager | QueryRunner;
+
+const COLUMNS = `seq::text AS seq, transaction_id::text AS transaction_id, change_id, type, id, owner_id, op, resource, at`;
+
+/** The change log's reads and its compaction. Writes happen inside the read-model statements (ProjectionRepository, rebuild swap). */
+@Injectable()
+export class ChangeLogRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /**
+   * Changes after `after` in (transaction id, seq) order, only those written by transactions older
+   * than every transaction of this database still open (event_log_horizon(), as the event log's
+   * readers): a change committed late appears after the cursor of any reader not yet past it, so
+   * nothing is skipped. The horizon is read once and used for both statements, so a page that the
+   * filters leave short can move the cursor to the end of what was readable without skipping.
+   */
+  async readAfter(after: ChangePosition, filter: ChangeFilter, db: Queryable = this.dataSource): Promise<ChangePage> {
+    const [{ horizon }]: Array<{ horizon: string }> = await db.query(`SELECT event_log_horizon()::text AS horizon`);
+    const params: unknown[] = [after.transactionId, after.seq, horizon, filter.limit];
+    const where = [`(c.transaction_id, c.seq) > ($1::xid8, $2::bigint)`, `c.transaction_id < $3::xid8`];
+    if (filter.types !== undefined) where.push(`c.type = ANY($${params.push([...filter.types])}::text[])`);
+    if (filter.ownerIds !== undefined) where.push(`c.owner_id = ANY($${params.push([...filter.ownerIds])}::text[])`);
+    const rows: RawChange[] = await db.query(
+      `SELECT ${COLUMNS} FROM change_log c WHERE ${where.join(' AND ')} ORDER BY c.transaction_id, c.seq LIMIT $4`, params);
+    const changes = rows.map(toEntry);
+    if (rows.length === filter.limit) return { changes, next: changes[changes.length - 1].position };
+    if (filter.types === undefined && filter.ownerIds === undefined) return { changes, next: changes.at(-1)?.position ?? after };
+    const [end]: Array<{ transaction_id: string; seq: string }> = await db.query(
+      `SELECT transaction_id::text AS transaction_id, seq::text AS seq FROM change_log
+        WHERE (transaction_id, seq) > ($1::xid8, $2::bigint) AND transaction_id < $3::xid8
+        ORDER BY transaction_id DESC, seq DESC LIMIT 1`, [after.transactionId, after.seq, horizon]);
+    return { changes, next: end ? { transactionId: end.transaction_id, seq: end.seq } : after };
+  }
+
+  /** The newest seq written (0 when none), for the head metric. */
+  async head(): Promise<number> {
+    const [row]: Array<{ head: string | null }> = await this.dataSource.query(`SELECT max(seq)::text AS head FROM change_log`);
+    return Number(row.head ?? 0);
+  }
+
+  /** The newest change a gap-safe reader may read now, as text (`transaction id.seq`), '' when none. */
+  async readableHead(): Promise<string> {
+    const [row]: Array<{ head: string }> = await this.dataSource.query(
+      `SELECT transaction_id::text || '.' || seq::text AS head FROM change_log
+        WHERE transaction_id < event_log_horizon() ORDER BY transaction_id DESC, seq DESC LIMIT 1`);
+    return row?.head ?? '';
+  }
+
+  /**
+   * The position of the newest change visible to the caller's transaction: read in the snapshot of
+   * a read-model query (REPEATABLE READ), it is the cursor consistent with what that query saw.
+   * Exact because every transaction writing changes holds the change-log writer lock from before
+   * it has a transaction id until it commits (see ChangeLogWriterLock): the writers' transaction ids are in commit order.
+   */
+  async positionInSnapshot(db: Queryable): Promise<ChangePosition> {
+    const [row]: Array<{ transaction_id: string; seq: string }> = await db.query(
+      `SELECT transaction_id::text AS transaction_id, seq::text AS seq FROM change_log ORDER BY transaction_id DESC, seq DESC LIMIT 1`);
+    return row ? { transactionId: row.transaction_id, seq: row.seq } : START;
+  }
+
+  /** The highest position compaction deleted: cursors below it are expired. */
+  async compactionHorizon(db: Queryable = this.dataSource): Promise<ChangePosition> {
+    const [row]: Array<{ transaction_id: string; seq: string }> = await db.query(
+      `SELECT transaction_id::text AS transaction_id, seq::text AS seq FROM change_log_horizon`);
+    return { transactionId: row.transaction_id, seq: row.seq };
+  }
+
+  /**
+   * Deletes changes written before `before` except the newest of each resource, and only those of
+   * finished transactions, then raises the horizon to the highest position deleted. One transaction;
+   * while another daemon compacts, nothing.
+   */
+  async compact(before: Date): Promise<number> {
+    return this.dataSource.transaction(async (manager) => {
+      const [{ result: locked }] = await manager.query(...lockQuery('pg_try_advisory_xact_lock', advisoryLocks.single('changeLogCompaction')));
+      if (!locked) return 0;
+      const [row]: Array<{ deleted: number; transaction_id: string | null; seq: string | null }> = await manager.query(
+        `WITH ranked AS (
+           SELECT seq, at, row_number() OVER (PARTITION BY type, id ORDER BY transaction_id DESC, seq DESC) AS newest_first
+             FROM change_log WHERE transaction_id < event_log_horizon()),
+         doomed AS (SELECT seq FROM ranked WHERE newest_first > 1 AND at < $1),
+         deleted AS (DELETE FROM change_log c USING doomed WHERE c.seq = doomed.seq RETURNING c.transaction_id, c.seq),
+         highest AS (SELECT transaction_id, seq FROM deleted ORDER BY transaction_id DESC, seq DESC LIMIT 1),
+         moved AS (UPDATE change_log_horizon h SET transaction_id = highest.transaction_id, seq = highest.seq, compacted_at = now()
+                     FROM highest WHERE (highest.transaction_id, highest.seq) > (h.transaction_id, h.seq) RETURNING 1)
+         SELECT (SELECT count(*) FROM deleted)::int AS deleted, (SELECT count(*) FROM moved)::int AS moved`,
+        [before]);
+      return row.deleted;
+    });
+  }
+}
+
+function toEntry(row: RawChange): ChangeEntry {
+  const r = row.resource;
+  // jsonb sorts keys; the API's order is restored here.
+  const resource: ApiResource = {
+    type: r.type, id: r.id, owner_id: r.owner_id, attributes: r.attributes, relationships: r.relationships,
+    version: { event_id: r.version.event_id, occurred_at: r.version.occurred_at, position: r.version.position },
+    deleted: r.deleted,
+  };
+  return {
+    change: {
+      seq: Number(row.seq), change_id: row.change_id, type: row.type, id: row.id, owner_id: row.owner_id, op: row.op,
+      resource, at: new Date(row.at).toISOString(),
+    },
+    position: { transactionId: row.transaction_id, seq: row.seq },
+  };
+}

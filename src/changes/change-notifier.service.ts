@@ -1,0 +1,119 @@
+import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
+import { CHANGES_CHANNEL } from '../projection/published-changes.js';
+import { ChangeLogRepository } from './change-log.repository.js';
+
+const POLL_MS = 1000;
+const FIRST_RECHECK_MS = 25;
+
+/**
+ * Wakes feed readers waiting for changes, without a database connection per waiter: one LISTEN
+ * connection per process (taken on the first wait) hears the NOTIFY that every change-writing
+ * transaction sends on commit, from any daemon on the database. A change is readable only once no
+ * older transaction is open (the gap-safe rule), so after a notification the readable head is
+ * re-read with a short backoff until it moves; a poll every second covers a lost connection.
+ */
+@Injectable()
+export class ChangeNotifier implements BeforeApplicationShutdown {
+  private readonly logger = new Logger(ChangeNotifier.name);
+  private readonly waiters = new Set<() => void>();
+  private client?: pg.PoolClient;
+  private listening?: Promise<void>;
+  private poller?: NodeJS.Timeout;
+  private recheck?: NodeJS.Timeout;
+  private head?: string;
+  private stopped = false;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly changes: ChangeLogRepository,
+  ) {}
+
+  /** Resolves when the readable change log may have grown, after `ms`, or when `signal` aborts. */
+  wait(ms: number, signal?: AbortSignal): Promise<void> {
+    if (this.stopped || signal?.aborted) return Promise.resolve();
+    this.start();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.poller);
+    clearTimeout(this.recheck);
+    for (const waiter of [...this.waiters]) waiter();
+    await this.listening?.catch(() => undefined);
+    this.release();
+  }
+
+  private start(): void {
+    this.poller ??= setInterval(() => {
+      if (this.waiters.size > 0) void this.check();
+    }, POLL_MS).unref();
+    this.listening ??= this.listen().catch((error) => {
+      this.logger.warn({ msg: 'LISTEN failed; polling until the next wait retries', err: String(error) });
+      this.release();
+      this.listening = undefined;
+    });
+  }
+
+  private async listen(): Promise<void> {
+    const pool = (this.dataSource.driver as PostgresDriver).master as pg.Pool;
+    const client = await pool.connect();
+    this.client = client;
+    client.on('notification', () => this.onNotified());
+    client.on('error', (error) => {
+      this.logger.warn({ msg: 'LISTEN connection lost', err: String(error) });
+      this.release(error);
+      this.listening = undefined;
+    });
+    await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+    if (this.stopped) this.release();
+  }
+
+  private release(error?: Error): void {
+    const client = this.client;
+    this.client = undefined;
+    if (!client) return;
+    client.removeAllListeners('notification');
+    // A connection that listened must not go back to the pool: it would keep receiving notifications.
+    client.release(error ?? true);
+  }
+
+  private onNotified(): void {
+    clearTimeout(this.recheck);
+    let delay = FIRST_RECHECK_MS;
+    const attempt = async () => {
+      if (await this.check() || delay >= POLL_MS || this.stopped) return;
+      delay *= 2;
+      this.recheck = setTimeout(() => void attempt(), delay).unref();
+    };
+    void attempt();
+  }
+
+  /** Reads the readable head; wakes every waiter when it moved. True when it moved. */
+  private async check(): Promise<boolean> {
+    try {
+      const head = await this.changes.readableHead();
+      if (head === this.head) return false;
+      this.head = head;
+    } catch {
+      // The database is away: waiters wake on their timeouts and report it themselves.
+      return false;
+    }
+    for (const waiter of [...this.waiters]) waiter();
+    return true;
+  }
+}

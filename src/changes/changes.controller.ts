@@ -1,0 +1,41 @@
+import { Controller, Get, Headers, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiTags } from '@nestjs/swagger';
+import { createSession } from 'better-sse';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiTokenGuard } from '../common/api-token.guard.js';
+import { ChangeFeedService } from './change-feed.service.js';
+import { ChangesQuery } from './changes.dto.js';
+
+const HEARTBEAT_MS = 15_000;
+
+/** An aborted signal once the client has gone (or the response has ended). */
+function closedSignal(reply: FastifyReply): AbortSignal {
+  const closed = new AbortController();
+  reply.raw.once('close', () => closed.abort());
+  return closed.signal;
+}
+
+@ApiTags('changes')
+@ApiBearerAuth()
+@UseGuards(ApiTokenGuard)
+@Controller('api/v1')
+export class ChangesController {
+  constructor(private readonly feed: ChangeFeedService) {}
+
+  /** JSON pages (long-poll with `wait`), or Server-Sent Events with `Accept: text/event-stream`. */
+  @Get('changes')
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'SSE: resume after this change (takes precedence over after)' })
+  async changes(@Query() query: ChangesQuery, @Headers('accept') accept: string | undefined,
+    @Headers('last-event-id') lastEventId: string | undefined, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
+    if (!/(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept ?? '')) {
+      return reply.send(await this.feed.page(query, closedSignal(reply)));
+    }
+    // Checked before the stream opens, so a bad or expired cursor is still a problem+json answer.
+    const from = await this.feed.start(query.after, lastEventId);
+    reply.hijack();
+    const closed = closedSignal(reply);
+    const session = await createSession(request.raw, reply.raw, { keepAlive: HEARTBEAT_MS, trustClientEventId: false });
+    await this.feed.stream({ push: (change, cursor) => session.push(change, 'change', cursor), stream: reply.raw }, from, query, closed);
+    reply.raw.end();
+  }
+}

@@ -1,0 +1,38 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { PageQuery, toInt } from '../common/pagination.js';
+import { RESOURCE_TABLES } from '../projection/resource-tables.js';
+
+/** `type` takes resource types (`product`) or their API collection names (`products`). */
+export const TYPE_NAMES: Record<string, string> = Object.fromEntries(Object.values(RESOURCE_TABLES)
+  .flatMap((table) => [[table.type, table.type], [table.name, table.type]]));
+
+const list = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.split(',').map((item) => item.trim()) : value);
+
+export class ChangesQuery extends PageQuery {
+  @ApiPropertyOptional({ description: 'next_cursor of the previous page, an SSE id, or a changes_cursor of /menu or a list; absent: from the start of the log' })
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'after must be a cursor given out by this daemon' })
+  after?: string;
+
+  @ApiPropertyOptional({ description: 'resource types, comma-separated (product, collection, …)' })
+  @IsOptional()
+  @Transform(list)
+  @IsIn(Object.keys(TYPE_NAMES), { each: true, message: `type must list resource types (${Object.values(RESOURCE_TABLES).map((t) => t.type).join(', ')})` })
+  type?: string[];
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  @MaxLength(255)
+  owner_id?: string;
+
+  @ApiPropertyOptional({ description: 'seconds (0–60) to wait for a first change when there is none yet', default: 0 })
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt({ message: 'wait must be an integer number of seconds from 0 to 60' })
+  @Min(0, { message: 'wait must be an integer number of seconds from 0 to 60' })
+  @Max(60, { message: 'wait must be an integer number of seconds from 0 to 60' })
+  wait = 0;
+}
