@@ -24,6 +24,7 @@ import { FOREIGN_XACT_SQL, sampleActivity, summarize } from './lib/projection-ac
 import { BASELINE_SCHEMA, baselineSetupSql, compareSql, MENU_TABLES, menuBaselineSql, ordersBaselineSql, TABLES } from './lib/projection-baseline.js';
 import { fillSql, firstCreatedAt, MENU } from './lib/projection-events.js';
 import { measureFreshness } from './lib/projection-freshness.js';
+import { sampleAppendWaits } from './lib/append-waits.js';
 import { SINGLE_LOCKS } from '../dist/src/database/advisory-locks.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -80,8 +81,9 @@ export async function run({ duration = defaults.duration, quietWait = defaults.q
     catchUp.atHead = catchUp.caughtUp && status.data.every((p) => p.lag === 0 && p.position === p.head);
     const correctness = await checkCorrectness(client, base);
     let freshness = null;
+    let products = [];
     if (catchUp.atHead) {
-      const products = (await client.query(`SELECT id FROM ${BASELINE_SCHEMA}.products WHERE NOT deleted ORDER BY md5(id) LIMIT $1`,
+      products = (await client.query(`SELECT id FROM ${BASELINE_SCHEMA}.products WHERE NOT deleted ORDER BY md5(id) LIMIT $1`,
         [FRESHNESS_RATE * duration])).rows.map((row) => row.id);
       const heldBeforeFreshness = serverWideHorizon ? await waitForHorizon(client) : null;
       log(`freshness: ${FRESHNESS_RATE} deliveries/s for ${duration} s`);
@@ -91,9 +93,16 @@ export async function run({ duration = defaults.duration, quietWait = defaults.q
       const projectorPids = await lockHolders(database);
       const finishCpu = sampleCpu(daemon.pid, pgPids, projectorPids);
       const finishActivity = sampleActivity(client, projectorPids[0], SAMPLE_MS);
+      const waitClient = new pg.Client({ connectionString: databaseUrl(database), application_name: 'menu-sync-bench-waits' });
+      await waitClient.connect();
+      const finishWaits = sampleAppendWaits(waitClient, database);
+      const appendBefore = await appendHistogram(base);
       freshness = await measureFreshness({ base, webhookKey, products, rate: FRESHNESS_RATE, seconds: duration, firstSeq: events + 1 });
       freshness.cpu = finishCpu();
       freshness.activity = await finishActivity();
+      freshness.waits = await finishWaits();
+      await waitClient.end();
+      freshness.appendInDaemon = histogramDelta(appendBefore, await appendHistogram(base));
       freshness.foreignXactBeforeSeconds = heldBeforeFreshness;
       log(`  p50 ${freshness.p50Ms} ms, p90 ${freshness.p90Ms} ms, p99 ${freshness.p99Ms} ms, max ${freshness.maxMs} ms over ${freshness.accepted} ` +
         `deliveries answered 202 (${freshness.notVisible} not visible within ${freshness.giveUpMs} ms), achieved ${freshness.achievedRate}/s`);
@@ -102,8 +111,12 @@ export async function run({ duration = defaults.duration, quietWait = defaults.q
     }
     const memoryAtEnd = memoryOf(daemon.pid);
     const exit = await stopService(daemon);
+    // The ingress baseline of this run: bench/baseline-server.js (node:http + pg, one INSERT per
+    // request) on the same database, at the same paced rate, right after the daemon stopped.
+    let ingressBaseline = null;
+    if (freshness) ingressBaseline = await measureIngressBaseline({ database, webhookKey, products, duration, firstSeq: events + 1 + FRESHNESS_RATE * duration, logDir });
     const logs = scanLog(logFile);
-    const result = { events, serverWideHorizon, filled, baseline, catchUp, correctness, freshness, daemonPeakRssAtEndMiB: round(memoryAtEnd.peakRssMiB, 1),
+    const result = { events, serverWideHorizon, filled, baseline, catchUp, correctness, freshness, ingressBaseline, daemonPeakRssAtEndMiB: round(memoryAtEnd.peakRssMiB, 1),
       exit, logFile, logWarnings: logs.warnings, logErrors: logs.errors, firstLogProblem: logs.first };
     const verdict = judge(result);
     for (const problem of verdict.problems) log(`  WARNING: ${problem}`);
@@ -201,10 +214,10 @@ async function measureCatchUp({ client, database, daemon, events, spawnedAt }) {
   let exited = null;
   daemon.exited.then((status) => (exited = status));
   let projectorPid = null;
-  const lockDeadline = performance.now() + 60_000;
+  const lockDeadline = performance.now() + 180_000; // a daemon starts in ~5 s, but in ~60 s on this machine at load average 40
   while (projectorPid === null) {
     if (exited) throw new Error(`the daemon exited before projecting (${exited.signal ?? `exit ${exited.code}`})`);
-    if (performance.now() > lockDeadline) throw new Error('the daemon did not take the projector lock within 60 s');
+    if (performance.now() > lockDeadline) throw new Error('the daemon did not take the projector lock within 180 s');
     projectorPid = (await lockHolders(database))[0] ?? null;
     if (projectorPid === null) await sleep(20);
   }
@@ -324,6 +337,45 @@ async function lockHolders(database) {
     WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1 AND l.classid = 0 AND l.objid = $2 AND l.objsubid = 1`, [database, PROJECTOR_LOCK])).rows.map((row) => row.pid);
 }
 
+/** The daemon's menu_sync_event_append_seconds histogram (cumulative bucket counts by upper bound). */
+async function appendHistogram(base) {
+  const text = await (await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+  const buckets = {};
+  for (const match of text.matchAll(/^menu_sync_event_append_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) buckets[match[1]] = Number(match[2]);
+  return buckets;
+}
+
+/** Percentiles (as bucket upper bounds, ms) of the appends observed between two scrapes. */
+function histogramDelta(before, after) {
+  const bounds = Object.keys(after).filter((le) => le !== '+Inf').sort((a, b) => Number(a) - Number(b));
+  const total = (after['+Inf'] ?? 0) - (before['+Inf'] ?? 0);
+  const at = (p) => {
+    const bound = bounds.find((le) => (after[le] ?? 0) - (before[le] ?? 0) >= p * total);
+    return bound === undefined ? '> 5000' : `<= ${Number(bound) * 1000}`;
+  };
+  return { appends: total, p50Ms: at(0.5), p99Ms: at(0.99), over1sPct: total ? round((100 * (total - ((after['1'] ?? 0) - (before['1'] ?? 0)))) / total, 2) : 0 };
+}
+
+async function measureIngressBaseline({ database, webhookKey, products, duration, firstSeq, logDir }) {
+  const port = await freePort();
+  const server = startService('node', [join(HERE, 'baseline-server.js')], {
+    cwd: ROOT, logFile: join(logDir, 'projection-ingress-baseline.log'),
+    env: { ...process.env, DATABASE_URL: databaseUrl(database), PORT: String(port), HOST: '127.0.0.1', POOL_SIZE: '10', WEBHOOK_KEY: webhookKey },
+  });
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    await waitReady(server, `${base}/health/ready`);
+    const finishCpu = sampleCpu(server.pid, []);
+    log(`ingress baseline: ${FRESHNESS_RATE} deliveries/s for ${duration} s, POST only`);
+    const measured = await measureFreshness({ base, webhookKey, products, rate: FRESHNESS_RATE, seconds: duration, firstSeq, poll: false });
+    const cpu = finishCpu();
+    log(`  POST p50 ${measured.postP50Ms} ms, p99 ${measured.postP99Ms} ms, ${measured.accepted} answered 202`);
+    return { ...measured, cpu };
+  } finally {
+    await stopService(server);
+  }
+}
+
 async function getJson(url) {
   const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
   const text = await response.text();
@@ -360,7 +412,7 @@ function judge({ serverWideHorizon, baseline, catchUp, correctness, freshness, l
   return { checks, met: Object.values(checks).every((check) => check.met), problems };
 }
 
-function tables({ events, serverWideHorizon, filled, baseline, catchUp, correctness, freshness }, verdict) {
+function tables({ events, serverWideHorizon, filled, baseline, catchUp, correctness, freshness, ingressBaseline }, verdict) {
   const products = correctness.perTable.find((row) => row.table === 'proj_menu.products');
   const yes = (met) => (met ? 'met' : 'NOT met');
   const out = [
@@ -407,6 +459,27 @@ function tables({ events, serverWideHorizon, filled, baseline, catchUp, correctn
       rows: [[freshness.deliveries, freshness.accepted, freshness.achievedRate, freshness.p50Ms, freshness.p90Ms, freshness.p99Ms, freshness.maxMs,
         freshness.notVisible, freshness.postP50Ms, freshness.postP99Ms, freshness.polls, freshness.cpu.serverPct, freshness.cpu.postgresPct,
         freshness.cpu.loadGeneratorPct, freshness.cpu.otherPct, serverWideHorizon ? freshness.activity.foreignXactOver1sPct : '-']],
+    });
+  }
+  if (freshness) {
+    const row = (name, f) => [name, f.accepted, f.postP50Ms, f.postP99Ms, round(Math.max(...f.bySecond.map((b) => Number(b.postMaxMs) || 0)), 1),
+      f.bySecond.filter((b) => Number(b.postP99Ms) > 250).length, f.cpu.serverPct, f.cpu.otherPct];
+    out.push({
+      title: `projection: POST /webhooks at ${FRESHNESS_RATE}/s (paced), daemon (with the GET polling above) next to the ingress baseline of this run ` +
+        '(bench/baseline-server.js, same database, right after the daemon stopped, no polling)',
+      columns: ['target', '202', 'POST p50 ms', 'POST p99 ms', 'POST max ms', 'seconds with p99 > 250 ms', 'CPU srv %', 'CPU other %'],
+      rows: [row('daemon', freshness), ...(ingressBaseline ? [row('ingress baseline', ingressBaseline)] : [])],
+    });
+    const { waits, appendInDaemon } = freshness;
+    out.push({
+      title: `projection: during the freshness run: the daemon's appends (menu_sync_event_append_seconds: ${appendInDaemon.appends} appends, ` +
+        `p50 ${appendInDaemon.p50Ms} ms, p99 ${appendInDaemon.p99Ms} ms, ${appendInDaemon.over1sPct} % over 1 s); server-wide ${waits.counters.checkpoints} ` +
+        `checkpoint(s) ended, ${waits.counters.buffers_checkpoint} buffers written by checkpoints, ${waits.counters.walMiB} MiB of WAL; load average ${waits.loadAverage1m}`,
+      columns: ['sampled every 50 ms', 'state', '% of samples'],
+      rows: [
+        ...Object.entries(waits.appendWaits).map(([wait, pct]) => ['append backend', wait, pct]),
+        ...Object.entries(waits.checkpointerWaits).map(([wait, pct]) => ['checkpointer', wait, pct]),
+      ],
     });
   }
   const { checks } = verdict;

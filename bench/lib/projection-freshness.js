@@ -23,6 +23,8 @@ function exchange(agent, base, method, path, body) {
   });
 }
 
+const round1 = (value) => (value === null ? null : value === Infinity ? 'never' : Math.round(value * 10) / 10);
+
 export function percentile(sorted, p) {
   if (sorted.length === 0) return null;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
@@ -33,8 +35,11 @@ export function percentile(sorted, p) {
  * product not used by any other delivery, and measures 202 → visible in the API. A delivery not
  * visible after giveUpMs counts as slower than that.
  */
-export async function measureFreshness({ base, webhookKey, products, rate, seconds, pollMs = 10, giveUpMs = 2000, firstSeq }) {
+export async function measureFreshness({ base, webhookKey, products, rate, seconds, pollMs = 10, giveUpMs = 2000, firstSeq, poll = true }) {
+  // Two agents: the deliveries must not wait for a socket behind the polls (when visibility slows,
+  // hundreds of polls are in flight, and one shared agent's queue made the POST look slow).
   const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
+  const postAgent = new http.Agent({ keepAlive: true, maxSockets: 512 });
   const total = Math.round(rate * seconds);
   if (products.length < total) throw new Error(`freshness needs ${total} distinct products, has ${products.length}`);
   const deliveries = [];
@@ -44,15 +49,15 @@ export async function measureFreshness({ base, webhookKey, products, rate, secon
   async function deliver(k) {
     const id = products[k];
     const { eventId, body } = productUpdatedBody(id, firstSeq + k);
-    const record = { status: null, postMs: null, visibleMs: null, error: null };
-    deliveries.push(record);
     const sent = performance.now();
+    const record = { status: null, sentMs: sent - start, postMs: null, visibleMs: null, error: null };
+    deliveries.push(record);
     try {
-      const answer = await exchange(agent, base, 'POST', `/webhooks/${webhookKey}`, body);
+      const answer = await exchange(postAgent, base, 'POST', `/webhooks/${webhookKey}`, body);
       record.status = answer.status;
       const accepted = performance.now();
       record.postMs = accepted - sent;
-      if (answer.status !== 202) return;
+      if (answer.status !== 202 || !poll) return;
       while (performance.now() - accepted < giveUpMs) {
         const started = performance.now();
         polls++;
@@ -84,12 +89,22 @@ export async function measureFreshness({ base, webhookKey, products, rate, secon
   const sendSeconds = (performance.now() - start) / 1000;
   await Promise.all(pending);
   agent.destroy();
+  postAgent.destroy();
 
   const visible = deliveries.filter((d) => d.visibleMs !== null).map((d) => d.visibleMs).sort((a, b) => a - b);
   const accepted = deliveries.filter((d) => d.status === 202);
   // Deliveries answered 202 but not seen within giveUpMs count as slower than giveUpMs.
   const latencies = [...visible, ...Array(accepted.length - visible.length).fill(Infinity)].sort((a, b) => a - b);
   const posts = deliveries.filter((d) => d.postMs !== null).map((d) => d.postMs).sort((a, b) => a - b);
+  // Per second of the run (by send time): where the slow ones cluster.
+  const bySecond = [];
+  for (let second = 0; second < Math.ceil(seconds); second++) {
+    const inSecond = deliveries.filter((d) => Math.floor(d.sentMs / 1000) === second);
+    const postMs = inSecond.filter((d) => d.postMs !== null).map((d) => d.postMs).sort((a, b) => a - b);
+    const visibleMs = inSecond.filter((d) => d.status === 202).map((d) => d.visibleMs ?? Infinity).sort((a, b) => a - b);
+    bySecond.push({ second, deliveries: inSecond.length, postP50Ms: round1(percentile(postMs, 50)), postP99Ms: round1(percentile(postMs, 99)),
+      postMaxMs: round1(postMs.at(-1) ?? null), visibleP99Ms: poll ? round1(percentile(visibleMs, 99)) : null });
+  }
   const ms = (value) => (value === null ? null : value === Infinity ? `>${giveUpMs}` : Math.round(value * 10) / 10);
   return {
     rate,
@@ -112,5 +127,6 @@ export async function measureFreshness({ base, webhookKey, products, rate, secon
     postP99Ms: ms(percentile(posts, 99)),
     polls,
     pollErrors,
+    bySecond,
   };
 }

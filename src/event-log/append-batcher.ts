@@ -3,13 +3,14 @@ import { EventEmitter2 } from '@nestjs/event-emitter';
 import { AppConfig } from '../config/app-config.js';
 import { isDataError } from '../database/database-errors.js';
 import { MetricsService } from '../observability/metrics.service.js';
-import { EventLogRepository } from './event-log.repository.js';
+import { APPEND_CONNECTIONS, EventLogRepository } from './event-log.repository.js';
 import { AppendResult, NewLogEntry } from './log-entry.js';
 
 /** Emitted after entries are committed; the projector wakes on it. */
 export const LOG_APPENDED = 'event-log.appended';
 
-const MAX_IN_FLIGHT = 2;
+/** Commits at once: each holds one connection of the append path's own pool. */
+const MAX_IN_FLIGHT = APPEND_CONNECTIONS;
 /** A second concurrent commit starts only for this many queued deliveries; fewer wait for the first. */
 const SECOND_COMMIT_MIN = 8;
 const MAX_BATCH = 500;
@@ -66,8 +67,8 @@ export class AppendBatcher implements OnApplicationShutdown {
 
   /** Resolves once every queued append has settled. */
   async onApplicationShutdown(): Promise<void> {
-    if (this.queue.length === 0 && this.inFlight === 0) return;
-    await new Promise<void>((resolve) => (this.idle = resolve));
+    if (this.queue.length > 0 || this.inFlight > 0) await new Promise<void>((resolve) => (this.idle = resolve));
+    await this.repository.close();
   }
 
   private flush(): void {

@@ -40,6 +40,7 @@ describe('EventLogRepository (PostgreSQL)', () => {
   });
 
   afterAll(async () => {
+    await repository.close();
     await dataSource.destroy();
     await database.drop();
   });

@@ -41,8 +41,17 @@ const SUMMARY = `position, event_id, event_type, subject_type, subject_id, owner
 /** Text casts below keep their column names: ORDER BY must name the table's columns (`e.`), or it sorts the text. */
 const FULL = `${SUMMARY}, event_seq, key_id, content_type, payload::text AS payload, raw_body, raw_sealed, raw_key, raw_key_at, sha256, transaction_id::text AS transaction_id`;
 
+/**
+ * Connections of the append path's own pool: one per commit the AppendBatcher runs at once. Its
+ * own, so that a delivery's commit never queues behind the API's reads (or a burst of them, which a
+ * slow database makes longer) for a connection of the shared pool.
+ */
+export const APPEND_CONNECTIONS = 2;
+
 @Injectable()
 export class EventLogRepository {
+  private appendPool?: pg.Pool;
+
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   /**
@@ -81,9 +90,27 @@ export class EventLogRepository {
     });
   }
 
-  /** The pg pool behind the data source: the append path skips TypeORM's query runner. */
+  /**
+   * The append path's pool (created on first use, with the data source's connection settings): the
+   * append skips TypeORM's query runner. A connection whose query failed is discarded by pg's pool,
+   * so a database that was restarted or made read-only and back gets fresh sessions.
+   */
   private get pool(): pg.Pool {
-    return (this.dataSource.driver as PostgresDriver).master as pg.Pool;
+    if (!this.appendPool) {
+      const driver = this.dataSource.driver as PostgresDriver;
+      const shared = driver.master as pg.Pool;
+      this.appendPool = new pg.Pool({ ...shared.options, max: APPEND_CONNECTIONS, allowExitOnIdle: true });
+      // An idle connection that the server ends (restart, terminate) must not crash the process.
+      this.appendPool.on('error', () => undefined);
+    }
+    return this.appendPool;
+  }
+
+  /** Closes the append path's pool (after the last append settled). */
+  async close(): Promise<void> {
+    const pool = this.appendPool;
+    this.appendPool = undefined;
+    await pool?.end();
   }
 
   /**
