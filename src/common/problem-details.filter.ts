@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isTransientDatabaseError } from '../database/database-errors.js';
 import { AppError, ServiceUnavailableError } from './app-error.js';
 import { problem, PROBLEM_CONTENT_TYPE, ProblemDetails } from './problem-details.js';
 
@@ -16,8 +17,16 @@ export class ProblemDetailsFilter implements ExceptionFilter {
   }
 }
 
+/** What a client is told to wait after a transient database fault. */
+const TRANSIENT_RETRY_AFTER_SECONDS = 1;
+
 /** Answers an error as problem+json (with Retry-After for a transient fault). */
 export function sendProblem(reply: FastifyReply, request: FastifyRequest, error: unknown, logger: Logger): FastifyReply {
+  if (!(error instanceof AppError) && isTransientDatabaseError(error)) {
+    logger.warn({ reqId: request.id, route: request.routeOptions?.url, reason: (error as Error)?.message }, 'database unavailable');
+    return sendProblem(reply, request, new ServiceUnavailableError('The database is unavailable; retry later.',
+      TRANSIENT_RETRY_AFTER_SECONDS), logger);
+  }
   const body = toProblem(error);
   if (body.status >= 500) logger.error({ err: error, reqId: request.id, route: request.routeOptions?.url }, 'request failed');
   if (error instanceof ServiceUnavailableError) reply.header('Retry-After', String(error.retryAfterSeconds));
