@@ -12,6 +12,7 @@ import { ReplayModule } from './replay/replay.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 import { AuthModule } from './auth/auth.module.js';
 import { ReconcileModule } from './reconcile/reconcile.module.js';
+import { SinksModule } from './sinks/sinks.module.js';
 import { UpstreamSettings } from './upstream/upstream-settings.js';
 import { UpstreamSettingsModule } from './upstream/upstream-settings.module.js';
 import { UpstreamModule } from './upstream/upstream.module.js';
@@ -43,6 +44,7 @@ export class AppModule {
         UpstreamModule,
         AuthModule,
         ReconcileModule.forDaemon(),
+        SinksModule,
       ],
     };
   }
