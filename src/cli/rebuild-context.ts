@@ -26,7 +26,7 @@ export async function withRebuildService<T>(config: AppConfig, work: (rebuild: R
     const dataSource = createDataSource({ url: database.url, poolSize: 3 });
     await dataSource.initialize();
     try {
-      return await work(new RebuildService(dataSource, new ProjectionRepository(dataSource), new ShadowSchemaRepository()));
+      return await work(new RebuildService(dataSource, new ProjectionRepository(dataSource, config.changeTypes), new ShadowSchemaRepository()));
     } finally {
       await dataSource.destroy();
     }

@@ -39,16 +39,18 @@ const bool = ({ value }: { value: unknown }) => {
   return value;
 };
 
+/** CHANGES_TYPES takes resource types or their API collection names; `none` turns the change log off. */
+const CHANGE_TYPE_NAMES: Record<string, string> = {
+  collection: 'collection', collections: 'collection', product: 'product', products: 'product', trait: 'trait',
+  traits: 'trait', trait_option: 'trait_option', trait_options: 'trait_option', order: 'order', orders: 'order',
+  order_product: 'order_product', order_products: 'order_product', order_product_trait_option: 'order_product_trait_option',
+  order_product_trait_options: 'order_product_trait_option', store: 'store', stores: 'store',
+};
+const DURATION = /^(\d{1,9})(ms|s|m|h|d)$/;
+const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
 const pgUrl = /^postgres(ql)?:\/\/.+/;
 
-const DURATION = /^\d+(ms|s|m|h|d)$/;
-const DURATION_UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `72h`, `30m`, `90s`, `500ms`, `30d` in milliseconds (the value was validated against DURATION). */
-export function durationMs(value: string): number {
-  const [, amount, unit] = /^(\d+)(ms|s|m|h|d)$/.exec(value)!;
-  return Number(amount) * DURATION_UNIT_MS[unit];
-}
 
 /** Names of the variables whose values are secrets: masked in every dump. */
 export const SECRET_VARIABLES = new Set([
@@ -231,7 +233,27 @@ export class AppConfig {
   NATS_URL?: string;
 
   get sinkFailingAfterMs(): number {
-    return durationMs(this.SINK_FAILING_AFTER);
+    const [, amount, unit] = DURATION.exec(this.SINK_FAILING_AFTER)!;
+    return Number(amount) * DURATION_MS[unit];
+  }
+
+  /** Resource types whose changes are published (CONTRACT §11): `product`, `products`, …; `none` publishes nothing. */
+  @Transform(list)
+  @IsIn([...Object.keys(CHANGE_TYPE_NAMES), 'none'], { each: true,
+    message: `CHANGES_TYPES must list resource types (${Object.keys(CHANGE_TYPE_NAMES).filter((n) => n.endsWith('s')).join(', ')}) or be none` })
+  CHANGES_TYPES: string[] = ['collections', 'products', 'traits', 'trait_options'];
+
+  /** How long every change is kept before compaction keeps only the newest per resource: `30d`, `12h`, `15m`, `30s`. */
+  @Matches(DURATION, { message: 'CHANGES_RETENTION must be a duration such as 30d, 12h, 15m or 30s' })
+  CHANGES_RETENTION = '30d';
+
+  get changeTypes(): string[] {
+    return [...new Set(this.CHANGES_TYPES.filter((name) => name !== 'none').map((name) => CHANGE_TYPE_NAMES[name]))];
+  }
+
+  get changesRetentionMs(): number {
+    const [, amount, unit] = DURATION.exec(this.CHANGES_RETENTION)!;
+    return Number(amount) * DURATION_MS[unit];
   }
 
   get hasUpstream(): boolean {

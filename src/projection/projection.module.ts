@@ -1,15 +1,19 @@
 import { Module } from '@nestjs/common';
 import { EventLogModule } from '../event-log/event-log.module.js';
 import { ProjectionStatusService } from './projection-status.service.js';
-import { ProjectionRepository } from './projection.repository.js';
+import { AppConfig } from '../config/app-config.js';
+import { CHANGES_TYPES, ProjectionRepository } from './projection.repository.js';
 import { ProjectionsController } from './projections.controller.js';
 import { ProjectorService } from './projector.service.js';
 import { ReadModelRepository } from './read-model.repository.js';
 
+/** CHANGES_TYPES from the configuration, for ProjectionRepository. */
+export const CHANGES_TYPES_PROVIDER = { provide: CHANGES_TYPES, useFactory: (config: AppConfig) => config.changeTypes, inject: [AppConfig] };
+
 @Module({
   imports: [EventLogModule],
   controllers: [ProjectionsController],
-  providers: [ProjectionRepository, ProjectorService, ProjectionStatusService, ReadModelRepository],
-  exports: [ProjectionRepository, ProjectorService, ReadModelRepository],
+  providers: [CHANGES_TYPES_PROVIDER, ProjectionRepository, ProjectorService, ProjectionStatusService, ReadModelRepository],
+  exports: [CHANGES_TYPES, ProjectionRepository, ProjectorService, ReadModelRepository],
 })
 export class ProjectionModule {}

@@ -1,10 +1,14 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import { AdvisoryLock, advisoryLocks, lockQuery, pgLocksMatch } from '../database/advisory-locks.js';
 import { isDataError } from '../database/database-errors.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import { CHANGE_COLUMNS, ProjectionDefinition } from './projection-definitions.js';
+import { MENU_RESOURCE_TYPES, notifiedSql, publishedChangesSql } from './published-changes.js';
+
+/** The resource types whose changes the live projection writes to the change log (CHANGES_TYPES). */
+export const CHANGES_TYPES = Symbol('CHANGES_TYPES');
 
 export interface PageResult {
   /** Log entries the page covered (applied, skipped as irrelevant, or parked). */
@@ -34,7 +38,26 @@ const NEWEST_FIRST = 'ORDER BY id, occurred_at DESC, event_seq DESC, event_id DE
  */
 @Injectable()
 export class ProjectionRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  private readonly published: ReadonlySet<string>;
+
+  constructor(@InjectDataSource() private readonly dataSource: DataSource,
+    @Optional() @Inject(CHANGES_TYPES) publishedTypes: readonly string[] = MENU_RESOURCE_TYPES) {
+    this.published = new Set(publishedTypes);
+  }
+
+  /** The types of `projection` whose changes go to the change log. */
+  publishedTypes(projection: ProjectionDefinition): string[] {
+    return projection.tables.filter(({ type }) => this.published.has(type)).map(({ type }) => type);
+  }
+
+  /**
+   * Before a transaction that writes the change log has a transaction id: see the changeLogWriter lock.
+   * Only projections that publish take it, so one that does not never waits for one that does.
+   */
+  async lockChangeLogWriter(runner: QueryRunner, projection: ProjectionDefinition): Promise<void> {
+    if (this.publishedTypes(projection).length === 0) return;
+    await runner.query(...lockQuery('pg_advisory_xact_lock', advisoryLocks.single('changeLogWriter')));
+  }
 
   /**
    * Prepares a dedicated connection for applyPage: a page's changes are held in memory; and the
@@ -77,6 +100,7 @@ export class ProjectionRepository {
   /** Serialises live pages of a projection with a swap of its schema; held until the transaction ends. */
   async lockLive(runner: QueryRunner, projection: ProjectionDefinition): Promise<void> {
     await runner.query(...lockQuery('pg_advisory_xact_lock', advisoryLocks.inSpace('projectionPage', projection.lockKey)));
+    await this.lockChangeLogWriter(runner, projection);
   }
 
   /**
@@ -167,20 +191,26 @@ export class ProjectionRepository {
   private async applyRange(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
     to: LogCheckpoint): Promise<number> {
     const params = [from.transactionId, from.position, to.transactionId, to.position];
+    // Only the live projection publishes: a rebuild's shadow publishes at its swap, and only what differs.
+    const published = schema === projection.schema ? new Set(this.publishedTypes(projection)) : new Set<string>();
     if (projection.winners !== undefined) {
-      const [fast] = await runner.query(winnersSql(projection, schema), params);
+      const [fast] = await runner.query(winnersSql(projection, schema, published), params);
       // A winner without its subject would have to give way to the next newest: the full statement sorts that out.
       if (fast.missing === 0) return 0;
     }
-    const upserts = projection.tables.map(({ type, table }) => `${table} AS (${upsertSql(`${schema}.${table}`, type)})`);
+    const upserts = projection.tables.map(({ type, table }) => published.has(type)
+      ? publishedChangesSql(schema, table, type, `SELECT id FROM changes WHERE type = '${type}' AND NOT missing`,
+        upsertSql(`${schema}.${table}`, type))
+      : `${table} AS (${upsertSql(`${schema}.${table}`, type)})`);
     const [row] = await runner.query(
       `WITH changes (${CHANGE_COLUMNS}) AS MATERIALIZED (${projection.changes(RANGE)}),
        parked AS (
          INSERT INTO ${schema}.parked_events (position, event_id, error)
          SELECT DISTINCT position, event_id, $5 FROM changes WHERE missing
          ON CONFLICT (position) DO NOTHING RETURNING 1),
-       ${upserts.join(',\n       ')}
-       SELECT (SELECT count(*) FROM parked)::int AS parked`,
+       ${upserts.join(',\n       ')},
+       ${notifiedSql(publishedTables(projection, published))}
+       SELECT (SELECT count(*) FROM parked)::int AS parked, (SELECT count(*) FROM notified)::int AS notified`,
       [...params, projection.missingError]);
     return row.parked;
   }
@@ -294,23 +324,33 @@ function upsertSql(table: string, type: string): string {
  * create/update is parsed (by position). Nothing is written when a winner lacks its subject
  * (`missing` > 0): the caller then applies the page with the full statement.
  */
-function winnersSql(projection: ProjectionDefinition, schema: string): string {
+function winnersSql(projection: ProjectionDefinition, schema: string, published: ReadonlySet<string>): string {
   const newest = 'ORDER BY type, id, occurred_at DESC, event_seq DESC, event_id DESC';
-  const upserts = projection.tables.map(({ type, table }) => `${table} AS (
+  const upserts = projection.tables.map(({ type, table }) => {
+    const upsert = `
     INSERT INTO ${schema}.${table} AS t (${ROW_COLUMNS})
     SELECT v.id, v.owner_id, coalesce(r.attributes, '{}'), coalesce(r.relationships, '{}'), v.deleted, v.occurred_at,
            v.event_seq, v.event_id, v.position, w.occurred_at, w.event_seq, w.event_id
       FROM newest v LEFT JOIN newest_data w USING (type, id) LEFT JOIN resources r USING (type, id)
      WHERE v.type = '${type}' AND (SELECT complete FROM checked)
-    ${onConflict()})`);
+    ${onConflict()}`;
+    return published.has(type)
+      ? publishedChangesSql(schema, table, type, `SELECT id FROM newest WHERE type = '${type}'`, upsert)
+      : `${table} AS (${upsert})`;
+  });
   return `WITH versions (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted) AS MATERIALIZED (${projection.winners!.versions(RANGE)}),
        newest AS MATERIALIZED (SELECT DISTINCT ON (type, id) * FROM versions ${newest}),
        newest_data AS MATERIALIZED (SELECT DISTINCT ON (type, id) * FROM versions WHERE NOT deleted ${newest}),
        resources (type, id, missing, attributes, relationships) AS MATERIALIZED (
          ${projection.winners!.resources('ARRAY(SELECT position FROM newest_data)')}),
        checked AS (SELECT NOT EXISTS (SELECT 1 FROM resources WHERE missing) AS complete),
-       ${upserts.join(',\n       ')}
-       SELECT (SELECT count(*) FROM resources WHERE missing)::int AS missing`;
+       ${upserts.join(',\n       ')},
+       ${notifiedSql(publishedTables(projection, published))}
+       SELECT (SELECT count(*) FROM resources WHERE missing)::int AS missing, (SELECT count(*) FROM notified)::int AS notified`;
+}
+
+function publishedTables(projection: ProjectionDefinition, published: ReadonlySet<string>): string[] {
+  return projection.tables.filter(({ type }) => published.has(type)).map(({ table }) => table);
 }
 
 function errorText(error: unknown): string {

@@ -3,7 +3,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { ConnectionStoreModule } from '../auth/connection-store.module.js';
 import { EventLogModule } from '../event-log/event-log.module.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
-import { ProjectionModule } from '../projection/projection.module.js';
+import { CHANGES_TYPES_PROVIDER, ProjectionModule } from '../projection/projection.module.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
 import { ReadModelRepository } from '../projection/read-model.repository.js';
 import { UpstreamModule } from '../upstream/upstream.module.js';
@@ -37,7 +37,7 @@ export class ReconcileModule {
     return {
       module: ReconcileModule,
       imports: [ConnectionStoreModule, UpstreamModule],
-      providers: [...SERVICE_PROVIDERS, EventLogRepository, ProjectionRepository, ReadModelRepository],
+      providers: [...SERVICE_PROVIDERS, EventLogRepository, CHANGES_TYPES_PROVIDER, ProjectionRepository, ReadModelRepository],
       exports: [ReconcileService],
     };
   }

@@ -57,7 +57,8 @@ export class RebuildService {
    * Blue/green: the shadow is filled page by page, then — holding the projection's transaction lock,
    * so no live page runs meanwhile — caught up to a fixed horizon and renamed into place with its
    * checkpoint in one transaction. The live projector then continues from the shadow's checkpoint:
-   * nothing is applied twice and nothing between the rebuild's end and the swap is lost. Interrupted
+   * nothing is applied twice and nothing between the rebuild's end and the swap is lost. The same
+   * transaction publishes a change for exactly each resource the swap changes (as the API shows it). Interrupted
    * at any point, the live schema is untouched; a rerun drops the leftover shadow and starts over.
    */
   async replay(projection: ProjectionDefinition, onProgress: (progress: RebuildProgress) => void = () => undefined): Promise<ReplayReport> {
@@ -75,11 +76,12 @@ export class RebuildService {
           tail += page.entries;
           if (page.entries === 0) break;
         }
+        const published = await this.shadows.publishDifferences(runner, projection, shadow, this.projections.publishedTypes(projection));
         await this.shadows.swap(runner, projection, shadow);
         await runner.commitTransaction();
         await this.shadows.dropRetired(runner, projection);
         const status = await this.projections.status(projection);
-        this.logger.log(`replayed ${projection.name}: ${applied + tail} entries, ${status.parked} parked`);
+        this.logger.log(`replayed ${projection.name}: ${applied + tail} entries, ${status.parked} parked, ${published} change(s) published`);
         return { projection: projection.name, applied: applied + tail, parked: status.parked, seconds: (Date.now() - started) / 1000 };
       } catch (error) {
         if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);

@@ -3,6 +3,7 @@ import type { QueryRunner } from 'typeorm';
 import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import type { ProjectionDefinition } from '../projection/projection-definitions.js';
+import { changeRowSql, notifiedSql, VISIBLE_COLUMNS } from '../projection/published-changes.js';
 
 /** The columns the fold decides: what verify compares. */
 const COMPARED = ['owner_id', 'attributes', 'relationships', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position',
@@ -51,6 +52,35 @@ export class ShadowSchemaRepository {
     await this.drop(runner, `${projection.schema}__old`);
     await runner.query(`ALTER SCHEMA ${projection.schema} RENAME TO ${projection.schema}__old`);
     await runner.query(`ALTER SCHEMA ${shadow} RENAME TO ${projection.schema}`);
+  }
+
+  /**
+   * In the swap's transaction, before the rename: one change for each resource of `types` whose
+   * API-visible state differs between the live schema and `shadow` — a resource only the live model
+   * has is published deleted (its last state, `deleted: true`). Returns how many.
+   */
+  async publishDifferences(runner: QueryRunner, projection: ProjectionDefinition, shadow: string, types: string[]): Promise<number> {
+    const tables = projection.tables.filter(({ type }) => types.includes(type));
+    if (tables.length === 0) return 0;
+    const visible = (alias: string) => `(${VISIBLE_COLUMNS.map((column) => `${alias}.${column}`).join(', ')})`;
+    const ctes = tables.map(({ type, table }) => `${table}_published AS (
+      INSERT INTO change_log (change_id, type, id, owner_id, op, resource)
+      SELECT d.change_id, d.type, d.id, d.owner_id, d.op, d.resource FROM (
+        SELECT n.position, n.id, ${changeRowSql(type, 'n')}
+          FROM ${shadow}.${table} n LEFT JOIN ${projection.schema}.${table} o USING (id)
+         WHERE o.id IS NULL OR ${visible('o')} IS DISTINCT FROM ${visible('n')}
+        UNION ALL
+        SELECT o.position, o.id, '${type}:' || o.id || ':gone:' || pg_current_xact_id()::text, '${type}', o.id, o.owner_id, 'delete',
+               menu_sync_resource('${type}', o.id, o.owner_id, o.attributes, o.relationships, o.event_id, o.occurred_at, o.position, true)
+          FROM ${projection.schema}.${table} o
+         WHERE NOT EXISTS (SELECT 1 FROM ${shadow}.${table} n WHERE n.id = o.id)
+        ORDER BY 1, 2) AS d (position, sort_id, change_id, type, id, owner_id, op, resource)
+      RETURNING 1)`);
+    const [row] = await runner.query(`WITH ${ctes.join(',\n')},
+      ${notifiedSql(tables.map(({ table }) => table))}
+      SELECT ${tables.map(({ table }) => `(SELECT count(*) FROM ${table}_published)`).join(' + ')} AS published,
+             (SELECT count(*) FROM notified) AS notified`);
+    return Number(row.published);
   }
 
   /** After the swap has committed: the retired live schema goes. */

@@ -8,7 +8,6 @@ import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
-import { DEFAULT_SINK_TYPES } from './sink.js';
 import { SinkRepository } from './sink.repository.js';
 import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
 
@@ -129,7 +128,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   private workerDeps(): SinkWorkerDeps {
     return {
       repository: this.repository, changeLog: this.changeLog, http: this.http, nats: this.nats, metrics: this.metrics,
-      failingAfterMs: this.config.sinkFailingAfterMs, defaultTypes: DEFAULT_SINK_TYPES, idlePollMs: 1000,
+      failingAfterMs: this.config.sinkFailingAfterMs, defaultTypes: this.config.changeTypes, idlePollMs: 1000,
     };
   }
 

@@ -20,7 +20,7 @@ export interface Sink {
   url: string | null;
   stream: string | null;
   subjectPrefix: string | null;
-  /** null: the types of CHANGES_TYPES. */
+  /** null: the types of CHANGES_TYPES (AppConfig.changeTypes). */
   types: string[] | null;
   /** null: every owner. */
   ownerIds: string[] | null;
@@ -58,6 +58,3 @@ export interface SinkFailure {
 export function stateAfterFailure(failingSince: Date, now: Date, failingAfterMs: number): 'retrying' | 'failing' {
   return now.getTime() - failingSince.getTime() >= failingAfterMs ? 'failing' : 'retrying';
 }
-
-/** The types a sink without `types` follows: the menu (CHANGES_TYPES' default). */
-export const DEFAULT_SINK_TYPES: readonly string[] = ['collection', 'product', 'trait', 'trait_option'];

@@ -5,7 +5,7 @@ import { START } from '../changes/change.js';
 import { decodeChangeCursor } from '../changes/change-cursor.js';
 import { BadRequestError } from '../common/app-error.js';
 import { AppConfig } from '../config/app-config.js';
-import { DEFAULT_BATCH_SIZE, DEFAULT_STREAM, DEFAULT_SUBJECT_PREFIX, DEFAULT_TIMEOUT_MS, DEFAULT_SINK_TYPES, SECRET_OVERLAP_MS, Sink } from './sink.js';
+import { DEFAULT_BATCH_SIZE, DEFAULT_STREAM, DEFAULT_SUBJECT_PREFIX, DEFAULT_TIMEOUT_MS, SECRET_OVERLAP_MS, Sink } from './sink.js';
 import { SINKS_CHANGED } from './sink-dispatcher.service.js';
 import { generateSinkSecret } from './sink-secret.js';
 import { SinkRepository } from './sink.repository.js';
@@ -107,7 +107,7 @@ export class SinksService {
   }
 
   private async view(sink: Sink): Promise<SinkView> {
-    return toSinkView(sink, await this.repository.lag(sink, sink.types ?? DEFAULT_SINK_TYPES, sink.ownerIds), DEFAULT_SINK_TYPES);
+    return toSinkView(sink, await this.repository.lag(sink, sink.types ?? sink.ownerIds), DEFAULT_SINK_TYPES);
   }
 }
 

@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
+import { ChangeLogRepository } from '../changes/change-log.repository.js';
+import { Change, START } from '../changes/change.js';
+import { EventLogRepository } from '../event-log/event-log.repository.js';
+import type { NewLogEntry } from '../event-log/log-entry.js';
+import { MENU_PROJECTION, PROJECTIONS } from '../projection/projection-definitions.js';
+import { ProjectionRepository } from '../projection/projection.repository.js';
+import { RebuildService } from './rebuild.service.js';
+import { ShadowSchemaRepository } from './shadow-schema.repository.js';
+
+function created(type: string, id: string, title: string, at: string): NewLogEntry {
+  const eventId = `${type}-${id}-${title}`;
+  const payload = JSON.stringify({
+    data: { id: eventId, type: 'webhook_event', attributes: { id: 1, created_at: at, event_type: `${type}.created` },
+      relationships: { subject: { data: { id, type } } } },
+    included: [{ id, type, attributes: { title }, relationships: {} }],
+  });
+  return {
+    eventId, eventType: `${type}.created`, subjectType: type, subjectId: id, ownerId: '42', occurredAt: at, eventSeq: '1',
+    source: 'webhook', handled: true, receivedAt: new Date(), keyId: 'env:1', contentType: 'application/json', payload,
+    rawBody: null, rawSealed: false, rawKey: null, rawKeyAt: null, sha256: createHash('sha256').update(payload).digest(),
+  };
+}
+
+describe('a replay swap publishes exactly what it changes (PostgreSQL)', () => {
+  let database: TestDatabase;
+  let dataSource: DataSource;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    dataSource = await openDataSource(database.url, 6);
+  });
+
+  afterAll(async () => {
+    await dataSource.destroy();
+    await database.drop();
+  });
+
+  async function changesAfter(after = START): Promise<{ changes: Change[]; next: typeof START }> {
+    const page = await new ChangeLogRepository(dataSource).readAfter(after, { limit: 1000 });
+    return { changes: page.changes.map((entry) => entry.change), next: page.next };
+  }
+
+  it('one change per drifted resource (changed, lost, invented), none for the rest; the log then folds to the rebuilt model', async () => {
+    const projections = new ProjectionRepository(dataSource);
+    await new EventLogRepository(dataSource).append([
+      ...['1', '2', '3', '4'].map((id) => created('product', id, 'ok', '2024-01-01T00:00:00.000Z')),
+      created('collection', '9', 'ok', '2024-01-01T00:00:00.000Z'),
+    ]);
+    const runner = dataSource.createQueryRunner();
+    await runner.connect();
+    await projections.prepare(runner);
+    for (const projection of PROJECTIONS) while ((await projections.applyPage(runner, projection, 1000)).entries > 0);
+    await runner.release();
+    const before = await changesAfter();
+    expect(before.changes).toHaveLength(5);
+
+    // Drift, as a bug or a hand edit would leave it: one changed, one lost, one invented.
+    await dataSource.query(`UPDATE proj_menu.products SET attributes = '{"title":"drifted"}' WHERE id = '1'`);
+    await dataSource.query(`DELETE FROM proj_menu.products WHERE id = '2'`);
+    await dataSource.query(`INSERT INTO proj_menu.products (id, owner_id, deleted, occurred_at, event_seq, event_id, position)
+                            VALUES ('77', '42', false, now(), 1, 'invented', 999)`);
+
+    await new RebuildService(dataSource, projections, new ShadowSchemaRepository()).replay(MENU_PROJECTION);
+    const published = (await changesAfter(before.next)).changes;
+    expect(published.map((change) => [change.type, change.id, change.op]).sort()).toEqual(
+      [['product', '1', 'upsert'], ['product', '2', 'upsert'], ['product', '77', 'delete']]);
+    expect(published.find((change) => change.id === '1')!.resource.attributes).toEqual({ title: 'ok' });
+    expect(published.find((change) => change.id === '77')!.resource).toMatchObject({ deleted: true, version: { event_id: 'invented' } });
+
+    const folded = new Map<string, Change>();
+    for (const change of (await changesAfter()).changes) folded.set(`${change.type}/${change.id}`, change);
+    const live = [...folded.values()].filter((change) => !change.resource.deleted).map((change) => `${change.type}/${change.id}`).sort();
+    expect(live).toEqual(['collection/9', 'product/1', 'product/2', 'product/3', 'product/4']);
+
+    // A second replay finds nothing to change, and publishes nothing.
+    const after = await changesAfter(before.next);
+    await new RebuildService(dataSource, projections, new ShadowSchemaRepository()).replay(MENU_PROJECTION);
+    expect((await changesAfter(after.next)).changes).toEqual([]);
+  });
+});
