@@ -107,7 +107,8 @@ export class SinksService {
   }
 
   private async view(sink: Sink): Promise<SinkView> {
-    return toSinkView(sink, await this.repository.lag(sink, sink.types ?? sink.ownerIds), DEFAULT_SINK_TYPES);
+    const types = this.config.changeTypes;
+    return toSinkView(sink, await this.repository.lag(sink, sink.types ?? types, sink.ownerIds), types);
   }
 }
 
