@@ -1,8 +1,9 @@
 import { Webhook } from 'standardwebhooks';
 import { insertChanges, newestByResource, sqlQuery } from './support/change-log-factory.js';
 import { eventually } from './support/eventually.js';
-import { Answer, api, API_TOKEN, RunningDaemon, scrape, startDaemon } from './support/http.js';
+import { Answer, api, API_TOKEN, deliver, RunningDaemon, scrape, startDaemon } from './support/http.js';
 import { SinkReceiver } from './support/sink-receiver.js';
+import { webhookEvent } from './support/webhook-events.js';
 
 type Json = any;
 
@@ -134,6 +135,33 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     expect(await scrape(app.url, 'menu_sync_sink_lag_changes', { sink: sink.id })).toBe(0);
   });
 
+  it('carries what the projector makes of webhook events to the target, until its live products equal GET /api/v1/menu', async () => {
+    const target = await receiver();
+    const sink = await createSink(target, { owner_ids: ['501'], types: ['product'] });
+    const events = [
+      ...[1, 2, 3, 4, 5].map((n) => webhookEvent({ eventType: 'product.created', subjectId: String(9000 + n), ownerId: '501' })),
+      webhookEvent({ eventType: 'product.updated', subjectId: '9002', ownerId: '501', attributes: { title: 'Renamed' } }),
+      webhookEvent({ eventType: 'product.destroyed', subjectId: '9004', ownerId: '501' }),
+      webhookEvent({ eventType: 'product.created', subjectId: '9999', ownerId: '777' }),
+    ];
+    for (const event of events) expect((await deliver(app.url, event)).status).toBe(202);
+
+    await eventually(async () => {
+      const menu = (await api(app.url, '/api/v1/menu?owner_id=501')).json;
+      const live = [...target.catalogue.values()].filter((change) => change.op === 'upsert').map((change) => change.resource);
+      expect(live.map((resource) => resource.id).sort()).toEqual(menu.products.map((product: Json) => product.id).sort());
+      for (const product of menu.products) {
+        const { traits: _traits, ...resource } = product;
+        expect(target.catalogue.get(`product/${product.id}`).resource).toEqual(resource);
+      }
+      expect(target.catalogue.get('product/9004')).toMatchObject({ op: 'delete', resource: { deleted: true } });
+    }, 20000, 50);
+    expect(target.catalogue.get('product/9002').resource.attributes.title).toBe('Renamed');
+    expect(target.catalogue.has('product/9999')).toBe(false);
+    expect(target.received.every((batch) => batch.verified !== null)).toBe(true);
+    await eventually(async () => expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data.lag).toBe(0));
+  });
+
   it('retries through 500s, a timeout and Retry-After under the batch\'s webhook-id, then converges with nothing missing', async () => {
     const target = await receiver();
     target.script = [{ status: 500 }, { status: 502 }, { hangMs: 2500 }, { status: 503, headers: { 'retry-after': '2' } }];
@@ -198,7 +226,11 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     const inserted = await insertChanges(app.database.url, plan('o6', 4, 1));
     const sink = await createSink(target, { owner_ids: ['o6'] });
     await eventually(async () => expectConverged(target, newestByResource(inserted)), 10000, 50);
-    const cursor = (await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data.cursor;
+    const cursor = await eventually(async () => {
+      const view = (await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data;
+      expect(view.lag).toBe(0);
+      return view.cursor;
+    });
     const later = await insertChanges(app.database.url, plan('o6', 2, 1));
     await eventually(async () => expectConverged(target, newestByResource([...inserted, ...later])), 10000, 50);
 
