@@ -1,4 +1,5 @@
 import { Webhook } from 'standardwebhooks';
+import { runCli } from './support/cli.js';
 import { insertChanges, newestByResource, sqlQuery } from './support/change-log-factory.js';
 import { eventually } from './support/eventually.js';
 import { Answer, api, API_TOKEN, deliver, RunningDaemon, scrape, startDaemon } from './support/http.js';
@@ -270,6 +271,45 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data.secret).toBeUndefined();
     expect((await api(app.url, '/api/v1/sinks')).text).not.toContain('whsec_');
   });
+
+  it('manages sinks with menu-sync sinks add|list|replay|remove, with exit codes 0, 1 and 2', async () => {
+    const env = { ...app.process.env, LOG_LEVEL: 'warn' };
+    const target = await receiver();
+    const inserted = await insertChanges(app.database.url, plan('c1', 3, 1));
+
+    const added = await runCli(['sinks', 'add', '--kind', 'http', '--url', target.url, '--owner-ids', 'c1', '--batch-size', '2'], env, undefined, 120000);
+    expect(added.code).toBe(0);
+    const sink = JSON.parse(added.stdout).data;
+    expect(sink).toMatchObject({ kind: 'http', url: target.url, owner_ids: ['c1'], batch_size: 2, secret: expect.stringMatching(/^whsec_/) });
+    target.secrets = [sink.secret];
+    await eventually(async () => expectConverged(target, newestByResource(inserted)), 10000, 50);
+
+    const listed = await runCli(['sinks', 'list'], env, undefined, 120000);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout).data.find((s: Json) => s.id === sink.id)).toMatchObject({ state: 'active' });
+    expect(listed.stdout).not.toContain('whsec_');
+
+    target.catalogue.clear();
+    const replayed = await runCli(['sinks', 'replay', sink.id], env, undefined, 120000);
+    expect(replayed.code).toBe(0);
+    await eventually(async () => expectConverged(target, newestByResource(inserted)), 10000, 50);
+
+    const failures: Array<[string[], number]> = [
+      [['sinks', 'add', '--kind', 'http', '--url', 'not a url'], 2],
+      [['sinks', 'add', '--kind', 'nats'], 2],
+      [['sinks', 'replay', sink.id, '--from', 'garbage!'], 2],
+      [['sinks', 'remove', '00000000-0000-4000-8000-000000000000'], 1],
+      [['sinks', 'frobnicate'], 2],
+    ];
+    const results = await Promise.all(failures.map(([args]) => runCli(args, env, undefined, 180000)));
+    expect(results.map((result, index) => ({ args: failures[index][0], code: result.code })))
+      .toEqual(failures.map(([args, code]) => ({ args, code })));
+    expect((await api(app.url, '/api/v1/sinks')).json.data.filter((s: Json) => s.owner_ids?.includes('c1'))).toHaveLength(1);
+
+    const removed = await runCli(['sinks', 'remove', sink.id], env, undefined, 120000);
+    expect(removed.code).toBe(0);
+    expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).status).toBe(404);
+  }, 400000);
 
   it('keeps every secret out of the database in clear and out of the logs', async () => {
     const secrets = receivers.flatMap((r) => r.secrets);
