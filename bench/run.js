@@ -24,6 +24,7 @@ const BENCHES = {
   ingress: () => import('./ingress.js'),
   projection: () => import('./projection.js'),
   replay: () => import('./replay.js'),
+  sinks: () => import('./sinks.js'),
 };
 
 function parseArgs(argv) {
