@@ -57,7 +57,7 @@ export async function run({ duration = defaults.duration, logDir }) {
     const base = `http://127.0.0.1:${port}`;
     daemon = startService('node', ['dist/src/main.js', 'serve'], { cwd: ROOT, env: { ...env, DATABASE_URL: databaseUrl(database), PORT: String(port),
       WEBHOOK_KEYS: 'bench-webhook-key-0123456789abcdef' }, logFile: join(logDir, 'sinks-daemon.log') });
-    await waitReady(daemon, `${base}/health/ready`, 60_000);
+    await waitReady(daemon, `${base}/health/ready`, 180_000);
     const daemonHttp = await timed(async () => {
       receiver.reset(changes);
       await postJson(`${base}/api/v1/sinks`, { kind: 'http', url: receiver.url, batch_size: BATCH, types: ['product'] });
