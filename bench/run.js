@@ -25,6 +25,7 @@ const BENCHES = {
   projection: () => import('./projection.js'),
   replay: () => import('./replay.js'),
   'change-log': () => import('./change-log.js'),
+  sinks: () => import('./sinks.js'),
 };
 
 function parseArgs(argv) {

@@ -13,6 +13,7 @@ import { ObservabilityModule } from './observability/observability.module.js';
 import { AuthModule } from './auth/auth.module.js';
 import { ChangeFeedModule } from './changes/change-feed.module.js';
 import { ReconcileModule } from './reconcile/reconcile.module.js';
+import { SinksModule } from './sinks/sinks.module.js';
 import { UpstreamSettings } from './upstream/upstream-settings.js';
 import { UpstreamSettingsModule } from './upstream/upstream-settings.module.js';
 import { UpstreamModule } from './upstream/upstream.module.js';
@@ -45,6 +46,7 @@ export class AppModule {
         AuthModule,
         ReconcileModule.forDaemon(),
         ChangeFeedModule,
+        SinksModule,
       ],
     };
   }

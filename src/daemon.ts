@@ -7,6 +7,7 @@ import { openDatabase, OpenDatabase } from './database/database-target.js';
 import { migrateDatabase } from './database/migrate.js';
 import { ConnectionRepository } from './auth/connection.repository.js';
 import { Sandbox } from './sandbox/sandbox.js';
+import { SinksService } from './sinks/sinks.service.js';
 import { UpstreamSettings } from './upstream/upstream-settings.js';
 
 const SHUTDOWN_BUDGET_MS = 9500;
@@ -59,6 +60,8 @@ export class Daemon {
   private async connectSandbox(sandbox: Sandbox): Promise<void> {
     const retired = await this.app.get(ConnectionRepository).retireSandboxesBut(sandbox.emulator.url, 'its sandbox emulator has stopped');
     if (retired > 0) this.logger.log(`sandbox: ${retired} connection(s) to earlier emulators marked reauthorization_required`);
+    await sandbox.startCatalogue(this.app.get(SinksService), this.app.get(AppConfig).DATA_DIR)
+      .catch((error) => this.logger.error({ msg: 'the sandbox catalogue could not start', err: error }));
     await sandbox.connect(this.url);
   }
 

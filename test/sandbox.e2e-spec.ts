@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DaemonProcess, expectCleanStop, stopLeftovers } from './support/daemon-process.js';
@@ -98,6 +98,17 @@ describe('`npm start` with an empty environment: the sandbox', () => {
       return answer.json;
     }, 15_000, 100);
     expect(shown).toMatchObject({ owner_id: DEMO_OWNER, attributes: { title: 'Soup of the day' }, deleted: false });
+    // The catalogue mirror (CONTRACT §11): the sandbox's own http sink keeps a catalogue file, named in the log.
+    const catalogueFile = path.join(dir, 'data', 'catalogue.json');
+    expect(daemon.logs).toContain(catalogueFile);
+    const catalogue = await eventually(async () => {
+      const parsed = JSON.parse(await readFile(catalogueFile, 'utf8'));
+      expect(parsed.product.map((product: Json) => product.id)).toContain(created.json.id);
+      return parsed;
+    }, 15_000, 100);
+    expect(catalogue.product.find((product: Json) => product.id === created.json.id)).toEqual(shown);
+    expect(catalogue.product).toHaveLength(31);
+    expect(catalogue.collection).toHaveLength(4);
     const delivered = (await call(`${daemon.url}/api/v1/events?subject_type=product&subject_id=${created.json.id}`)).json.data;
     expect(delivered.map((event: Json) => [event.event_type, event.source])).toEqual([['product.created', 'webhook']]);
 

@@ -18,8 +18,10 @@ class QueryAndBodyValidationPipe extends ValidationPipe {
   }
 }
 
-export function createValidationPipe(): ValidationPipe {
+/** `validateCustomDecorators`: also validate parameters of custom decorators (e.g. a parsed JSON body). */
+export function createValidationPipe(options: { validateCustomDecorators?: boolean } = {}): ValidationPipe {
   return new QueryAndBodyValidationPipe({
+    ...options,
     transform: true,
     whitelist: true,
     forbidNonWhitelisted: true,

@@ -51,6 +51,7 @@ const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_60
 
 const pgUrl = /^postgres(ql)?:\/\/.+/;
 
+
 /** Names of the variables whose values are secrets: masked in every dump. */
 export const SECRET_VARIABLES = new Set([
   'DATABASE_URL',
@@ -58,6 +59,7 @@ export const SECRET_VARIABLES = new Set([
   'WEBHOOK_KEYS',
   'API_TOKENS',
   'TOKEN_ENCRYPTION_KEY',
+  'NATS_URL',
 ]);
 
 /**
@@ -221,6 +223,20 @@ export class AppConfig {
   @Max(10000)
   RECONCILE_MAX_PAGES = 100;
 
+  /** How long a sink may fail before it is shown `failing` (CONTRACT §11): a number and a unit (ms, s, m, h, d). */
+  @Matches(DURATION, { message: 'SINK_FAILING_AFTER must be a duration such as 72h, 30m or 90s' })
+  SINK_FAILING_AFTER = '72h';
+
+  /** NATS for `nats` sinks (CONTRACT §11); unset: creating one is refused. */
+  @IsOptional()
+  @Matches(/^(nats|tls|wss?):\/\/\S+$|^[\w.-]+:\d+$/, { message: 'NATS_URL must be a NATS server URL such as nats://127.0.0.1:4222' })
+  NATS_URL?: string;
+
+  get sinkFailingAfterMs(): number {
+    const [, amount, unit] = DURATION.exec(this.SINK_FAILING_AFTER)!;
+    return Number(amount) * DURATION_MS[unit];
+  }
+
   /** Resource types whose changes are published (CONTRACT §11): `product`, `products`, …; `none` publishes nothing. */
   @Transform(list)
   @IsIn([...Object.keys(CHANGE_TYPE_NAMES), 'none'], { each: true,
@@ -297,7 +313,7 @@ export class ConfigError extends Error {
 export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   const known = Object.keys(new AppConfig());
   const optional = ['DATABASE_URL', 'PUBLIC_URL', 'UPSTREAM_AUTH_URL', 'UPSTREAM_BASE_URL', 'OAUTH_CLIENT_ID',
-    'OAUTH_CLIENT_SECRET', 'OAUTH_REDIRECT_URI', 'TOKEN_ENCRYPTION_KEY'];
+    'OAUTH_CLIENT_SECRET', 'OAUTH_REDIRECT_URI', 'TOKEN_ENCRYPTION_KEY', 'NATS_URL'];
   const plain: Record<string, string> = {};
   for (const name of [...known, ...optional]) {
     const value = env[name];

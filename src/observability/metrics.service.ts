@@ -89,6 +89,34 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly sinkLag = new Gauge({
+    name: 'menu_sync_sink_lag_changes',
+    help: 'Changes a sink follows that its target has not acknowledged yet',
+    labelNames: ['sink'] as const,
+    registers: [this.registry],
+  });
+
+  readonly sinkDeliveries = new Counter({
+    name: 'menu_sync_sink_deliveries_total',
+    help: 'Sink deliveries (a batch, or one JetStream publish round) by outcome: ok, retry, disabled',
+    labelNames: ['sink', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly sinkDeliverySeconds = new Histogram({
+    name: 'menu_sync_sink_delivery_seconds',
+    help: 'Time of one delivery attempt of a sink, until its target acknowledged or failed',
+    labelNames: ['sink'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60],
+    registers: [this.registry],
+  });
+
+  readonly sinksFailing = new Gauge({
+    name: 'menu_sync_sinks_failing',
+    help: 'Sinks failing for longer than SINK_FAILING_AFTER',
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'menu_sync_' });
   }

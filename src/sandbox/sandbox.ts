@@ -8,6 +8,8 @@ import { DEMO_USER_ID } from '../emulator/oauth/oauth-server.service.js';
 import { DEMO_STORE_ID } from '../emulator/state/emulator-state.service.js';
 import { PinoNestLogger } from '../observability/logger.js';
 import { UpstreamSettings } from '../upstream/upstream-settings.js';
+import type { SinksService } from '../sinks/sinks.service.js';
+import { CatalogueReceiver } from './catalogue-receiver.js';
 
 /** A sandbox emulator retries failed deliveries soon: the daemon beside it is usually just starting or stopping. */
 const SANDBOX_RETRY_SCHEDULE_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
@@ -22,6 +24,7 @@ const CONNECT_TIMEOUT_MS = 10_000;
  */
 export class Sandbox {
   private readonly logger = new Logger(Sandbox.name);
+  private catalogue?: CatalogueReceiver;
 
   private constructor(
     readonly emulator: RunningEmulator,
@@ -65,7 +68,23 @@ export class Sandbox {
     throw new Error('the sandbox could not connect: too many redirects');
   }
 
+  /**
+   * The catalogue mirror in the sandbox (CONTRACT §11): an in-process receiver as an http sink,
+   * fed from the start of the change log; sinks of earlier sandbox runs are removed.
+   */
+  async startCatalogue(sinks: SinksService, dataDir: string): Promise<void> {
+    this.catalogue = await CatalogueReceiver.start(dataDir);
+    for (const sink of (await sinks.list()).data) {
+      if (sink.kind === 'http' && /^http:\/\/127\.0\.0\.1:\d+\/sandbox-catalogue$/.test(sink.url ?? '')) await sinks.remove(sink.id);
+    }
+    const { data } = await sinks.create({ kind: 'http', url: this.catalogue.url, batch_size: 500 });
+    this.catalogue.useSecret(data.secret!);
+    this.logger.log({ msg: `sandbox catalogue: every menu change is pushed to ${this.catalogue.file}`, sink: data.id,
+      catalogue: this.catalogue.file });
+  }
+
   async stop(): Promise<void> {
+    await this.catalogue?.stop();
     await this.emulator.close();
   }
 }

@@ -1,0 +1,27 @@
+import { createHash } from 'node:crypto';
+import type { ChangePosition } from '../changes/change.js';
+
+/** What one delivery attempt came to. */
+export type DeliveryOutcome =
+  | { kind: 'ok' }
+  | { kind: 'retry'; error: string; retryAfterMs?: number }
+  | { kind: 'gone'; error: string };
+
+/**
+ * The `webhook-id` of a batch: the same for every retry of it, across restarts, since it depends
+ * only on the sink, its replay epoch and the range the batch covers (persisted as the batch in flight).
+ */
+export function batchWebhookId(sinkId: string, epoch: number, after: ChangePosition, last: ChangePosition): string {
+  const range = `${sinkId}:${epoch}:${after.transactionId}.${after.seq}:${last.transactionId}.${last.seq}`;
+  return `msg_${createHash('sha256').update(range).digest('base64url').slice(0, 32)}`;
+}
+
+/**
+ * The changes of a batch worth sending, in seq order: a change superseded by a newer one of the
+ * same resource in the same batch is left out (changes carry full state, CONTRACT §11).
+ */
+export function newestPerResource<T extends { type: string; id: string }>(changes: readonly T[]): T[] {
+  const last = new Map<string, number>();
+  changes.forEach((change, index) => last.set(`${change.type}\u0000${change.id}`, index));
+  return changes.filter((change, index) => last.get(`${change.type}\u0000${change.id}`) === index);
+}

@@ -1,0 +1,194 @@
+import { Logger } from '@nestjs/common';
+import type { Change, ChangeEntry, ChangePosition } from '../changes/change.js';
+import { START } from '../changes/change.js';
+import { comparePositions } from '../changes/change-cursor.js';
+import { ChangeLogRepository } from '../changes/change-log.repository.js';
+import { MetricsService } from '../observability/metrics.service.js';
+import { backoffDelayMs } from './backoff.js';
+import { batchWebhookId, DeliveryOutcome, newestPerResource } from './delivery.js';
+import { HttpSinkClient } from './http-sink.client.js';
+import { NatsSinkClient } from './nats-sink.client.js';
+import { Sink, stateAfterFailure } from './sink.js';
+import { SinkRepository } from './sink.repository.js';
+
+export interface SinkWorkerDeps {
+  repository: SinkRepository;
+  changeLog: ChangeLogRepository;
+  http: HttpSinkClient;
+  nats: NatsSinkClient;
+  metrics: MetricsService;
+  failingAfterMs: number;
+  defaultTypes: readonly string[];
+  /** How long an idle worker waits for a wake before it looks again. */
+  idlePollMs: number;
+}
+
+const LAG_EVERY_MS = 1000;
+
+/**
+ * The delivery loop of one sink: read the changes after its cursor, deliver them as one batch,
+ * move the cursor only once the target acknowledged, else back off. Each sink has its own loop,
+ * so a sink whose target hangs or fails waits alone (isolation).
+ */
+export class SinkWorker {
+  private readonly logger = new Logger(SinkWorker.name);
+  private readonly stopController = new AbortController();
+  private wakeUp?: () => void;
+  private woken = false;
+  private lagMeasuredAt = 0;
+  private lastLag = -1;
+  readonly done: Promise<void>;
+
+  constructor(readonly sinkId: string, private readonly deps: SinkWorkerDeps) {
+    this.done = this.run();
+  }
+
+  /** New changes, or the sink was changed: look again now. */
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  stop(): Promise<void> {
+    this.stopController.abort();
+    this.wakeUp?.();
+    return this.done;
+  }
+
+  get stopped(): boolean {
+    return this.stopController.signal.aborted;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        const wait = await this.step();
+        if (wait > 0) await this.sleep(wait);
+      } catch (error) {
+        this.logger.error({ msg: 'sink delivery loop failed; retrying', sink: this.sinkId, err: error });
+        await this.sleep(1000);
+      }
+    }
+  }
+
+  /** One round; answers how long to wait before the next (0: at once). */
+  private async step(): Promise<number> {
+    this.woken = false;
+    const sink = await this.deps.repository.find(this.sinkId);
+    if (sink === null || sink.state === 'disabled') {
+      this.stopController.abort();
+      return 0;
+    }
+    const now = Date.now();
+    if (sink.nextAttemptAt !== null && sink.nextAttemptAt.getTime() > now) {
+      return Math.min(sink.nextAttemptAt.getTime() - now, 1000);
+    }
+    await this.measureLag(sink);
+    if (await this.behindHorizon(sink)) return 0;
+    const types = sink.types ?? this.deps.defaultTypes;
+    const page = await this.deps.changeLog.readAfter(sink.cursor, {
+      limit: sink.batchSize, types, ...(sink.ownerIds === null ? {} : { ownerIds: sink.ownerIds }),
+    });
+    const batch = sink.inflight === null ? page.changes
+      : page.changes.filter((entry) => comparePositions(entry.position, sink.inflight!) <= 0);
+    if (batch.length === 0) {
+      if (this.lastLag !== 0) await this.measureLag(sink, true);
+      if (comparePositions(page.next, sink.cursor) > 0) {
+        await this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false);
+        return 0;
+      }
+      return this.woken ? 0 : this.deps.idlePollMs;
+    }
+    return this.deliver(sink, batch);
+  }
+
+  private async deliver(sink: Sink, batch: ChangeEntry[]): Promise<number> {
+    const last = batch[batch.length - 1].position;
+    if (sink.inflight === null) await this.deps.repository.setInflight(sink.id, sink.cursor, last);
+    const started = process.hrtime.bigint();
+    const outcome = await this.send(sink, batch.map((entry) => entry.change), last);
+    this.deps.metrics.sinkDeliverySeconds.observe({ sink: sink.id }, Number(process.hrtime.bigint() - started) / 1e9);
+    if (outcome.kind === 'ok') {
+      this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'ok' });
+      await this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
+      return 0;
+    }
+    if (this.stopped) return 0;
+    if (outcome.kind === 'gone') {
+      this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'disabled' });
+      this.logger.warn({ msg: 'sink disabled: its target answered 410 Gone', sink: sink.id });
+      await this.deps.repository.recordFailure(sink.id, sink.cursor, {
+        error: outcome.error, nextAttemptAt: new Date(), state: 'disabled', failingSince: sink.failingSince ?? new Date(), inflight: last,
+      });
+      return 0;
+    }
+    return this.backOff(sink, outcome, last);
+  }
+
+  private async backOff(sink: Sink, outcome: Extract<DeliveryOutcome, { kind: 'retry' }>, last: ChangePosition): Promise<number> {
+    const now = new Date();
+    const attempt = sink.attempts + 1;
+    const delay = backoffDelayMs(attempt, Math.random, outcome.retryAfterMs);
+    const failingSince = sink.failingSince ?? now;
+    const state = stateAfterFailure(failingSince, now, this.deps.failingAfterMs);
+    this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'retry' });
+    this.logger.warn({ msg: 'sink delivery failed; retrying', sink: sink.id, attempt, delay_ms: delay, state, error: outcome.error });
+    await this.deps.repository.recordFailure(sink.id, sink.cursor, {
+      error: outcome.error, nextAttemptAt: new Date(now.getTime() + delay), state, failingSince, inflight: last,
+    });
+    return Math.min(delay, 1000);
+  }
+
+  private send(sink: Sink, changes: Change[], last: ChangePosition): Promise<DeliveryOutcome> {
+    if (sink.kind === 'nats') {
+      return this.deps.nats.publish({ stream: sink.stream!, subjectPrefix: sink.subjectPrefix!, changes, timeoutMs: sink.timeoutMs });
+    }
+    if (sink.secret === null) {
+      return Promise.resolve({ kind: 'retry', error: 'the sink secret cannot be opened with the current TOKEN_ENCRYPTION_KEY; rotate it' });
+    }
+    return this.deps.http.send({
+      url: sink.url!,
+      webhookId: batchWebhookId(sink.id, sink.epoch, sink.cursor, last),
+      body: JSON.stringify({ data: newestPerResource(changes) }),
+      secrets: sink.previousSecret === null ? [sink.secret] : [sink.secret, sink.previousSecret],
+      timeoutMs: sink.timeoutMs,
+      signal: this.stopController.signal,
+    });
+  }
+
+  /**
+   * A cursor below the compaction horizon has lost changes in between; what compaction kept is the
+   * newest change of every resource, so starting over from the start publishes the current state
+   * of every resource the sink follows, then everything after it (CONTRACT §11).
+   */
+  private async behindHorizon(sink: Sink): Promise<boolean> {
+    if (comparePositions(sink.cursor, START) === 0) return false;
+    const horizon = await this.deps.changeLog.compactionHorizon();
+    if (comparePositions(sink.cursor, horizon) >= 0) return false;
+    this.logger.warn({ msg: 'sink cursor is older than the change log keeps: publishing the current state from the start', sink: sink.id });
+    await this.deps.repository.restartFrom(sink.id, sink.cursor, START);
+    return true;
+  }
+
+  /** At most once a second while delivering; at once when the sink has caught up. */
+  private async measureLag(sink: Sink, now = false): Promise<void> {
+    if (!now && Date.now() - this.lagMeasuredAt < LAG_EVERY_MS) return;
+    this.lagMeasuredAt = Date.now();
+    this.lastLag = await this.deps.repository.lag(sink, sink.types ?? this.deps.defaultTypes, sink.ownerIds);
+    this.deps.metrics.sinkLag.set({ sink: sink.id }, this.lastLag);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.stopped || this.woken) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        self.wakeUp = undefined;
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+  }
+}

@@ -1,0 +1,242 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { TokenCipher } from '../auth/token-cipher.js';
+import type { ChangePosition } from '../changes/change.js';
+import type { Sink, SinkFailure, SinkKind, SinkState } from './sink.js';
+
+interface SinkRow {
+  id: string;
+  kind: SinkKind;
+  url: string | null;
+  stream: string | null;
+  subject_prefix: string | null;
+  types: string[] | null;
+  owner_ids: string[] | null;
+  batch_size: number;
+  timeout_ms: number;
+  cursor_xid: string;
+  cursor_seq: string;
+  state: SinkState;
+  failing_since: Date | null;
+  last_success_at: Date | null;
+  last_error: string | null;
+  next_attempt_at: Date | null;
+  attempts: number;
+  epoch: number;
+  inflight_xid: string | null;
+  inflight_seq: string | null;
+  secret: Buffer | null;
+  previous_secret: Buffer | null;
+  previous_secret_expires_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface NewSink {
+  id: string;
+  kind: SinkKind;
+  url: string | null;
+  stream: string | null;
+  subjectPrefix: string | null;
+  types: string[] | null;
+  ownerIds: string[] | null;
+  batchSize: number;
+  timeoutMs: number;
+  secret: string | null;
+}
+
+export interface SinkChanges {
+  url?: string;
+  types?: string[] | null;
+  ownerIds?: string[] | null;
+  batchSize?: number;
+  timeoutMs?: number;
+  /** Re-enables (`active`) or disables a sink; enabling clears its backoff. */
+  state?: 'active' | 'disabled';
+}
+
+const SELECT = `SELECT *, cursor_xid::text AS cursor_xid, inflight_xid::text AS inflight_xid FROM sinks`;
+const RETURNING = `RETURNING *, cursor_xid::text AS cursor_xid, inflight_xid::text AS inflight_xid`;
+const pos = (position: ChangePosition) => [position.transactionId, position.seq];
+
+const aad = (id: string, column: 'secret' | 'previous_secret') => `sink:${id}:${column}`;
+
+/** Sinks with their secrets sealed at rest: only this repository sees ciphertext. */
+@Injectable()
+export class SinkRepository {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly cipher: TokenCipher,
+  ) {}
+
+  async create(input: NewSink): Promise<Sink> {
+    const [row] = await this.dataSource.query(
+      `INSERT INTO sinks (id, kind, url, stream, subject_prefix, types, owner_ids, batch_size, timeout_ms, secret)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ${RETURNING}`,
+      [input.id, input.kind, input.url, input.stream, input.subjectPrefix, input.types, input.ownerIds, input.batchSize,
+        input.timeoutMs, input.secret === null ? null : this.cipher.seal(input.secret, aad(input.id, 'secret'))]);
+    return this.toSink(row);
+  }
+
+  async find(id: string): Promise<Sink | null> {
+    const [row] = await this.dataSource.query(`${SELECT} WHERE id = $1`, [id]);
+    return row === undefined ? null : this.toSink(row);
+  }
+
+  async list(): Promise<Sink[]> {
+    const rows: SinkRow[] = await this.dataSource.query(`${SELECT} ORDER BY created_at, id`);
+    return rows.map((row) => this.toSink(row));
+  }
+
+  /** The ids of the sinks a dispatcher delivers: all but the disabled ones. */
+  async deliverableIds(): Promise<string[]> {
+    const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM sinks WHERE state <> 'disabled' ORDER BY id`);
+    return rows.map((row) => row.id);
+  }
+
+  async update(id: string, changes: SinkChanges): Promise<Sink | null> {
+    const [rows] = await this.dataSource.query(
+      `UPDATE sinks SET
+         url = COALESCE($2, url),
+         types = CASE WHEN $3::boolean THEN $4::text[] ELSE types END,
+         owner_ids = CASE WHEN $5::boolean THEN $6::text[] ELSE owner_ids END,
+         batch_size = COALESCE($7, batch_size),
+         timeout_ms = COALESCE($8, timeout_ms),
+         state = COALESCE($9, state),
+         attempts = CASE WHEN $9 = 'active' THEN 0 ELSE attempts END,
+         next_attempt_at = CASE WHEN $9 = 'active' THEN NULL ELSE next_attempt_at END,
+         failing_since = CASE WHEN $9 = 'active' THEN NULL ELSE failing_since END,
+         updated_at = now()
+       WHERE id = $1 ${RETURNING}`,
+      [id, changes.url ?? null, changes.types !== undefined, changes.types ?? null, changes.ownerIds !== undefined,
+        changes.ownerIds ?? null, changes.batchSize ?? null, changes.timeoutMs ?? null, changes.state ?? null]);
+    return rows[0] === undefined ? null : this.toSink(rows[0]);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const [, count] = await this.dataSource.query(`DELETE FROM sinks WHERE id = $1`, [id]);
+    return count > 0;
+  }
+
+  /** Moves the cursor, drops any batch in flight and clears the backoff; a disabled sink stays disabled. */
+  async replay(id: string, cursor: ChangePosition): Promise<Sink | null> {
+    const [rows] = await this.dataSource.query(
+      `UPDATE sinks SET cursor_xid = $2, cursor_seq = $3, inflight_xid = NULL, inflight_seq = NULL, attempts = 0, epoch = epoch + 1,
+         next_attempt_at = NULL, failing_since = NULL, state = CASE WHEN state = 'disabled' THEN state ELSE 'active' END,
+         updated_at = now()
+       WHERE id = $1 ${RETURNING}`,
+      [id, ...pos(cursor)]);
+    return rows[0] === undefined ? null : this.toSink(rows[0]);
+  }
+
+  /** A new secret; the current one becomes the previous one until `previousExpiresAt`. */
+  async rotateSecret(id: string, secret: string, previousExpiresAt: Date): Promise<Sink | null> {
+    return this.dataSource.transaction(async (manager) => {
+      const [row]: SinkRow[] = await manager.query(`${SELECT} WHERE id = $1 AND kind = 'http' FOR UPDATE`, [id]);
+      if (row === undefined) return null;
+      const current = this.cipher.open(row.secret!, aad(id, 'secret'));
+      const [rows] = await manager.query(
+        `UPDATE sinks SET secret = $2, previous_secret = $3, previous_secret_expires_at = $4, updated_at = now() WHERE id = $1 ${RETURNING}`,
+        [id, this.cipher.seal(secret, aad(id, 'secret')), this.cipher.seal(current, aad(id, 'previous_secret')), previousExpiresAt]);
+      return this.toSink(rows[0]);
+    });
+  }
+
+  /** Records the batch about to be sent, so a retry (even after a crash) sends the same one. */
+  async setInflight(id: string, cursor: ChangePosition, last: ChangePosition): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE sinks SET inflight_xid = $4, inflight_seq = $5 WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3`,
+      [id, ...pos(cursor), ...pos(last)]);
+  }
+
+  /**
+   * The target acknowledged everything up to `to` (or nothing needed sending up to there).
+   * Compare-and-set on the cursor: a sink replayed meanwhile keeps its new cursor, and two
+   * dispatchers can never both move it. Answers whether it moved.
+   */
+  async recordSuccess(id: string, from: ChangePosition, to: ChangePosition, delivered: boolean): Promise<boolean> {
+    const [, count] = await this.dataSource.query(
+      `UPDATE sinks SET cursor_xid = $4, cursor_seq = $5, inflight_xid = NULL, inflight_seq = NULL, attempts = 0,
+         next_attempt_at = NULL, failing_since = NULL, last_error = NULL,
+         last_success_at = CASE WHEN $6 THEN now() ELSE last_success_at END,
+         state = CASE WHEN state = 'disabled' THEN state ELSE 'active' END
+       WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3`,
+      [id, ...pos(from), ...pos(to), delivered]);
+    return count > 0;
+  }
+
+  /** Moves the cursor back to `to` (a sink behind the compaction horizon), if it is still at `from`. */
+  async restartFrom(id: string, from: ChangePosition, to: ChangePosition): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE sinks SET cursor_xid = $4, cursor_seq = $5, inflight_xid = NULL, inflight_seq = NULL, epoch = epoch + 1
+       WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3`,
+      [id, ...pos(from), ...pos(to)]);
+  }
+
+  /** How many sinks are `failing`, for the metric. */
+  async countFailing(): Promise<number> {
+    const [row]: Array<{ n: number }> = await this.dataSource.query(`SELECT count(*)::int AS n FROM sinks WHERE state = 'failing'`);
+    return row.n;
+  }
+
+  async recordFailure(id: string, cursor: ChangePosition, failure: SinkFailure): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE sinks SET attempts = attempts + 1, last_error = $4, next_attempt_at = $5,
+         state = CASE WHEN state = 'disabled' THEN state ELSE $6 END, failing_since = COALESCE(failing_since, $7),
+         inflight_xid = $8, inflight_seq = $9
+       WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3`,
+      [id, ...pos(cursor), failure.error.slice(0, 2000), failure.nextAttemptAt, failure.state, failure.failingSince,
+        failure.inflight?.transactionId ?? null, failure.inflight?.seq ?? null]);
+  }
+
+  /** Changes after the sink's cursor that it follows and its target has not acknowledged (counted up to `cap`). */
+  async lag(sink: Pick<Sink, 'cursor'>, types: readonly string[], ownerIds: readonly string[] | null, cap = 1_000_000): Promise<number> {
+    const [row]: Array<{ lag: number }> = await this.dataSource.query(
+      `SELECT count(*)::int AS lag FROM (
+         SELECT 1 FROM change_log c
+          WHERE (c.transaction_id, c.seq) > ($1::xid8, $2::bigint) AND c.type = ANY($3::text[])
+            AND ($4::text[] IS NULL OR c.owner_id = ANY($4::text[]))
+          LIMIT $5) l`,
+      [...pos(sink.cursor), [...types], ownerIds === null ? null : [...ownerIds], cap]);
+    return row.lag;
+  }
+
+  /** A sink whose secrets do not open (TOKEN_ENCRYPTION_KEY changed) has none: it cannot sign, and says so. */
+  private toSink(row: SinkRow): Sink {
+    const open = (value: Buffer | null, column: 'secret' | 'previous_secret') => {
+      if (value === null) return null;
+      try {
+        return this.cipher.open(value, aad(row.id, column));
+      } catch {
+        return null;
+      }
+    };
+    return {
+      id: row.id,
+      kind: row.kind,
+      url: row.url,
+      stream: row.stream,
+      subjectPrefix: row.subject_prefix,
+      types: row.types,
+      ownerIds: row.owner_ids,
+      batchSize: row.batch_size,
+      timeoutMs: row.timeout_ms,
+      cursor: { transactionId: row.cursor_xid, seq: row.cursor_seq },
+      state: row.state,
+      failingSince: row.failing_since,
+      lastSuccessAt: row.last_success_at,
+      lastError: row.last_error,
+      nextAttemptAt: row.next_attempt_at,
+      attempts: row.attempts,
+      epoch: row.epoch,
+      inflight: row.inflight_xid === null || row.inflight_seq === null ? null : { transactionId: row.inflight_xid, seq: row.inflight_seq },
+      secret: open(row.secret, 'secret'),
+      previousSecret: row.previous_secret_expires_at !== null && row.previous_secret_expires_at > new Date()
+        ? open(row.previous_secret, 'previous_secret') : null,
+      previousSecretExpiresAt: row.previous_secret_expires_at,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    };
+  }
+}

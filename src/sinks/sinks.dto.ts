@@ -1,0 +1,84 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import {
+  ArrayMaxSize, IsArray, IsIn, IsInt, IsOptional, IsString, IsUrl, Matches, Max, MaxLength, Min, MinLength, ValidateIf,
+} from 'class-validator';
+import { RESOURCE_TABLES } from '../projection/resource-tables.js';
+import { SINK_KINDS } from './sink.js';
+
+export const CHANGE_TYPES = Object.keys(RESOURCE_TABLES);
+const URL_OPTIONS = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
+const TYPES_MESSAGE = `types must list resource types (${CHANGE_TYPES.join(', ')})`;
+
+class SinkFilterDto {
+  @ApiPropertyOptional({ description: 'Resource types it follows; default CHANGES_TYPES', enum: CHANGE_TYPES, isArray: true })
+  @IsOptional()
+  @IsArray({ message: TYPES_MESSAGE })
+  @ArrayMaxSize(CHANGE_TYPES.length)
+  @IsIn(CHANGE_TYPES, { each: true, message: TYPES_MESSAGE })
+  types?: string[];
+
+  @ApiPropertyOptional({ description: 'Owners it follows; default every owner', type: [String] })
+  @IsOptional()
+  @IsArray({ message: 'owner_ids must be an array of owner ids' })
+  @ArrayMaxSize(1000)
+  @IsString({ each: true, message: 'owner_ids must be an array of owner ids' })
+  @MinLength(1, { each: true, message: 'owner_ids must be an array of owner ids' })
+  @MaxLength(255, { each: true })
+  owner_ids?: string[];
+
+  @ApiPropertyOptional({ default: 100, minimum: 1, maximum: 10000 })
+  @IsOptional()
+  @IsInt({ message: 'batch_size must be an integer from 1 to 10000' })
+  @Min(1, { message: 'batch_size must be an integer from 1 to 10000' })
+  @Max(10000, { message: 'batch_size must be an integer from 1 to 10000' })
+  batch_size?: number;
+
+  @ApiPropertyOptional({ default: 15000, minimum: 100, maximum: 300000, description: 'http: how long a batch may take to be answered' })
+  @IsOptional()
+  @IsInt({ message: 'timeout_ms must be an integer from 100 to 300000' })
+  @Min(100, { message: 'timeout_ms must be an integer from 100 to 300000' })
+  @Max(300000, { message: 'timeout_ms must be an integer from 100 to 300000' })
+  timeout_ms?: number;
+}
+
+export class CreateSinkDto extends SinkFilterDto {
+  @ApiProperty({ enum: SINK_KINDS })
+  @IsIn(SINK_KINDS, { message: `kind must be one of ${SINK_KINDS.join(', ')}` })
+  kind!: 'http' | 'nats';
+
+  @ApiPropertyOptional({ description: 'http: where batches are POSTed' })
+  @ValidateIf((dto: CreateSinkDto) => dto.kind === 'http' || dto.url !== undefined)
+  @IsUrl(URL_OPTIONS, { message: 'url must be an http(s) URL' })
+  @MaxLength(2000, { message: 'url must be an http(s) URL of at most 2000 characters' })
+  url?: string;
+
+  @ApiPropertyOptional({ default: 'MENU_SYNC', description: 'nats: the JetStream stream (created if absent)' })
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9_-]{1,128}$/, { message: 'stream must be a JetStream stream name (A-Z a-z 0-9 _ -)' })
+  stream?: string;
+
+  @ApiPropertyOptional({ default: 'menu', description: 'nats: subjects are <subject_prefix>.<owner_id>.<type>.<id>' })
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$/, { message: 'subject_prefix must be NATS subject tokens separated by dots' })
+  subject_prefix?: string;
+}
+
+export class UpdateSinkDto extends SinkFilterDto {
+  @ApiPropertyOptional({ description: 'http: where batches are POSTed' })
+  @IsOptional()
+  @IsUrl(URL_OPTIONS, { message: 'url must be an http(s) URL' })
+  @MaxLength(2000, { message: 'url must be an http(s) URL of at most 2000 characters' })
+  url?: string;
+
+  @ApiPropertyOptional({ enum: ['active', 'disabled'], description: 'active re-enables a disabled sink (and retries at once)' })
+  @IsOptional()
+  @IsIn(['active', 'disabled'], { message: 'state must be active or disabled' })
+  state?: 'active' | 'disabled';
+}
+
+export class ReplaySinkDto {
+  @ApiProperty({ description: '"start", or a changes cursor (next_cursor / changes_cursor) to deliver the changes after' })
+  @IsString({ message: 'from must be "start" or a changes cursor' })
+  @Matches(/^(start|[A-Za-z0-9_-]{1,400})$/, { message: 'from must be "start" or a changes cursor' })
+  from!: string;
+}

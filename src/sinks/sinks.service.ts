@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { START } from '../changes/change.js';
+import { decodeChangeCursor } from '../changes/change-cursor.js';
+import { BadRequestError } from '../common/app-error.js';
+import { AppConfig } from '../config/app-config.js';
+import { DEFAULT_BATCH_SIZE, DEFAULT_STREAM, DEFAULT_SUBJECT_PREFIX, DEFAULT_TIMEOUT_MS, SECRET_OVERLAP_MS, Sink } from './sink.js';
+import { SINKS_CHANGED } from './sink-dispatcher.service.js';
+import { generateSinkSecret } from './sink-secret.js';
+import { SinkRepository } from './sink.repository.js';
+import { toSinkView, SinkView } from './sink-view.js';
+import { CreateSinkDto, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
+import { SinkNotFoundError, SinkUnprocessableError } from './sinks.errors.js';
+
+/** Sink management (CONTRACT §11): the API and the CLI call these. */
+@Injectable()
+export class SinksService {
+  constructor(
+    private readonly repository: SinkRepository,
+    private readonly config: AppConfig,
+    private readonly events: EventEmitter2,
+  ) {}
+
+  /** The new sink, with its secret (http): the only time it is shown, besides a rotation. */
+  async create(dto: CreateSinkDto): Promise<{ data: SinkView & { secret?: string } }> {
+    if (dto.kind === 'nats') {
+      if (dto.url !== undefined) throw new BadRequestError('url is only for http sinks', 'url');
+      if (this.config.NATS_URL === undefined) {
+        throw new SinkUnprocessableError('kind nats needs NATS_URL, which this daemon is not configured with', 'kind');
+      }
+    } else if (dto.stream !== undefined || dto.subject_prefix !== undefined) {
+      throw new BadRequestError(`${dto.stream !== undefined ? 'stream' : 'subject_prefix'} is only for nats sinks`,
+        dto.stream !== undefined ? 'stream' : 'subject_prefix');
+    }
+    const secret = dto.kind === 'http' ? generateSinkSecret() : null;
+    const sink = await this.repository.create({
+      id: randomUUID(),
+      kind: dto.kind,
+      url: dto.kind === 'http' ? dto.url! : null,
+      stream: dto.kind === 'nats' ? dto.stream ?? DEFAULT_STREAM : null,
+      subjectPrefix: dto.kind === 'nats' ? dto.subject_prefix ?? DEFAULT_SUBJECT_PREFIX : null,
+      types: dto.types === undefined ? null : [...new Set(dto.types)],
+      ownerIds: dto.owner_ids === undefined ? null : [...new Set(dto.owner_ids)],
+      batchSize: dto.batch_size ?? DEFAULT_BATCH_SIZE,
+      timeoutMs: dto.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+      secret,
+    });
+    this.events.emit(SINKS_CHANGED);
+    return { data: { ...(await this.view(sink)), ...(secret === null ? {} : { secret }) } };
+  }
+
+  async list(): Promise<{ data: SinkView[] }> {
+    const sinks = await this.repository.list();
+    return { data: await Promise.all(sinks.map((sink) => this.view(sink))) };
+  }
+
+  async get(id: string): Promise<{ data: SinkView }> {
+    return { data: await this.view(await this.find(id)) };
+  }
+
+  async update(id: string, dto: UpdateSinkDto): Promise<{ data: SinkView }> {
+    const sink = await this.find(id);
+    if (dto.url !== undefined && sink.kind !== 'http') throw new BadRequestError('url is only for http sinks', 'url');
+    const updated = await this.repository.update(id, {
+      url: dto.url, types: dto.types === undefined ? undefined : [...new Set(dto.types)],
+      ownerIds: dto.owner_ids === undefined ? undefined : [...new Set(dto.owner_ids)],
+      batchSize: dto.batch_size, timeoutMs: dto.timeout_ms, state: dto.state,
+    });
+    if (updated === null) throw new SinkNotFoundError(id);
+    this.events.emit(SINKS_CHANGED);
+    return { data: await this.view(updated) };
+  }
+
+  async remove(id: string): Promise<void> {
+    checkId(id);
+    if (!(await this.repository.delete(id))) throw new SinkNotFoundError(id);
+    this.events.emit(SINKS_CHANGED);
+  }
+
+  /** Delivers again from the start or after a cursor; a cursor older than the log keeps starts over with the current state. */
+  async replay(id: string, dto: ReplaySinkDto): Promise<{ data: SinkView }> {
+    checkId(id);
+    const from = dto.from === 'start' ? START : decodeChangeCursor(dto.from, 'from');
+    const sink = await this.repository.replay(id, from);
+    if (sink === null) throw new SinkNotFoundError(id);
+    this.events.emit(SINKS_CHANGED);
+    return { data: await this.view(sink) };
+  }
+
+  /** A new secret, shown once; the old one keeps signing beside it for 24 h. */
+  async rotateSecret(id: string): Promise<{ data: SinkView & { secret: string } }> {
+    const sink = await this.find(id);
+    if (sink.kind !== 'http') throw new SinkUnprocessableError('only http sinks have a secret', 'kind');
+    const secret = generateSinkSecret();
+    const rotated = await this.repository.rotateSecret(id, secret, new Date(Date.now() + SECRET_OVERLAP_MS));
+    if (rotated === null) throw new SinkNotFoundError(id);
+    this.events.emit(SINKS_CHANGED);
+    return { data: { ...(await this.view(rotated)), secret } };
+  }
+
+  private async find(id: string): Promise<Sink> {
+    checkId(id);
+    const sink = await this.repository.find(id);
+    if (sink === null) throw new SinkNotFoundError(id);
+    return sink;
+  }
+
+  private async view(sink: Sink): Promise<SinkView> {
+    const types = this.config.changeTypes;
+    return toSinkView(sink, await this.repository.lag(sink, sink.types ?? types, sink.ownerIds), types);
+  }
+}
+
+/** Sink ids are UUIDs; anything else names no sink (and must not reach a uuid column). */
+function checkId(id: string): void {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) throw new SinkNotFoundError(id);
+}
