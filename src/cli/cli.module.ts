@@ -11,6 +11,7 @@ import { ServeCommand } from './serve.command.js';
 import { AuthCheckCommand, AuthCommand, AuthExchangeCommand, AuthUrlCommand } from './auth.command.js';
 import { SubscribeCommand } from './subscribe.command.js';
 import { ReconcileCommand } from './reconcile.command.js';
+import { StatusCommand } from './status.command.js';
 
 /** The command-line entry: only the commands and what they need, no database until a command opens one. */
 @Module({})
@@ -21,7 +22,7 @@ export class CliModule {
       imports: [ConfigModule.forRoot(config)],
       providers: [{ provide: ROOT_LOGGER, useValue: rootLogger }, ServeCommand, MigrateCommand, ReplayCommand, VerifyCommand,
         AuthCommand, AuthUrlCommand, AuthExchangeCommand, AuthCheckCommand, SubscribeCommand, ReconcileCommand,
-        EmulatorCommand, EmulatorTriggerCommand, EmulatorResendCommand],
+        EmulatorCommand, EmulatorTriggerCommand, EmulatorResendCommand, StatusCommand],
     };
   }
 }
