@@ -20,7 +20,7 @@ const SINK_FAMILIES = ['menu_sync_change_log_head', 'menu_sync_sink_lag_changes'
 async function exposedFamilies(): Promise<Set<string>> {
   const metrics = new MetricsService();
   const names = (await metrics.registry.getMetricsAsJSON()).flatMap((metric) =>
-    metric.type === 'histogram' ? [metric.name, `${metric.name}_bucket`, `${metric.name}_sum`, `${metric.name}_count`] : [metric.name]);
+    String(metric.type) === 'histogram' ? [metric.name, `${metric.name}_bucket`, `${metric.name}_sum`, `${metric.name}_count`] : [metric.name]);
   return new Set([...names, ...SINK_FAMILIES, ...SINK_FAMILIES.map((name) => `${name}_bucket`)]);
 }
 

@@ -36,10 +36,10 @@ export function Events() {
   const set = (key) => (event) => setFilters({ ...filters, [key]: event.currentTarget.value.trim() });
   return html`
     <form class="toolbar filters" onSubmit=${(event) => event.preventDefault()}>
-      <label>Event type <input value=${filters.type} onChange=${set('type')} placeholder="product.updated" /></label>
+      <label>Event type <input value=${filters.type} onChange=${set('type')} placeholder="e.g. product.updated" /></label>
       <label>Subject type <select value=${filters.subjectType} onChange=${set('subjectType')}>
         <option value="">any</option>${SUBJECT_TYPES.map((type) => html`<option>${type}</option>`)}</select></label>
-      <label>Subject id <input value=${filters.subjectId} onChange=${set('subjectId')} placeholder="42" size="8" /></label>
+      <label>Subject id <input value=${filters.subjectId} onChange=${set('subjectId')} placeholder="e.g. 42" size="8" /></label>
       <label>Source <select value=${filters.source} onChange=${set('source')}>
         <option value="">any</option>${SOURCES.map((source) => html`<option>${source}</option>`)}</select></label>
     </form>

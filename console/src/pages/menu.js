@@ -93,7 +93,7 @@ function Collections({ menu }) {
   if (loose.length > 0) sections.push({ key: 'loose', title: 'Not in a collection', description: 'Live products no collection lists', products: loose });
   return html`${sections.map((section) => html`
     <div class="collection">
-      <h3>${section.title} <span class="muted">${section.products.length} products</span></h3>
+      <h3>${section.title} <span class="muted">${section.products.length === 1 ? '1 product' : `${section.products.length} products`}</span></h3>
       ${section.description ? html`<p class="muted">${section.description}</p>` : null}
       <div class="products">${section.products.map((product) => html`<${Product} product=${product} />`)}</div>
     </div>`)}`;

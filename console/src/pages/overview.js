@@ -51,8 +51,8 @@ export function Overview() {
     <div class="grid">
       <${Connections} state=${connections} />
       <${Projections} state=${projections} parked=${parked} />
-      <${Sinks} state=${sinks} />
       <${ReconcileRuns} state=${runs} />
+      <${Sinks} state=${sinks} />
     </div>`;
 }
 
