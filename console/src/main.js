@@ -1,12 +1,31 @@
 import { html, render } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { onUnauthorized, tokenStore } from './api.js';
-import { Activity } from './pages/activity.js';
 import { Events } from './pages/events.js';
 import { Menu } from './pages/menu.js';
 import { Overview } from './pages/overview.js';
 import { startSampling } from './sampler.js';
+import { ErrorBox, Loading } from './ui.js';
 import './style.css';
+
+/** The charting library is loaded with the Activity page only: the other pages start without it. */
+function lazyPage(load, what) {
+  let loaded;
+  return function LazyPage() {
+    const [state, setState] = useState({ component: loaded, error: undefined });
+    useEffect(() => {
+      if (loaded) return;
+      load().then((component) => {
+        loaded = component;
+        setState({ component });
+      }, (error) => setState({ error }));
+    }, []);
+    if (state.error) return html`<${ErrorBox} error=${state.error} what=${`Could not load ${what}`} />`;
+    return state.component ? html`<${state.component} />` : html`<${Loading} what=${`Loading ${what}`} />`;
+  };
+}
+
+const Activity = lazyPage(() => import('./pages/activity.js').then((module) => module.Activity), 'the charts');
 
 const PAGES = [
   { path: 'overview', title: 'Overview', component: Overview },
