@@ -99,7 +99,16 @@ describe('the console at /console, in a browser, against the sandbox', () => {
       firstContentfulPaint: Math.round((performance as Json).getEntriesByType('paint').find((entry: Json) => entry.name === 'first-contentful-paint')?.startTime ?? -1),
       connectionsShownAt: Math.round(performance.now()),
     }));
-    process.stdout.write(`console first paint (cold): ${JSON.stringify(paint)}; warm reload: ${JSON.stringify(warm)}\n`);
+    // Five more reloads: the median says more than one sample on a shared machine.
+    const reloads: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await page.reload();
+      await page.locator('#connections tbody tr').first().waitFor();
+      reloads.push(await page.evaluate(() => Math.round((performance as Json).getEntriesByType('paint').find((entry: Json) => entry.name === 'first-contentful-paint')?.startTime ?? -1)));
+    }
+    const median = [...reloads].sort((a, b) => a - b)[2];
+    process.stdout.write(`console first paint (cold): ${JSON.stringify(paint)}; warm reload: ${JSON.stringify(warm)}; `
+      + `first-contentful-paint of 5 reloads: ${reloads.join(', ')} ms (median ${median} ms)\n`);
     expect(paint['first-contentful-paint']).toBeGreaterThan(0);
   }, 60_000);
 

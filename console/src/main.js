@@ -54,8 +54,7 @@ function TokenPrompt({ onSaved }) {
     <div class="token-prompt">
       <form onSubmit=${(event) => { event.preventDefault(); tokenStore.set(value.trim()); onSaved(); }}>
         <h2>API token</h2>
-        <p>${had ? 'The daemon refused the token this tab had.' : 'This daemon asks for a token (one of API_TOKENS) for its API.'}
-          It is kept for this tab only.</p>
+        <p>${had ? 'The daemon refused the token this tab had.' : 'This daemon asks for a token (one of API_TOKENS) for its API.'} ${'It is kept for this tab only.'}</p>
         <input type="password" autocomplete="current-password" value=${value} onInput=${(event) => setValue(event.currentTarget.value)}
           placeholder="API token" required minlength="16" autofocus />
         <button type="submit" class="primary">Open the console</button>

@@ -48,7 +48,7 @@ export class StatusRepository {
     const [{ present }] = await this.dataSource.query(`SELECT to_regclass('sinks') IS NOT NULL AS present`);
     if (!present) return undefined;
     // Read as JSON: only the columns every version of the table has are relied upon.
-    const rows: Array<{ sink: Record<string, unknown> }> = await this.dataSource.query(`SELECT to_jsonb(s) AS sink FROM sinks s ORDER BY 1`);
+    const rows: Array<{ sink: Record<string, unknown> }> = await this.dataSource.query(`SELECT to_jsonb(s) AS sink FROM sinks s ORDER BY to_jsonb(s)->>'created_at', to_jsonb(s)->>'id'`);
     return rows.map(({ sink }) => ({
       id: String(sink.id),
       kind: typeof sink.kind === 'string' ? sink.kind : null,

@@ -108,7 +108,7 @@ function Projections({ state, parked }) {
 function Sinks({ state }) {
   const [message, setMessage] = useState();
   const replay = async (sink) => {
-    if (!confirm(`Deliver every change again to sink ${sink.id}, from the start?`)) return;
+    if (!confirm(`Deliver every change again to sink ${String(sink.id).slice(0, 8)}, from the start?`)) return;
     try {
       await postJson(`/api/v1/sinks/${sink.id}/replay`, { from: 'start' });
       setMessage(`Sink ${sink.id} replays from the start.`);
@@ -128,8 +128,8 @@ function Sinks({ state }) {
             <thead><tr><th>#</th><th>Target</th><th>State</th><th class="num">Lag</th><th>Last success</th><th>Next attempt</th><th></th></tr></thead>
             <tbody>${data.data.map((sink) => html`
               <tr>
-                <td>${sink.id}</td>
-                <td><span class="mono">${sink.kind === 'nats' ? `nats ${sink.subject_prefix ?? 'menu'}.>` : sink.url}</span></td>
+                <td class="mono" title=${sink.id}>${String(sink.id).slice(0, 8)}</td>
+                <td><span class="mono">${sink.kind === 'nats' ? `NATS ${sink.stream ?? ''} ${sink.subject_prefix ?? 'menu'}.>` : sink.url}</span></td>
                 <td><${Badge} value=${sink.state} />${sink.last_error ? html`<div class="error-text">${sink.last_error}</div>` : null}</td>
                 <td class="num">${count(sink.lag)}</td>
                 <td title=${when(sink.last_success_at)}>${fromNow(sink.last_success_at)}</td>
