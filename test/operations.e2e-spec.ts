@@ -34,7 +34,7 @@ describe('operations: menu-sync status, the console\'s endpoints, LOG_FORMAT', (
     cliEnv = { DATABASE_URL: app.database.url, TOKEN_ENCRYPTION_KEY: app.process.env.TOKEN_ENCRYPTION_KEY };
     db = new pg.Client({ connectionString: app.database.url });
     await db.connect();
-  });
+  }, 120_000);
 
   afterAll(async () => {
     await db?.end();
