@@ -51,14 +51,14 @@ describe('operations: menu-sync status, the console\'s endpoints, LOG_FORMAT', (
     expect(result.code).toBe(0);
     expect(json).toMatchObject({ ok: true, attention: [], connections: [], quarantined: 0, last_reconcile: null,
       projections: [expect.objectContaining({ name: 'menu', lag: 0, parked: 0 }), expect.objectContaining({ name: 'orders', lag: 0 })] });
-  });
+  }, 180_000);
 
   it('exits 2 on bad usage and bad configuration', async () => {
     for (const [args, env] of [[['--lag-threshold', 'lots'], {}], [['surplus'], {}], [[], { LOG_FORMAT: 'yaml' }]] as const) {
       const result = await status([...args], env);
       expect({ args, code: result.code }).toEqual({ args, code: 2 });
     }
-  });
+  }, 180_000);
 
   it('lag: under the threshold and standing still is fine; over the threshold, or growing while the projector stands, exits 1', async () => {
     for (let i = 0; i < 3; i++) expect((await deliver(app.url, menuEvent('created', product(`5${i}`), { at: at(i), ownerId: 'lagging' }))).status).toBe(202);
@@ -81,7 +81,7 @@ describe('operations: menu-sync status, the console\'s endpoints, LOG_FORMAT', (
     const growing = await watching.wait();
     expect(growing.code).toBe(1);
     expect(JSON.parse(growing.stdout).attention).toEqual(expect.arrayContaining([expect.stringMatching(/^projection menu: lag growing \(\d+ → \d+\) and the projector is not moving/)]));
-  }, 60000);
+  }, 180_000);
 
   it('with the projector back: caught up exits 0; a parked event exits 1 and is listed with its error', async () => {
     daemon.kill('SIGTERM');
@@ -112,7 +112,7 @@ describe('operations: menu-sync status, the console\'s endpoints, LOG_FORMAT', (
     const screen = await status();
     expect(screen.code).toBe(1);
     expect(screen.stdout).toContain('1 thing(s) need attention');
-  }, 90000);
+  }, 180_000);
 
   it('a connection needing reauthorization exits 1, and is counted by menu_sync_connections{state}', async () => {
     expect(await scrape(daemon.url, 'menu_sync_connections', { state: 'reauthorization_required' })).toBe(0);
@@ -123,7 +123,7 @@ describe('operations: menu-sync status, the console\'s endpoints, LOG_FORMAT', (
     expect(json.attention).toEqual(expect.arrayContaining([expect.stringMatching(/^connection \d+ needs reauthorization: invalid_grant/)]));
     expect(await scrape(daemon.url, 'menu_sync_connections', { state: 'reauthorization_required' })).toBe(1);
     expect(await scrape(daemon.url, 'menu_sync_connections', { state: 'active' })).toBe(0);
-  });
+  }, 180_000);
 
   it('GET /api/v1/owners: each owner of the log with its events\' span; it takes the API token', async () => {
     const answer = await api(daemon.url, '/api/v1/owners');
@@ -135,7 +135,7 @@ describe('operations: menu-sync status, the console\'s endpoints, LOG_FORMAT', (
     expect(answer.json.data.find((owner: Json) => owner.owner_id === 'poison')).toEqual(
       { owner_id: 'poison', events: 1, first_occurred_at: at(500), last_occurred_at: at(500) });
     expect((await api(daemon.url, '/api/v1/owners', null)).status).toBe(401);
-  });
+  }, 180_000);
 
   it('serves the console at /console/ and sends / there', async () => {
     const root = await fetch(`${daemon.url}/`, { redirect: 'manual' });
@@ -147,7 +147,7 @@ describe('operations: menu-sync status, the console\'s endpoints, LOG_FORMAT', (
     const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
     expect(script).toBeDefined();
     expect((await fetch(`${daemon.url}${script}`)).status).toBe(200);
-  });
+  }, 180_000);
 
   it('LOG_FORMAT: JSON lines when the output is not a terminal, pino-pretty lines with pretty', async () => {
     const auto = await runCli(['migrate'], cliEnv);
@@ -159,6 +159,6 @@ describe('operations: menu-sync status, the console\'s endpoints, LOG_FORMAT', (
     expect(pretty.code).toBe(0);
     expect(pretty.stderr).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: \[MigrateCommand\] no pending migrations$/m);
     expect(() => JSON.parse(pretty.stderr.split('\n')[0])).toThrow();
-  });
+  }, 180_000);
 });
 
