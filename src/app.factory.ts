@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { IncomingMessage } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -20,6 +22,9 @@ import { requestContext } from './observability/request-context.js';
 import type { UpstreamSettings } from './upstream/upstream-settings.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** The console's built files (`npm run build` puts them in dist/console, beside dist/src). */
+const CONSOLE_DIR = fileURLToPath(new URL('../console/', import.meta.url));
 
 export interface HttpAppOptions {
   config: AppConfig;
@@ -57,9 +62,25 @@ export async function createHttpApp({ config, databaseUrl, logger, upstream }: H
     .addBearerAuth()
     .build());
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
+  serveConsole(app);
   await app.init();
   registerIngressRoute(app.getHttpAdapter().getInstance(), app.get(IngressService));
   return app;
+}
+
+/**
+ * The operator's console: static files under /console/ (no token needed to load them; the data
+ * they fetch from /api takes one), and / leads there.
+ */
+function serveConsole(app: NestFastifyApplication): void {
+  if (existsSync(`${CONSOLE_DIR}index.html`)) {
+    app.useStaticAssets({ root: CONSOLE_DIR, prefix: '/console/', redirect: true, maxAge: '1h', immutable: false,
+      // index.html names the hashed asset files: it is revalidated, they are cached.
+      setHeaders: (reply: { header: (name: string, value: string) => void }, file: string) => {
+        if (file.endsWith('.html')) reply.header('Cache-Control', 'no-cache');
+      } } as never);
+  }
+  app.getHttpAdapter().getInstance().get('/', (_request, reply) => reply.redirect('/console/', 302));
 }
 
 function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: Pino, metrics: MetricsService): void {

@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   // The daemon and the emulator log to stdout; one-shot commands print their result there, so they log to stderr.
   const command = process.argv[2];
   const longRunning = command === undefined || command === 'serve' || command === 'emulator' && !['trigger', 'resend'].includes(process.argv[3] ?? '');
-  const rootLogger = createRootLogger(config.LOG_LEVEL, false, longRunning ? 1 : 2);
+  const rootLogger = createRootLogger(config.LOG_LEVEL, false, longRunning ? 1 : 2, config.LOG_FORMAT);
   const nestLogger = new PinoNestLogger(rootLogger);
   Logger.overrideLogger(nestLogger);
   const exit = (code: number) => rootLogger.flush(() => process.exit(code));

@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { MetricsService } from '../observability/metrics.service.js';
 import { SubscriptionRepository } from '../upstream/subscription.repository.js';
 import type { Connection } from './connection.js';
 import { connectionView, ConnectionView } from './connection-view.js';
@@ -6,11 +7,22 @@ import { ConnectionRepository } from './connection.repository.js';
 
 /** The connections with their subscriptions and token state, as `GET /api/v1/connections` shows them. */
 @Injectable()
-export class ConnectionsService {
+export class ConnectionsService implements OnModuleInit {
   constructor(
     private readonly connections: ConnectionRepository,
     private readonly subscriptions: SubscriptionRepository,
+    private readonly metrics: MetricsService,
   ) {}
+
+  /** `menu_sync_connections{state}` is counted at each scrape; both states are always present, so alerts see 0. */
+  onModuleInit(): void {
+    const gauge = this.metrics.connections;
+    (gauge as unknown as { collect: () => Promise<void> }).collect = async () => {
+      const counts: Record<string, number> = { active: 0, reauthorization_required: 0 };
+      for (const connection of await this.connections.list().catch(() => [])) counts[connection.state] = (counts[connection.state] ?? 0) + 1;
+      for (const [state, count] of Object.entries(counts)) gauge.set({ state }, count);
+    };
+  }
 
   async list(): Promise<{ data: ConnectionView[] }> {
     const [connections, subscriptions] = await Promise.all([this.connections.list(), this.subscriptions.list()]);

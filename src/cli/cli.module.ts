@@ -12,6 +12,7 @@ import { AuthCheckCommand, AuthCommand, AuthExchangeCommand, AuthUrlCommand } fr
 import { SubscribeCommand } from './subscribe.command.js';
 import { ReconcileCommand } from './reconcile.command.js';
 import { SinksAddCommand, SinksCommand, SinksListCommand, SinksRemoveCommand, SinksReplayCommand } from './sinks.command.js';
+import { StatusCommand } from './status.command.js';
 
 /** The command-line entry: only the commands and what they need, no database until a command opens one. */
 @Module({})
@@ -22,7 +23,7 @@ export class CliModule {
       imports: [ConfigModule.forRoot(config)],
       providers: [{ provide: ROOT_LOGGER, useValue: rootLogger }, ServeCommand, MigrateCommand, ReplayCommand, VerifyCommand,
         AuthCommand, AuthUrlCommand, AuthExchangeCommand, AuthCheckCommand, SubscribeCommand, ReconcileCommand,
-        EmulatorCommand, EmulatorTriggerCommand, EmulatorResendCommand,
+        EmulatorCommand, EmulatorTriggerCommand, EmulatorResendCommand, StatusCommand,
         SinksCommand, SinksAddCommand, SinksListCommand, SinksReplayCommand, SinksRemoveCommand],
     };
   }

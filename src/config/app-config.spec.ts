@@ -33,6 +33,12 @@ describe('loadConfig', () => {
       MIGRATIONS_RUN: false, OAUTH_SCOPES: ['read_menu', 'write_menu'], STORE_IDS: ['1', '2'] });
   });
 
+  it('takes LOG_FORMAT auto (default), json or pretty, and refuses anything else', () => {
+    expect(loadConfig({}).LOG_FORMAT).toBe('auto');
+    expect(loadConfig({ LOG_FORMAT: 'json' }).LOG_FORMAT).toBe('json');
+    expect(problems({ LOG_FORMAT: 'yaml' })).toEqual([expect.stringMatching(/^LOG_FORMAT: /)]);
+  });
+
   it('names every offending variable at once', () => {
     const found = problems({ PORT: 'abc', LOG_LEVEL: 'loud', ENABLED_EVENTS: 'order.created,order.exploded',
       WEBHOOK_MAX_BODY_BYTES: '-1', RECONCILE_CRON: 'sometimes' });

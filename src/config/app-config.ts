@@ -161,6 +161,10 @@ export class AppConfig {
   @IsIn(LOG_LEVELS)
   LOG_LEVEL: LogLevel = 'info';
 
+  /** `auto`: readable lines (pino-pretty) on a terminal, JSON lines otherwise; `json` or `pretty` force one. */
+  @IsIn(['auto', 'json', 'pretty'], { message: 'LOG_FORMAT must be auto, json or pretty' })
+  LOG_FORMAT: 'auto' | 'json' | 'pretty' = 'auto';
+
   @Transform(bool)
   @IsBoolean()
   MIGRATIONS_RUN = true;

@@ -29,6 +29,17 @@ export class EventLogQueryService {
     };
   }
 
+  /** `GET /api/v1/owners`: the owners the log knows, with the span of their events' occurred_at. */
+  async owners() {
+    const owners = await this.repository.owners();
+    return {
+      data: owners.map((owner) => ({
+        owner_id: owner.ownerId, events: owner.events,
+        first_occurred_at: owner.first.toISOString(), last_occurred_at: owner.last.toISOString(),
+      })),
+    };
+  }
+
   /**
    * The entry with its payload, as JSON text: the stored payload is embedded as it is, so any
    * document the log accepted (however deeply nested) is answered without being parsed again.

@@ -159,6 +159,14 @@ export class EventLogRepository {
     return rows.length === 0 ? null : toEntry(rows[0]);
   }
 
+  /** Each owner in the log with its span of occurred_at (the console's owner picker and time slider). */
+  async owners(): Promise<Array<{ ownerId: string; events: number; first: Date; last: Date }>> {
+    const rows: Array<{ owner_id: string; events: number; first: Date; last: Date }> = await this.dataSource.query(
+      `SELECT owner_id, count(*)::int AS events, min(occurred_at) AS first, max(occurred_at) AS last
+         FROM event_log WHERE owner_id IS NOT NULL GROUP BY owner_id ORDER BY count(*) DESC, owner_id`);
+    return rows.map((row) => ({ ownerId: row.owner_id, events: row.events, first: row.first, last: row.last }));
+  }
+
   async headPosition(): Promise<number> {
     const rows: Array<{ head: string | null }> = await this.dataSource.query(`SELECT max(position) AS head FROM event_log`);
     return Number(rows[0].head ?? 0);

@@ -1,5 +1,7 @@
+import { isatty } from 'node:tty';
 import { LoggerService } from '@nestjs/common';
-import pino, { Logger as Pino } from 'pino';
+import pino, { DestinationStream, Logger as Pino } from 'pino';
+import pretty from 'pino-pretty';
 import { requestContext } from './request-context.js';
 
 /** `/webhooks/{key}`: the key is a secret, so paths are logged with it redacted. */
@@ -7,8 +9,22 @@ export function redactPath(url: string | undefined): string | undefined {
   return url?.replace(/^\/webhooks\/[^/?#]*/, '/webhooks/[redacted]');
 }
 
-/** JSON log lines to stdout (`fd` 1), or stderr (2) for commands whose stdout is their result. */
-export function createRootLogger(level: string, sync = false, fd: 1 | 2 = 1): Pino {
+export type LogFormat = 'auto' | 'json' | 'pretty';
+
+/** `auto`: human-readable lines on a terminal, JSON lines otherwise (a pipe, a file, a log collector). */
+export function prettyLogs(format: LogFormat, fd: 1 | 2): boolean {
+  return format === 'pretty' || (format === 'auto' && isatty(fd));
+}
+
+/**
+ * Log lines to stdout (`fd` 1), or stderr (2) for commands whose stdout is their result: JSON, or
+ * pino-pretty's lines for people (same fields, same redaction, formatted in-process).
+ */
+export function createRootLogger(level: string, sync = false, fd: 1 | 2 = 1, format: LogFormat = 'json'): Pino {
+  const destination: DestinationStream = prettyLogs(format, fd)
+    ? pretty({ destination: fd, sync, colorize: isatty(fd), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service',
+      messageFormat: '{if context}[{context}] {end}{msg}' })
+    : pino.destination({ sync, fd });
   return pino({
     level,
     base: { service: 'menu-sync' },
@@ -23,7 +39,7 @@ export function createRootLogger(level: string, sync = false, fd: 1 | 2 = 1): Pi
         '*.password', '*.key', '*.token'],
       censor: '[redacted]',
     },
-  }, pino.destination({ sync, fd }));
+  }, destination);
 }
 
 /** Nest's own start-up chatter (one line per module and route) is debug detail. */

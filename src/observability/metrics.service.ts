@@ -68,6 +68,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly connections = new Gauge({
+    name: 'menu_sync_connections',
+    help: 'Upstream connections by state (active, reauthorization_required)',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+
   readonly reconcileRuns = new Counter({
     name: 'menu_sync_reconcile_runs_total',
     help: 'Reconcile runs by outcome (ok, partial, failed, skipped)',

@@ -5,6 +5,8 @@ import { PROJECTIONS } from './projection-definitions.js';
 import { ProjectionRepository } from './projection.repository.js';
 import { ProjectorService } from './projector.service.js';
 
+const PARKED_LIMIT = 1000;
+
 /** `GET /api/v1/projections` (CONTRACT §5); the same figures feed the gauges at each scrape. */
 @Injectable()
 export class ProjectionStatusService implements OnModuleInit {
@@ -25,6 +27,16 @@ export class ProjectionStatusService implements OnModuleInit {
     for (const gauge of [this.metrics.logHead, this.metrics.projectionLag, this.metrics.parkedEvents, this.metrics.projectionPosition]) {
       (gauge as unknown as { collect: () => Promise<void> }).collect = refresh;
     }
+  }
+
+  /** `GET /api/v1/projections/parked`: what each projection parked, with its error (newest first, at most 1000 each). */
+  async parked() {
+    const lists = await Promise.all(PROJECTIONS.map(async (projection) =>
+      (await this.projections.parked(projection, PARKED_LIMIT)).map((entry) => ({
+        projection: projection.name, position: entry.position, event_id: entry.eventId, error: entry.error,
+        parked_at: entry.parkedAt.toISOString(),
+      }))));
+    return { data: lists.flat().sort((a, b) => b.position - a.position) };
   }
 
   async list() {

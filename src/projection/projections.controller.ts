@@ -14,4 +14,9 @@ export class ProjectionsController {
   list() {
     return this.status.list();
   }
+
+  @Get('parked')
+  parked() {
+    return this.status.parked();
+  }
 }

@@ -1,0 +1,32 @@
+const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
+const UNITS = [['day', 86400], ['hour', 3600], ['minute', 60], ['second', 1]];
+
+/** "in 2 hours", "3 minutes ago". */
+export function fromNow(iso, now = Date.now()) {
+  if (!iso) return '—';
+  const seconds = (new Date(iso).getTime() - now) / 1000;
+  for (const [unit, size] of UNITS) {
+    if (Math.abs(seconds) >= size || unit === 'second') return relative.format(Math.round(seconds / size), unit);
+  }
+  return '';
+}
+
+const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'medium' });
+export const when = (iso) => (iso ? dateTime.format(new Date(iso)) : '—');
+
+/** Minor units (pence, cents) → "£6.50". */
+export function money(minor, currency) {
+  if (typeof minor !== 'number') return String(minor);
+  try {
+    return new Intl.NumberFormat('en-GB', { style: 'currency', currency }).format(minor / 100);
+  } catch {
+    return `${(minor / 100).toFixed(2)} ${currency}`;
+  }
+}
+
+export const count = (n) => (typeof n === 'number' ? n.toLocaleString('en-GB') : '—');
+
+export function duration(ms) {
+  if (typeof ms !== 'number') return '—';
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
