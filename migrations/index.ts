@@ -1,6 +1,7 @@
 import { EventLog1763700000000 } from './1763700000000-event-log.js';
 import { ReadModel1763800000000 } from './1763800000000-read-model.js';
 import { Connections1763900000000 } from './1763900000000-connections.js';
+import { QueryScale1764100000000 } from './1764100000000-query-scale.js';
 
 /** Every migration, in order. A new migration is added here as well. */
-export const MIGRATIONS = [EventLog1763700000000, ReadModel1763800000000, Connections1763900000000];
+export const MIGRATIONS = [EventLog1763700000000, ReadModel1763800000000, Connections1763900000000, QueryScale1764100000000];

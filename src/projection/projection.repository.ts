@@ -4,6 +4,7 @@ import { DataSource, QueryRunner } from 'typeorm';
 import { AdvisoryLock, advisoryLocks, lockQuery, pgLocksMatch } from '../database/advisory-locks.js';
 import { isDataError } from '../database/database-errors.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
+import { ownerVersionsCte } from './owner-versions.js';
 import { CHANGE_COLUMNS, ProjectionDefinition } from './projection-definitions.js';
 
 export interface PageResult {
@@ -179,7 +180,7 @@ export class ProjectionRepository {
          INSERT INTO ${schema}.parked_events (position, event_id, error)
          SELECT DISTINCT position, event_id, $5 FROM changes WHERE missing
          ON CONFLICT (position) DO NOTHING RETURNING 1),
-       ${upserts.join(',\n       ')}
+       ${upserts.join(',\n       ')}${ownerVersionsCte(projection, schema)}
        SELECT (SELECT count(*) FROM parked)::int AS parked`,
       [...params, projection.missingError]);
     return row.parked;
@@ -286,7 +287,8 @@ function upsertSql(table: string, type: string): string {
               FROM changes WHERE ${ofType} ${NEWEST_FIRST}) v
       LEFT JOIN (SELECT DISTINCT ON (id) id, attributes, relationships, occurred_at, event_seq, event_id
                    FROM changes WHERE ${ofType} AND NOT deleted ${NEWEST_FIRST}) d USING (id)
-    ${onConflict()}`;
+    ${onConflict()}
+    RETURNING id, owner_id`;
 }
 
 /**
@@ -302,14 +304,15 @@ function winnersSql(projection: ProjectionDefinition, schema: string): string {
            v.event_seq, v.event_id, v.position, w.occurred_at, w.event_seq, w.event_id
       FROM newest v LEFT JOIN newest_data w USING (type, id) LEFT JOIN resources r USING (type, id)
      WHERE v.type = '${type}' AND (SELECT complete FROM checked)
-    ${onConflict()})`);
+    ${onConflict()}
+    RETURNING id, owner_id)`);
   return `WITH versions (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted) AS MATERIALIZED (${projection.winners!.versions(RANGE)}),
        newest AS MATERIALIZED (SELECT DISTINCT ON (type, id) * FROM versions ${newest}),
        newest_data AS MATERIALIZED (SELECT DISTINCT ON (type, id) * FROM versions WHERE NOT deleted ${newest}),
        resources (type, id, missing, attributes, relationships) AS MATERIALIZED (
          ${projection.winners!.resources('ARRAY(SELECT position FROM newest_data)')}),
        checked AS (SELECT NOT EXISTS (SELECT 1 FROM resources WHERE missing) AS complete),
-       ${upserts.join(',\n       ')}
+       ${upserts.join(',\n       ')}${ownerVersionsCte(projection, schema)}
        SELECT (SELECT count(*) FROM resources WHERE missing)::int AS missing`;
 }
 

@@ -1,0 +1,129 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, QueryRunner } from 'typeorm';
+
+export type MenuForm = 'expanded' | 'normalized';
+
+/** Rows fetched from a section's cursor at a time: one chunk of the streamed document. */
+const FETCH_ROWS = 200;
+
+/** A resource as CONTRACT §5 shapes it, built as JSON by PostgreSQL (keys in the API's order). */
+const resource = (alias: string, type: string, extra = '') => `json_build_object(
+  'type', '${type}', 'id', ${alias}.id, 'owner_id', ${alias}.owner_id, 'attributes', ${alias}.attributes,
+  'relationships', ${alias}.relationships,
+  'version', json_build_object('event_id', ${alias}.event_id,
+    'occurred_at', to_char(${alias}.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'position', ${alias}.position),
+  'deleted', ${alias}.deleted${extra})`;
+
+/** The ids of a to-many relationship in order (string or number ids, as the API's expansion reads them). */
+const links = (relationships: string, name: string) => `(
+  SELECT link ->> 'id' AS id, ord FROM jsonb_array_elements(
+    CASE WHEN jsonb_typeof(${relationships} -> '${name}' -> 'data') = 'array' THEN ${relationships} -> '${name}' -> 'data' ELSE '[]' END)
+    WITH ORDINALITY AS l(link, ord)
+   WHERE jsonb_typeof(link -> 'id') IN ('string', 'number'))`;
+
+const LIVE_PRODUCTS = `proj_menu.products p WHERE p.owner_id = $1 AND NOT p.deleted`;
+
+/** Follows product → traits → trait options in relationship order, leaving out unknown and deleted ones. */
+const EXPANDED_TRAITS = `, 'traits', coalesce((
+    SELECT json_agg(${resource('t', 'trait', `, 'trait_options', coalesce((
+        SELECT json_agg(${resource('o', 'trait_option')} ORDER BY ol.ord)
+          FROM ${links('t.relationships', 'trait_options')} ol JOIN proj_menu.trait_options o ON o.id = ol.id AND NOT o.deleted),
+      '[]'::json)`)} ORDER BY tl.ord)
+      FROM ${links('p.relationships', 'traits')} tl JOIN proj_menu.traits t ON t.id = tl.id AND NOT t.deleted), '[]'::json)`;
+
+const REFERENCED_TRAITS = `proj_menu.traits t WHERE NOT t.deleted
+  AND t.id IN (SELECT tl.id FROM ${LIVE_PRODUCTS.replace('WHERE', `CROSS JOIN LATERAL ${links('p.relationships', 'traits')} tl WHERE`)})`;
+
+/** Each section of the document: its key and the query giving its items (JSON text) in id order. */
+const SECTIONS: Record<MenuForm, Array<{ key: string; sql: string }>> = {
+  expanded: [
+    { key: 'collections', sql: `SELECT ${resource('c', 'collection')}::text AS doc FROM proj_menu.collections c
+        WHERE c.owner_id = $1 AND NOT c.deleted ORDER BY c.sort_key` },
+    { key: 'products', sql: `SELECT ${resource('p', 'product', EXPANDED_TRAITS)}::text AS doc FROM ${LIVE_PRODUCTS} ORDER BY p.sort_key` },
+  ],
+  normalized: [
+    { key: 'collections', sql: `SELECT ${resource('c', 'collection')}::text AS doc FROM proj_menu.collections c
+        WHERE c.owner_id = $1 AND NOT c.deleted ORDER BY c.sort_key` },
+    { key: 'products', sql: `SELECT ${resource('p', 'product')}::text AS doc FROM ${LIVE_PRODUCTS} ORDER BY p.sort_key` },
+    { key: 'traits', sql: `SELECT ${resource('t', 'trait')}::text AS doc FROM ${REFERENCED_TRAITS} ORDER BY t.sort_key` },
+    { key: 'trait_options', sql: `SELECT ${resource('o', 'trait_option')}::text AS doc FROM proj_menu.trait_options o
+        WHERE NOT o.deleted AND o.id IN (SELECT ol.id FROM ${REFERENCED_TRAITS.replace('WHERE', `CROSS JOIN LATERAL ${links('t.relationships', 'trait_options')} ol WHERE`)})
+        ORDER BY o.sort_key` },
+  ],
+};
+
+/** A menu read in one snapshot: the owner's version and the document's sections, streamed. */
+export interface MenuSnapshot {
+  version: string;
+  /** The document's JSON text in chunks; the snapshot ends (its connection is released) when it ends or is closed. */
+  chunks: AsyncGenerator<string>;
+  /** Ends the snapshot without reading (idempotent). */
+  close(): Promise<void>;
+}
+
+/**
+ * The live `/menu` document, built by PostgreSQL and read through cursors a few hundred items at
+ * a time, in one REPEATABLE READ snapshot that also gives the owner's menu version (the ETag):
+ * the process never holds the whole document, and yields to the event loop between chunks.
+ */
+@Injectable()
+export class MenuDocumentRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** The owner's menu version ('0' when the projector never touched it). */
+  async ownerVersion(ownerId: string): Promise<string> {
+    const rows: Array<{ version: string }> = await this.dataSource.query(
+      `SELECT version::text AS version FROM proj_menu.owner_versions WHERE owner_id = $1`, [ownerId]);
+    return rows[0]?.version ?? '0';
+  }
+
+  async open(ownerId: string, form: MenuForm): Promise<MenuSnapshot> {
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    let open = true;
+    const close = async () => {
+      if (!open) return;
+      open = false;
+      await runner.query('ROLLBACK').catch(() => undefined);
+      await runner.release();
+    };
+    try {
+      await runner.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const [row] = await runner.query(
+        `SELECT coalesce((SELECT version FROM proj_menu.owner_versions WHERE owner_id = $1), 0)::text AS version`, [ownerId]);
+      return { version: row.version, chunks: this.document(runner, ownerId, form, close), close };
+    } catch (error) {
+      await close();
+      throw error;
+    }
+  }
+
+  private async *document(runner: QueryRunner, ownerId: string, form: MenuForm, close: () => Promise<void>): AsyncGenerator<string> {
+    try {
+      let separator = '{';
+      for (const [index, section] of SECTIONS[form].entries()) {
+        const cursor = `menu_section_${index}`;
+        await runner.query(`DECLARE ${cursor} NO SCROLL CURSOR FOR ${section.sql}`, [ownerId]);
+        yield `${separator}"${section.key}":[`;
+        let first = true;
+        for (;;) {
+          const rows: Array<Record<string, string>> = await fetchRows(runner, cursor);
+          if (rows.length === 0) break;
+          const items = rows.map((item) => item.doc).join(',');
+          yield first ? items : `,${items}`;
+          first = false;
+        }
+        await runner.query(`CLOSE ${cursor}`);
+        separator = '],';
+      }
+      yield ']}';
+    } finally {
+      await close();
+    }
+  }
+}
+
+function fetchRows(runner: QueryRunner, cursor: string): Promise<Array<Record<string, string>>> {
+  return runner.query(`FETCH ${FETCH_ROWS} FROM ${cursor}`);
+}
