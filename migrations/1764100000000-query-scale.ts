@@ -16,6 +16,8 @@ export class QueryScale1764100000000 implements MigrationInterface {
     await runner.query(`
       CREATE INDEX event_log_subject_version_idx ON event_log
         (subject_type, subject_id, occurred_at, event_seq NULLS FIRST, event_id COLLATE "C") INCLUDE (position, owner_id, event_type)`);
+    // Its exception handler is a subtransaction, which no query in parallel mode (leader included) may start.
+    await runner.query(`ALTER FUNCTION menu_sync_jsonb(json) PARALLEL UNSAFE`);
     await runner.query(`CREATE SEQUENCE menu_owner_version_seq`);
     await runner.query(`
       CREATE TABLE proj_menu.owner_versions (
@@ -33,6 +35,7 @@ export class QueryScale1764100000000 implements MigrationInterface {
   async down(runner: QueryRunner): Promise<void> {
     await runner.query(`DROP TABLE proj_menu.owner_versions`);
     await runner.query(`DROP SEQUENCE menu_owner_version_seq`);
+    await runner.query(`ALTER FUNCTION menu_sync_jsonb(json) PARALLEL SAFE`);
     await runner.query(`DROP INDEX event_log_subject_version_idx`);
   }
 }
