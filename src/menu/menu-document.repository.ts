@@ -53,6 +53,11 @@ const SECTIONS: Record<MenuForm, Array<{ key: string; sql: string }>> = {
   ],
 };
 
+/** The section queries of a form ($1: the owner), as the daemon runs them (for bench/: the baseline and EXPLAIN snapshots). */
+export function menuSections(form: MenuForm): ReadonlyArray<{ key: string; sql: string }> {
+  return SECTIONS[form];
+}
+
 /** A menu read in one snapshot: the owner's version and the document's sections, streamed. */
 export interface MenuSnapshot {
   version: string;

@@ -82,19 +82,17 @@ export class ReadModelRepository {
    * that belonged to the owner at `as_of` but to another one now is not listed under it.
    */
   private async findMenuAsOf(table: ResourceTable, filter: RowFilter, asOf: Date): Promise<ResourceRow[]> {
+    const live = `${table.schema}.${table.name}`;
+    const tail = await this.unprojectedIds(table, filter);
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
-    const live = `${table.schema}.${table.name}`;
     const type = param(table.type);
     const at = param(asOf);
     const owner = filter.ownerId === undefined ? undefined : param(filter.ownerId);
     const ids = filter.ids === undefined ? undefined : param(filter.ids);
     const after = filter.afterSortKey === undefined ? undefined : param(filter.afterSortKey);
-    const candidate = (id: string, sortKey: string, ownerId: string) => [
-      ...(owner === undefined ? [] : [`${ownerId} = ${owner}`]),
-      ...(ids === undefined ? [] : [`${id} = ANY(${ids}::text[])`]),
-      ...(after === undefined ? [] : [`${sortKey} > ${after}`]),
-    ];
+    const candidate = [...(owner === undefined ? [] : [`c.owner_id = ${owner}`]), ...(ids === undefined ? [] : [`c.id = ANY(${ids}::text[])`]),
+      ...(after === undefined ? [] : [`c.sort_key > ${after}`])];
     const where = (conditions: string[]) => (conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '');
     const kept = [...(filter.includeDeleted ? [] : ['NOT n.deleted']), ...(owner === undefined ? [] : [`n.owner_id = ${owner}`]),
       ...(filter.updatedSince === undefined ? [] : [`n.occurred_at >= ${param(filter.updatedSince)}`])];
@@ -106,17 +104,15 @@ export class ReadModelRepository {
        WHERE e.subject_type = ${type} AND ${sameSubject('e.subject_id', id)} AND e.occurred_at <= ${at} AND ${events}
          AND ${notParked(table)}
        ORDER BY ${NEWEST_INDEXED} LIMIT 1`;
-    const tailId = menuSortKey('e.subject_id');
+    // Ids only in entries the projector has not read yet (usually none): added to the walk when present.
+    const unprojected = tail.length === 0 ? '' : `
+         UNION ALL
+         SELECT t.id, ${menuSortKey('t.id')} FROM unnest(${param(tail)}::text[]) AS t(id)
+          WHERE ${after === undefined ? 'true' : `${menuSortKey('t.id')} > ${after}`}
+            AND NOT EXISTS (SELECT 1 FROM ${live} c WHERE ${[sameSubject('c.id', 't.id'), ...candidate].join(' AND ')})`;
     return this.dataSource.query(
       `WITH candidates AS (
-         SELECT c.id, c.sort_key FROM ${live} c ${where(candidate('c.id', 'c.sort_key', 'c.owner_id'))}
-         UNION ALL
-         SELECT DISTINCT e.subject_id, ${tailId} FROM event_log e, ${table.schema}.checkpoint cp
-          WHERE e.subject_type = ${type} AND e.transaction_id >= cp.transaction_id
-            AND (e.transaction_id, e.position) > (cp.transaction_id, cp.position)
-            ${candidate('e.subject_id', tailId, 'e.owner_id').map((condition) => `AND ${condition}`).join(' ')}
-            AND NOT EXISTS (SELECT 1 FROM ${live} c WHERE ${sameSubject('c.id', 'e.subject_id')}
-                              ${candidate('c.id', 'c.sort_key', 'c.owner_id').map((condition) => `AND ${condition}`).join(' ')})),
+         SELECT c.id, c.sort_key FROM ${live} c ${where(candidate)}${unprojected}),
        page AS MATERIALIZED (
          SELECT c.id, c.sort_key, n.*,
                 CASE WHEN n.deleted THEN (SELECT d.position FROM (${newest('c.id', kinds(['created', 'updated']))}) d) ELSE n.position END
@@ -139,6 +135,21 @@ export class ReadModelRepository {
         ORDER BY p.sort_key`,
       params,
     );
+  }
+
+  /** Ids of `table`'s type (matching the filter's owner and ids) in log entries past the projector's checkpoint. */
+  private async unprojectedIds(table: ResourceTable, filter: RowFilter): Promise<string[]> {
+    const params: unknown[] = [table.type];
+    const conditions = [
+      ...(filter.ownerId === undefined ? [] : [`e.owner_id = $${params.push(filter.ownerId)}`]),
+      ...(filter.ids === undefined ? [] : [`e.subject_id = ANY($${params.push(filter.ids)}::text[])`]),
+    ];
+    const rows: Array<{ id: string }> = await this.dataSource.query(
+      `SELECT DISTINCT e.subject_id AS id FROM event_log e
+        WHERE e.transaction_id >= (SELECT transaction_id FROM ${table.schema}.checkpoint)
+          AND (e.transaction_id, e.position) > (SELECT transaction_id, position FROM ${table.schema}.checkpoint)
+          AND e.subject_type = $1 ${conditions.map((condition) => `AND ${condition}`).join(' ')}`, params);
+    return rows.map((row) => row.id);
   }
 
   /** Order resources as of an instant: folded from the order events' `included`. */
