@@ -24,13 +24,28 @@ const links = (relationships: string, name: string) => `(
 
 const LIVE_PRODUCTS = `proj_menu.products p WHERE p.owner_id = $1 AND NOT p.deleted`;
 
-/** Follows product → traits → trait options in relationship order, leaving out unknown and deleted ones. */
-const EXPANDED_TRAITS = `, 'traits', coalesce((
-    SELECT json_agg(${resource('t', 'trait', `, 'trait_options', coalesce((
-        SELECT json_agg(${resource('o', 'trait_option')} ORDER BY ol.ord)
-          FROM ${links('t.relationships', 'trait_options')} ol JOIN proj_menu.trait_options o ON o.id = ol.id AND NOT o.deleted),
-      '[]'::json)`)} ORDER BY tl.ord)
-      FROM ${links('p.relationships', 'traits')} tl JOIN proj_menu.traits t ON t.id = tl.id AND NOT t.deleted), '[]'::json)`;
+/** The trait options of trait `t` in relationship order, unknown and deleted ones left out. */
+const TRAIT_OPTIONS = `, 'trait_options', coalesce((
+    SELECT json_agg(${resource('o', 'trait_option')} ORDER BY ol.ord)
+      FROM ${links('t.relationships', 'trait_options')} ol JOIN proj_menu.trait_options o ON o.id = ol.id AND NOT o.deleted), '[]'::json)`;
+
+/**
+ * Products expanded: each trait the owner's products name is built once (with its options), then
+ * joined to the products naming it in relationship order (repeats kept, unknown and deleted ones
+ * left out) — a trait shared by thousands of products is not serialised thousands of times.
+ */
+const EXPANDED_PRODUCTS = `
+  WITH named AS MATERIALIZED (
+         SELECT p.id AS product_id, tl.id, tl.ord FROM proj_menu.products p CROSS JOIN LATERAL ${links('p.relationships', 'traits')} tl
+          WHERE p.owner_id = $1 AND NOT p.deleted),
+       built AS MATERIALIZED (
+         SELECT t.id, ${resource('t', 'trait', TRAIT_OPTIONS)} AS doc
+           FROM proj_menu.traits t WHERE NOT t.deleted AND t.id IN (SELECT id FROM named)),
+       product_traits AS (
+         SELECT n.product_id, json_agg(b.doc ORDER BY n.ord) AS traits FROM named n JOIN built b ON b.id = n.id GROUP BY n.product_id)
+  SELECT ${resource('p', 'product', `, 'traits', coalesce(pt.traits, '[]'::json)`)}::text AS doc
+    FROM proj_menu.products p LEFT JOIN product_traits pt ON pt.product_id = p.id
+   WHERE p.owner_id = $1 AND NOT p.deleted ORDER BY p.sort_key`;
 
 const REFERENCED_TRAITS = `proj_menu.traits t WHERE NOT t.deleted
   AND t.id IN (SELECT tl.id FROM ${LIVE_PRODUCTS.replace('WHERE', `CROSS JOIN LATERAL ${links('p.relationships', 'traits')} tl WHERE`)})`;
@@ -40,7 +55,7 @@ const SECTIONS: Record<MenuForm, Array<{ key: string; sql: string }>> = {
   expanded: [
     { key: 'collections', sql: `SELECT ${resource('c', 'collection')}::text AS doc FROM proj_menu.collections c
         WHERE c.owner_id = $1 AND NOT c.deleted ORDER BY c.sort_key` },
-    { key: 'products', sql: `SELECT ${resource('p', 'product', EXPANDED_TRAITS)}::text AS doc FROM ${LIVE_PRODUCTS} ORDER BY p.sort_key` },
+    { key: 'products', sql: EXPANDED_PRODUCTS },
   ],
   normalized: [
     { key: 'collections', sql: `SELECT ${resource('c', 'collection')}::text AS doc FROM proj_menu.collections c
