@@ -51,7 +51,7 @@ async function handle(request, response) {
   const byId = /^\/api\/v1\/products\/([^/]+)$/.exec(url.pathname);
   if (byId) {
     const id = decodeURIComponent(byId[1]);
-    const { sql, params } = asOf ? asOfStatement({ ids: [id], includeDeleted: true, asOf: new Date(asOf) })
+    const { sql, params } = asOf ? await asOfStatement({ ids: [id], includeDeleted: true, asOf: new Date(asOf) })
       : { sql: `${ROW} WHERE id = $1`, params: [id] };
     const { rows } = await pool.query(sql, params);
     if (rows.length === 0) return send(response, 404, '{"status":404}');
@@ -59,7 +59,7 @@ async function handle(request, response) {
   }
   if (url.pathname === '/api/v1/products') {
     const limit = Number(url.searchParams.get('limit') ?? 100);
-    const { sql, params } = asOf ? asOfStatement({ ownerId: owner, limit, asOf: new Date(asOf) })
+    const { sql, params } = asOf ? await asOfStatement({ ownerId: owner, limit, asOf: new Date(asOf) })
       : { sql: `${ROW} WHERE owner_id = $1 AND NOT deleted ORDER BY sort_key LIMIT $2`, params: [owner, limit] };
     const { rows } = await pool.query(sql, params);
     const last = rows.at(-1);

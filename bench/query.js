@@ -223,9 +223,9 @@ async function explains(client, asOf, ids) {
     const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params);
     plans[name] = `-- ${name}\n${sql.trim()}\n\n${rows.map((row) => row['QUERY PLAN']).join('\n')}\n`;
   };
-  const page = asOfStatement({ ownerId: SMALL_OWNER, limit: 100, asOf: new Date(asOf) });
+  const page = await asOfStatement({ ownerId: SMALL_OWNER, limit: 100, asOf: new Date(asOf) });
   await explain('as-of-page', page.sql, page.params);
-  const byId = asOfStatement({ ids: [ids.small[0]], includeDeleted: true, asOf: new Date(asOf) });
+  const byId = await asOfStatement({ ids: [ids.small[0]], includeDeleted: true, asOf: new Date(asOf) });
   await explain('as-of-by-id', byId.sql, byId.params);
   for (const form of ['expanded', 'normalized']) {
     for (const section of menuSections(form)) await explain(`menu-${form}-${section.key}`, section.sql, [SMALL_OWNER]);

@@ -5,9 +5,10 @@ import { ReadModelRepository } from '../../dist/src/projection/read-model.reposi
 import { RESOURCE_TABLES } from '../../dist/src/projection/resource-tables.js';
 
 /** The products `as_of` statement for a filter ({ ownerId, ids, includeDeleted, limit, afterSortKey, asOf }). */
-export function asOfStatement(filter) {
-  let captured;
-  const recorder = { query: (sql, params) => { captured = { sql, params }; return Promise.resolve([]); } };
-  void new ReadModelRepository(recorder).find(RESOURCE_TABLES.product, filter);
-  return captured;
+export async function asOfStatement(filter) {
+  const captured = [];
+  const recorder = { query: (sql, params) => { captured.push({ sql, params }); return Promise.resolve([]); } };
+  // The first statement looks up ids past the checkpoint (none here); the last is the page's.
+  await new ReadModelRepository(recorder).find(RESOURCE_TABLES.product, filter);
+  return captured.at(-1);
 }
