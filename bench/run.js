@@ -26,6 +26,7 @@ const BENCHES = {
   replay: () => import('./replay.js'),
   'change-log': () => import('./change-log.js'),
   sinks: () => import('./sinks.js'),
+  query: () => import('./query.js'),
 };
 
 function parseArgs(argv) {
@@ -42,13 +43,14 @@ function parseArgs(argv) {
     else if (name === 'connections') options.connections = value.split(',').map(Number);
     else if (name === 'duration' || name === 'warmup') options[name] = Number(value);
     else if (name === 'quiet-wait') options.quietWait = Number(value);
+    else if (name === 'events') options.events = value;
     else throw new Error(`unknown option --${name}`);
   }
   return { names, options };
 }
 
 function usage() {
-  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10]`;
+  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)]`;
 }
 
 function formatTable({ title, columns, rows }) {

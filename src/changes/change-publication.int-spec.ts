@@ -11,6 +11,7 @@ import { ReadModelRepository } from '../projection/read-model.repository.js';
 import { RESOURCE_TABLES } from '../projection/resource-tables.js';
 import { Change, START } from './change.js';
 import { ChangeLogRepository } from './change-log.repository.js';
+import { MenuDocumentRepository } from '../menu/menu-document.repository.js';
 
 interface Spec {
   type: string;
@@ -64,7 +65,8 @@ async function everyChange(changes: ChangeLogRepository): Promise<Change[]> {
 
 /** Every resource of the read model as GET /api/v1/{type}/{id} answers it (deleted ones included). */
 async function apiState(dataSource: DataSource): Promise<Map<string, ApiResource>> {
-  const query = new ResourceQueryService(new ReadModelRepository(dataSource), new ChangeLogRepository(dataSource));
+  const query = new ResourceQueryService(new ReadModelRepository(dataSource), new MenuDocumentRepository(dataSource),
+    new ChangeLogRepository(dataSource));
   const state = new Map<string, ApiResource>();
   for (const table of Object.values(RESOURCE_TABLES).filter((t) => t.schema === 'proj_menu')) {
     for (const { id } of await dataSource.query(`SELECT id FROM ${table.schema}.${table.name}`)) {

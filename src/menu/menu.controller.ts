@@ -1,4 +1,5 @@
-import { Controller, Get, UseInterceptors, Headers, Param, Query, Res, UseGuards } from '@nestjs/common';
+import { Readable } from 'node:stream';
+import { Controller, Get, Headers, Param, Query, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ChangesCursorHeader } from '../changes/changes-cursor-header.interceptor.js';
@@ -22,11 +23,18 @@ export class MenuController {
 
   @Get('menu')
   async menu(@Query() query: MenuQuery, @Headers('if-none-match') ifNoneMatch: string | undefined,
-    @Res({ passthrough: true }) reply: FastifyReply) {
-    const { body, etag } = await this.resources.menu(query.owner_id, query.as_of);
-    reply.header('ETag', etag);
-    if (ifNoneMatch?.split(',').some((tag) => tag.trim() === etag)) return reply.status(304).send();
-    return body;
+    @Res() reply: FastifyReply): Promise<void> {
+    const answer = await this.resources.menu(query.owner_id, query.form, ifNoneMatch, query.as_of);
+    reply.header('ETag', answer.etag);
+    if (answer.notModified) {
+      await reply.status(304).send();
+      return;
+    }
+    if (answer.changesCursor !== null) reply.header('X-Changes-Cursor', answer.changesCursor);
+    const body = Readable.from(answer.chunks, { objectMode: false });
+    // A client gone before the first chunk: the snapshot's connection is released all the same.
+    body.once('close', () => void answer.close?.());
+    await reply.status(200).type('application/json; charset=utf-8').send(body);
   }
 
   @Get('collections')

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { encodeChangeCursor } from '../changes/change-cursor.js';
@@ -6,6 +5,7 @@ import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { BadRequestError, NotFoundError } from '../common/app-error.js';
 import { ReadModelRepository, ResourceRow } from '../projection/read-model.repository.js';
 import { RESOURCE_TABLES, ResourceTable, tableByName } from '../projection/resource-tables.js';
+import { MenuDocumentRepository, MenuForm, trailerJson } from './menu-document.repository.js';
 import { ListQuery } from './resource-query.dto.js';
 
 export interface ApiResource {
@@ -22,7 +22,8 @@ export interface ApiResource {
 /** Lists, items, expansions and the menu document (CONTRACT §5), live or `as_of`. */
 @Injectable()
 export class ResourceQueryService {
-  constructor(private readonly rows: ReadModelRepository, private readonly changes: ChangeLogRepository) {}
+  constructor(private readonly rows: ReadModelRepository, private readonly documents: MenuDocumentRepository,
+    private readonly changes: ChangeLogRepository) {}
 
   /**
    * A page, with the change-log cursor read in the same snapshot (`changes_cursor`, CONTRACT §11):
@@ -74,60 +75,92 @@ export class ResourceQueryService {
     const products = await this.children(RESOURCE_TABLES.order_product, linkIds(order, 'order_products'), asOf);
     const options = await this.children(RESOURCE_TABLES.order_product_trait_option,
       products.flatMap((product) => linkIds(product, 'order_product_trait_options')), asOf);
+    const optionsById = byId(options);
     return {
       ...order,
-      order_products: pick(products, linkIds(order, 'order_products')).map((product) => ({
+      order_products: pick(byId(products), linkIds(order, 'order_products')).map((product) => ({
         ...product,
-        order_product_trait_options: pick(options, linkIds(product, 'order_product_trait_options')),
+        order_product_trait_options: pick(optionsById, linkIds(product, 'order_product_trait_options')),
       })),
     };
   }
 
   /**
-   * Every live collection and product of an owner, products expanded; the ETag is the content's hash
-   * (the cursor left out: it moves with other owners' changes). Read in one snapshot with its
-   * `changes_cursor` (none with `as_of`).
+   * `/menu`: every live collection and product of an owner, products expanded (or, `normalized`,
+   * products, traits and trait options each listed once). The ETag is the owner's menu version,
+   * which the projector bumps in the same transaction as any change to the owner's rows, so an
+   * `If-None-Match` that matches costs one index lookup and no body. The body streams in chunks.
    */
-  async menu(ownerId: string, asOf?: Date): Promise<{
-    body: { collections: ApiResource[]; products: ApiResource[]; changes_cursor: string | null }; etag: string;
-  }> {
-    if (asOf !== undefined) return this.menuIn(undefined, ownerId, null, asOf);
-    return this.rows.inSnapshot(async (db) =>
-      this.menuIn(db, ownerId, encodeChangeCursor(await this.changes.positionInSnapshot(db))));
+  async menu(ownerId: string, form: MenuForm, ifNoneMatch: string | undefined, asOf?: Date): Promise<MenuAnswer> {
+    if (asOf !== undefined) {
+      // The past can still change (an older event arriving late leaves the live rows alone): the
+      // ETag rests on the log's head, not on the owner's version.
+      const etag = menuEtag(`asof-${await this.documents.logHead()}`, form, asOf);
+      if (matches(ifNoneMatch, etag)) return { etag, notModified: true };
+      return { etag, notModified: false, changesCursor: null, chunks: this.menuAsOf(ownerId, form, asOf) };
+    }
+    const current = menuEtag(await this.documents.ownerVersion(ownerId), form);
+    if (matches(ifNoneMatch, current)) return { etag: current, notModified: true };
+    const snapshot = await this.documents.open(ownerId, form, async (db) =>
+      ({ changes_cursor: encodeChangeCursor(await this.changes.positionInSnapshot(db)) }));
+    const etag = menuEtag(snapshot.version, form);
+    if (matches(ifNoneMatch, etag)) {
+      await snapshot.close();
+      return { etag, notModified: true };
+    }
+    return { etag, notModified: false, changesCursor: snapshot.trailer.changes_cursor as string, chunks: snapshot.chunks,
+      close: snapshot.close };
   }
 
-  private async menuIn(db: EntityManager | undefined, ownerId: string, cursor: string | null, asOf?: Date) {
-    const [collections, products] = await Promise.all([
-      this.rows.find(RESOURCE_TABLES.collection, { ownerId, asOf }, db),
-      this.rows.find(RESOURCE_TABLES.product, { ownerId, asOf }, db),
-    ]);
-    const content = {
-      collections: collections.map((row) => toResource(RESOURCE_TABLES.collection, row)),
-      products: await this.expandTraits(products.map((row) => toResource(RESOURCE_TABLES.product, row)), asOf, db),
-    };
-    const etag = `"${createHash('sha256').update(JSON.stringify(content)).digest('base64url')}"`;
-    return { body: { ...content, changes_cursor: cursor }, etag };
+  /** The menu as of an instant, folded from the log a chunk of products at a time, serialised chunk by chunk. */
+  private async *menuAsOf(ownerId: string, form: MenuForm, asOf: Date): AsyncGenerator<string> {
+    const collections = await this.rows.find(RESOURCE_TABLES.collection, { ownerId, asOf });
+    yield `{"collections":${JSON.stringify(collections.map((row) => toResource(RESOURCE_TABLES.collection, row)))},"products":[`;
+    const traitIds = new Set<string>();
+    let after: string | undefined;
+    let first = true;
+    for (;;) {
+      const rows = await this.rows.find(RESOURCE_TABLES.product, { ownerId, asOf, afterSortKey: after, limit: MENU_CHUNK });
+      if (rows.length === 0) break;
+      after = rows[rows.length - 1].sort_key;
+      const products = rows.map((row) => toResource(RESOURCE_TABLES.product, row));
+      if (form === 'normalized') for (const product of products) for (const id of linkIds(product, 'traits')) traitIds.add(id);
+      const items = form === 'normalized' ? products : await this.expandTraits(products, asOf);
+      yield `${first ? '' : ','}${JSON.stringify(items).slice(1, -1)}`;
+      first = false;
+      if (rows.length < MENU_CHUNK) break;
+    }
+    if (form === 'normalized') {
+      const traits = sortById(await this.children(RESOURCE_TABLES.trait, [...traitIds], asOf));
+      yield `],"traits":${JSON.stringify(traits)},"trait_options":`;
+      const options = await this.children(RESOURCE_TABLES.trait_option, traits.flatMap((trait) => linkIds(trait, 'trait_options')), asOf);
+      yield `${JSON.stringify(sortById(options))}${trailerJson({ changes_cursor: null })}}`;
+    } else {
+      yield `]${trailerJson({ changes_cursor: null })}}`;
+    }
   }
 
   /** Follows product → traits → trait options, leaving out unknown and deleted ones, in relationship order. */
-  private async expandTraits(products: ApiResource[], asOf?: Date, db?: EntityManager): Promise<ApiResource[]> {
-    const traits = await this.children(RESOURCE_TABLES.trait, products.flatMap((p) => linkIds(p, 'traits')), asOf, db);
-    const options = await this.children(RESOURCE_TABLES.trait_option, traits.flatMap((t) => linkIds(t, 'trait_options')), asOf, db);
+  private async expandTraits(products: ApiResource[], asOf?: Date): Promise<ApiResource[]> {
+    const traits = await this.children(RESOURCE_TABLES.trait, products.flatMap((p) => linkIds(p, 'traits')), asOf);
+    const options = await this.children(RESOURCE_TABLES.trait_option, traits.flatMap((t) => linkIds(t, 'trait_options')), asOf);
+    const traitsById = byId(traits);
+    const optionsById = byId(options);
     return products.map((product) => ({
       ...product,
-      traits: pick(traits, linkIds(product, 'traits')).map((trait) => ({
+      traits: pick(traitsById, linkIds(product, 'traits')).map((trait) => ({
         ...trait,
-        trait_options: pick(options, linkIds(trait, 'trait_options')),
+        trait_options: pick(optionsById, linkIds(trait, 'trait_options')),
       })),
     }));
   }
 
-  private async children(table: ResourceTable, ids: string[], asOf?: Date, db?: EntityManager): Promise<ApiResource[]> {
+  private async children(table: ResourceTable, ids: string[], asOf?: Date): Promise<ApiResource[]> {
     const unique = [...new Set(ids)];
     if (unique.length === 0) return [];
     const found: ApiResource[] = [];
     for (let i = 0; i < unique.length; i += 1000) {
-      const rows = await this.rows.find(table, { ids: unique.slice(i, i + 1000), asOf }, db);
+      const rows = await this.rows.find(table, { ids: unique.slice(i, i + 1000), asOf });
       found.push(...rows.map((row) => toResource(table, row)));
     }
     return found;
@@ -162,9 +195,37 @@ function linkIds(resource: ApiResource, relationship: string): string[] {
   });
 }
 
-function pick(resources: ApiResource[], ids: string[]): ApiResource[] {
-  const byId = new Map(resources.map((resource) => [resource.id, resource]));
-  return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
+/** Built once per expansion, not per parent (picking from a list rebuilt a Map of every child for each parent). */
+function byId(resources: ApiResource[]): Map<string, ApiResource> {
+  return new Map(resources.map((resource) => [resource.id, resource]));
+}
+
+function pick(resources: Map<string, ApiResource>, ids: string[]): ApiResource[] {
+  return ids.flatMap((id) => {
+    const found = resources.get(id);
+    return found === undefined ? [] : [found];
+  });
+}
+
+function sortById(resources: ApiResource[]): ApiResource[] {
+  const key = (id: string) => (/^[0-9]{1,30}$/.test(id) ? `0${id.padStart(30, '0')}` : `1${id}`);
+  return resources.map((resource) => [key(resource.id), resource] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, resource]) => resource);
+}
+
+/** Products per chunk of an `as_of` menu: each chunk is folded, expanded and serialised on its own. */
+const MENU_CHUNK = 200;
+
+export type MenuAnswer =
+  | { etag: string; notModified: true }
+  | { etag: string; notModified: false; changesCursor: string | null; chunks: AsyncGenerator<string>; close?: () => Promise<void> };
+
+function menuEtag(version: string, form: MenuForm, asOf?: Date): string {
+  return `"menu-${version}-${form === 'normalized' ? 'n' : 'e'}${asOf === undefined ? '' : `-${asOf.getTime()}`}"`;
+}
+
+function matches(ifNoneMatch: string | undefined, etag: string): boolean {
+  return ifNoneMatch?.split(',').some((tag) => tag.trim() === etag || tag.trim() === `W/${etag}`) ?? false;
 }
 
 function decodeCursor(cursor: string): string {

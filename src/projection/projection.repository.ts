@@ -4,6 +4,7 @@ import { DataSource, QueryRunner } from 'typeorm';
 import { AdvisoryLock, advisoryLocks, lockQuery, pgLocksMatch } from '../database/advisory-locks.js';
 import { isDataError } from '../database/database-errors.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
+import { ownerVersionsCte } from './owner-versions.js';
 import { CHANGE_COLUMNS, ProjectionDefinition } from './projection-definitions.js';
 import { MENU_RESOURCE_TYPES, notifiedSql, publishedChangesSql } from './published-changes.js';
 
@@ -201,14 +202,15 @@ export class ProjectionRepository {
     const upserts = projection.tables.map(({ type, table }) => published.has(type)
       ? publishedChangesSql(schema, table, type, `SELECT id FROM changes WHERE type = '${type}' AND NOT missing`,
         upsertSql(`${schema}.${table}`, type))
-      : `${table} AS (${upsertSql(`${schema}.${table}`, type)})`);
+      : `${table} AS (${upsertSql(`${schema}.${table}`, type)}
+         RETURNING t.id, t.owner_id)`);
     const [row] = await runner.query(
       `WITH changes (${CHANGE_COLUMNS}) AS MATERIALIZED (${projection.changes(RANGE)}),
        parked AS (
          INSERT INTO ${schema}.parked_events (position, event_id, error)
          SELECT DISTINCT position, event_id, $5 FROM changes WHERE missing
          ON CONFLICT (position) DO NOTHING RETURNING 1),
-       ${upserts.join(',\n       ')},
+       ${upserts.join(',\n       ')}${ownerVersionsCte(projection, schema)},
        ${notifiedSql(publishedTables(projection, published))}
        SELECT (SELECT count(*) FROM parked)::int AS parked, (SELECT count(*) FROM notified)::int AS notified`,
       [...params, projection.missingError]);
@@ -344,7 +346,8 @@ function winnersSql(projection: ProjectionDefinition, schema: string, published:
     ${onConflict()}`;
     return published.has(type)
       ? publishedChangesSql(schema, table, type, `SELECT id FROM newest WHERE type = '${type}'`, upsert)
-      : `${table} AS (${upsert})`;
+      : `${table} AS (${upsert}
+         RETURNING t.id, t.owner_id)`;
   });
   return `WITH versions (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted) AS MATERIALIZED (${projection.winners!.versions(RANGE)}),
        newest AS MATERIALIZED (SELECT DISTINCT ON (type, id) * FROM versions ${newest}),
@@ -352,7 +355,7 @@ function winnersSql(projection: ProjectionDefinition, schema: string, published:
        resources (type, id, missing, attributes, relationships) AS MATERIALIZED (
          ${projection.winners!.resources('ARRAY(SELECT position FROM newest_data)')}),
        checked AS (SELECT NOT EXISTS (SELECT 1 FROM resources WHERE missing) AS complete),
-       ${upserts.join(',\n       ')},
+       ${upserts.join(',\n       ')}${ownerVersionsCte(projection, schema)},
        ${notifiedSql(publishedTables(projection, published))}
        SELECT (SELECT count(*) FROM resources WHERE missing)::int AS missing, (SELECT count(*) FROM notified)::int AS notified`;
 }

@@ -32,6 +32,13 @@ const notParked = (table: ResourceTable) =>
   `NOT EXISTS (SELECT 1 FROM ${table.schema}.parked_events parked WHERE parked.position = e.position)`;
 
 const NEWEST_FIRST = `occurred_at DESC, coalesce(event_seq, '-Infinity') DESC, event_id COLLATE "C" DESC`;
+/** The same order as `event_log_subject_version_idx` walked backwards (NULL event_seq lowest). */
+const NEWEST_INDEXED = `e.occurred_at DESC, e.event_seq DESC NULLS LAST, e.event_id COLLATE "C" DESC`;
+
+/** How `as_of` compares a subject id with another id: the one place to change if ids are canonicalised. */
+/** Ids in the log's subject_id and in the tables are canonical already (src/event-log/canonical-id.ts): plain equality. */
+const sameSubject = (subjectId: string, id: string) => `${subjectId} = ${id}`;
+const menuSortKey = (id: string) => `menu_sync_sort_key(${id})`;
 
 /**
  * Reads resources from the read model, or — with `asOf` — from the log folded up to that instant
@@ -53,6 +60,7 @@ export class ReadModelRepository {
   }
 
   async find(table: ResourceTable, filter: RowFilter, db?: EntityManager): Promise<ResourceRow[]> {
+    if (filter.asOf && table.schema === 'proj_menu') return this.findMenuAsOf(table, filter, filter.asOf);
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
     const source = filter.asOf ? this.asOfSource(table, filter, param) : `${table.schema}.${table.name}`;
@@ -72,36 +80,87 @@ export class ReadModelRepository {
   }
 
   private asOfSource(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {
-    return table.schema === 'proj_menu' ? this.menuAsOf(table, filter, param) : this.ordersAsOf(table, filter, param);
+    return this.ordersAsOf(table, filter, param);
   }
 
   /**
-   * A menu resource as of an instant: per id, the newest event up to then decides version and
-   * `deleted`; the newest create/update decides attributes — only its payload is parsed, and a
-   * payload that jsonb refuses reads as no attributes rather than failing the request.
+   * Menu resources as of an instant, at the cost of the page rather than of the log: candidate ids
+   * are walked in id order — the live table's rows (every id that reached the projector, deleted
+   * ones too) and the ids of log entries past the projector's checkpoint — and for each, the newest
+   * event up to then (not parked) is one backward step in `event_log_subject_version_idx`; it decides
+   * version, owner and `deleted`. Only the rows of the page have their newest create/update parsed
+   * (attributes, relationships); a payload that jsonb refuses reads as no attributes rather than
+   * failing the request. Limitation: the owner filter takes candidates by their live owner, so an id
+   * that belonged to the owner at `as_of` but to another one now is not listed under it.
    */
-  private menuAsOf(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {
-    const scope = [`e.subject_type = ${param(table.type)}`, `e.occurred_at <= ${param(filter.asOf)}`,
-      `e.event_type IN (${['created', 'updated', 'destroyed'].map((kind) => `'${table.type}.${kind}'`).join(', ')})`,
-      notParked(table)];
-    if (filter.ids !== undefined) scope.push(`e.subject_id = ANY(${param(filter.ids)}::text[])`);
-    return `(
-      WITH scoped AS (SELECT e.position, e.subject_id, e.owner_id, e.occurred_at, e.event_seq, e.event_id, e.event_type
-                        FROM event_log e WHERE ${scope.join(' AND ')}),
-      newest AS (SELECT DISTINCT ON (subject_id) * FROM scoped ORDER BY subject_id, ${NEWEST_FIRST}),
-      newest_data AS (SELECT DISTINCT ON (subject_id) * FROM scoped WHERE event_type NOT LIKE '%.destroyed'
-                       ORDER BY subject_id, ${NEWEST_FIRST}),
-      data AS (SELECT d.subject_id, subject.resource
-                 FROM newest_data d JOIN event_log e ON e.position = d.position
-                 CROSS JOIN LATERAL (SELECT resource FROM jsonb_array_elements(
-                                        CASE WHEN jsonb_typeof(menu_sync_jsonb(e.payload) -> 'included') = 'array'
-                                          THEN menu_sync_jsonb(e.payload) -> 'included' ELSE '[]' END) AS resource
-                                      WHERE ${isSubject('resource')}
-                                      LIMIT 1) AS subject)
-      SELECT n.subject_id AS id, menu_sync_sort_key(n.subject_id) AS sort_key, n.owner_id,
-             coalesce(d.resource -> 'attributes', '{}') AS attributes, coalesce(d.resource -> 'relationships', '{}') AS relationships,
-             n.event_type LIKE '%.destroyed' AS deleted, n.occurred_at, n.event_id, n.position
-        FROM newest n LEFT JOIN data d USING (subject_id)) AS folded`;
+  private async findMenuAsOf(table: ResourceTable, filter: RowFilter, asOf: Date): Promise<ResourceRow[]> {
+    const live = `${table.schema}.${table.name}`;
+    const tail = await this.unprojectedIds(table, filter);
+    const params: unknown[] = [];
+    const param = (value: unknown) => `$${params.push(value)}`;
+    const type = param(table.type);
+    const at = param(asOf);
+    const owner = filter.ownerId === undefined ? undefined : param(filter.ownerId);
+    const ids = filter.ids === undefined ? undefined : param(filter.ids);
+    const after = filter.afterSortKey === undefined ? undefined : param(filter.afterSortKey);
+    const candidate = [...(owner === undefined ? [] : [`c.owner_id = ${owner}`]), ...(ids === undefined ? [] : [`c.id = ANY(${ids}::text[])`]),
+      ...(after === undefined ? [] : [`c.sort_key > ${after}`])];
+    const where = (conditions: string[]) => (conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '');
+    const kept = [...(filter.includeDeleted ? [] : ['NOT n.deleted']), ...(owner === undefined ? [] : [`n.owner_id = ${owner}`]),
+      ...(filter.updatedSince === undefined ? [] : [`n.occurred_at >= ${param(filter.updatedSince)}`])];
+    const limit = filter.limit === undefined ? '' : `LIMIT ${param(filter.limit)}`;
+    const kinds = (list: string[]) => `e.event_type IN (${list.map((kind) => `'${table.type}.${kind}'`).join(', ')})`;
+    const newest = (id: string, events: string) => `
+      SELECT e.owner_id, e.occurred_at, e.event_id, e.position, e.event_type LIKE '%.destroyed' AS deleted
+        FROM event_log e
+       WHERE e.subject_type = ${type} AND ${sameSubject('e.subject_id', id)} AND e.occurred_at <= ${at} AND ${events}
+         AND ${notParked(table)}
+       ORDER BY ${NEWEST_INDEXED} LIMIT 1`;
+    // Ids only in entries the projector has not read yet (usually none): added to the walk when present.
+    const unprojected = tail.length === 0 ? '' : `
+         UNION ALL
+         SELECT t.id, ${menuSortKey('t.id')} FROM unnest(${param(tail)}::text[]) AS t(id)
+          WHERE ${after === undefined ? 'true' : `${menuSortKey('t.id')} > ${after}`}
+            AND NOT EXISTS (SELECT 1 FROM ${live} c WHERE ${[sameSubject('c.id', 't.id'), ...candidate].join(' AND ')})`;
+    return this.dataSource.query(
+      `WITH candidates AS (
+         SELECT c.id, c.sort_key FROM ${live} c ${where(candidate)}${unprojected}),
+       page AS MATERIALIZED (
+         SELECT c.id, c.sort_key, n.*,
+                CASE WHEN n.deleted THEN (SELECT d.position FROM (${newest('c.id', kinds(['created', 'updated']))}) d) ELSE n.position END
+                  AS data_position
+           FROM candidates c CROSS JOIN LATERAL (${newest('c.id', kinds(['created', 'updated', 'destroyed']))}) n
+          ${where(kept)}
+          ORDER BY c.sort_key ${limit})
+       SELECT p.id, p.sort_key, p.owner_id, coalesce(s.resource -> 'attributes', '{}') AS attributes,
+              coalesce(s.resource -> 'relationships', '{}') AS relationships, p.deleted, p.occurred_at, p.event_id,
+              p.position::text AS position
+         FROM page p
+         LEFT JOIN LATERAL (
+           SELECT resource FROM event_log e
+            CROSS JOIN LATERAL (SELECT menu_sync_jsonb(e.payload) AS doc OFFSET 0) AS parsed
+            CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(parsed.doc -> 'included') = 'array'
+                                                     THEN parsed.doc -> 'included' ELSE '[]' END) AS resource
+            WHERE e.position = p.data_position AND ${isSubject('resource')}
+            LIMIT 1) AS s ON true
+        ORDER BY p.sort_key`,
+      params,
+    );
+  }
+
+  /** Ids of `table`'s type (matching the filter's owner and ids) in log entries past the projector's checkpoint. */
+  private async unprojectedIds(table: ResourceTable, filter: RowFilter): Promise<string[]> {
+    const params: unknown[] = [table.type];
+    const conditions = [
+      ...(filter.ownerId === undefined ? [] : [`e.owner_id = $${params.push(filter.ownerId)}`]),
+      ...(filter.ids === undefined ? [] : [`e.subject_id = ANY($${params.push(filter.ids)}::text[])`]),
+    ];
+    const rows: Array<{ id: string }> = await this.dataSource.query(
+      `SELECT DISTINCT e.subject_id AS id FROM event_log e
+        WHERE e.transaction_id >= (SELECT transaction_id FROM ${table.schema}.checkpoint)
+          AND (e.transaction_id, e.position) > (SELECT transaction_id, position FROM ${table.schema}.checkpoint)
+          AND e.subject_type = $1 ${conditions.map((condition) => `AND ${condition}`).join(' ')}`, params);
+    return rows.map((row) => row.id);
   }
 
   /** Order resources as of an instant: folded from the order events' `included`. */

@@ -32,7 +32,9 @@ export class ShadowSchemaRepository {
   async create(runner: QueryRunner, projection: ProjectionDefinition, schema: string): Promise<void> {
     await this.drop(runner, schema);
     await runner.query(`CREATE SCHEMA ${schema}`);
-    for (const table of ['checkpoint', 'parked_events', ...projection.tables.map((t) => t.table)]) {
+    // The menu's per-owner versions (its ETags) are rebuilt with the rows: a swap gives every owner a new one.
+    const extra = projection.name === 'menu' ? ['owner_versions'] : [];
+    for (const table of ['checkpoint', 'parked_events', ...extra, ...projection.tables.map((t) => t.table)]) {
       // LIKE copies columns, constraints and indexes but not storage options (fillfactor).
       const [{ options }] = await runner.query(
         `SELECT array_to_string(reloptions, ', ') AS options FROM pg_class WHERE oid = $1::regclass`, [`${projection.schema}.${table}`]);

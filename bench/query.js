@@ -1,0 +1,306 @@
+// bench/query: the query API's reads on a 1M- (and 3M-) event log, the daemon next to a bare
+// node:http + pg server running the same reads with the same SQL (bench/query-baseline-server.js)
+// in the same run. The log is bench/projection's (owners 1001–1005 with ~10,000 live products
+// each) plus an owner `q2000` with 2,000 products, each created and updated 4 times across the
+// log's time span; the daemon projects it all, then:
+//   /menu 2,000 and 10,000 products, the 304 path, as_of list page and by id, menu?as_of,
+//   live reads by id and page, ingress p99 idle and during heavy /menu reads, /health/live p99
+//   while a 10,000-product /menu is built (the event loop is never held), peak RSS.
+// Then EXPLAIN (ANALYZE, BUFFERS) of the hot statements into bench/explain/.
+//
+//   node bench/run.js query [--events=1m|3m|1m,3m] [--duration=5]
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { createMigratedDatabase, databaseUrl, dropDatabase } from './lib/database.js';
+import { eventBodies } from './lib/events.js';
+import { firstCreatedAt } from './lib/projection-events.js';
+import { asOfStatement } from './lib/query-statements.js';
+import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
+import { fill } from './projection.js';
+import { menuSections } from '../dist/src/menu/menu-document.repository.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '..');
+const BIG_OWNER = '1001';
+const SMALL_OWNER = 'q2000';
+const SMALL = { first: 800_001, products: 2_000, revisions: 5 };
+const TARGET = { menu2kP99Ms: 150, menu10kMs: 1000, notModifiedRps: 2000, notModifiedP99Ms: 10, asOfP99Ms: 50, asOfGrowth: 1.5,
+  menuAsOfMs: 1000, liveRatio: 0.8, ingressRatio: 2, rssMiB: 400 };
+
+export const description = 'query API reads (/menu, 304, as_of, live) on 1M/3M events vs bare node:http + pg with the same SQL';
+export const defaults = { duration: 5, events: '1m' };
+
+export async function run({ duration = defaults.duration, events = defaults.events, logDir }) {
+  mkdirSync(logDir, { recursive: true });
+  const sizes = String(events).split(',').map((size) => {
+    if (!/^\d+[km]$/.test(size)) throw new Error(`--events must be sizes like 1m, 3m or 1m,3m (got ${size})`);
+    return size;
+  });
+  const results = [];
+  for (const size of sizes) results.push(await measureSize(size, duration, logDir));
+  const tables = results.flatMap((result) => result.tables);
+  if (results.length === 2) {
+    const [small, large] = results;
+    const growth = (key) => Math.round((large.daemon[key].p99 / Math.max(1, small.daemon[key].p99)) * 100) / 100;
+    tables.push({ title: 'query: as_of growth 1M → 3M (p99)', columns: ['read', 'growth', 'target'],
+      rows: [['as_of page of 100', `${growth('asOfPage')}x`, `<= ${TARGET.asOfGrowth}x`], ['as_of by id', `${growth('asOfId')}x`, `<= ${TARGET.asOfGrowth}x`]] });
+  }
+  return { settings: { sizes, durationSeconds: duration, connections: 10, machine: 'shared with other work: see the CPU notes' },
+    results: results.map(({ tables: _, ...rest }) => rest), tables };
+}
+
+async function measureSize(size, duration, logDir) {
+  const events = Number(size.slice(0, -1)) * (size.endsWith('m') ? 1_000_000 : 1_000);
+  const webhookKey = `bench_${randomBytes(12).toString('hex')}`;
+  const env = { ...process.env, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), WEBHOOK_KEYS: webhookKey, HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn', SANDBOX: 'false', RECONCILE_CRON: 'off' };
+  const database = await createMigratedDatabase({ cwd: ROOT, env, suffix: `query_${size}` });
+  const url = databaseUrl(database);
+  const client = new pg.Client({ connectionString: url, application_name: 'menu-sync-bench' });
+  await client.connect();
+  const services = [];
+  try {
+    const filled = await fill(client, events);
+    const span = await fillSmallOwner(client, events);
+    const daemonPort = await freePort();
+    const daemon = startService('node', ['dist/src/main.js', 'serve'], { cwd: ROOT, env: { ...env, DATABASE_URL: url, PORT: String(daemonPort) },
+      logFile: join(logDir, `query-${size}-daemon.log`) });
+    services.push(daemon);
+    const daemonBase = `http://127.0.0.1:${daemonPort}`;
+    await waitReady(daemon, `${daemonBase}/health/live`, 60_000);
+    const projected = await waitProjected(client, events + SMALL.products * SMALL.revisions);
+    await client.query('VACUUM (ANALYZE) event_log, proj_menu.products, proj_menu.traits, proj_menu.trait_options, proj_menu.collections');
+    const baselinePort = await freePort();
+    const baseline = startService('node', [join(HERE, 'query-baseline-server.js')], { cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: url, PORT: String(baselinePort) }, logFile: join(logDir, `query-${size}-baseline.log`) });
+    services.push(baseline);
+    const baselineBase = `http://127.0.0.1:${baselinePort}`;
+    await waitReady(baseline, `${baselineBase}/health/live`);
+    const asOf = span.middle;
+    const ids = await sampleIds(client);
+    const measured = {};
+    for (const [name, base] of [['daemon', daemonBase], ['baseline', baselineBase]]) {
+      log(`  ${size} ${name}: measuring`);
+      measured[name] = await measureReads({ base, duration, asOf, ids, withIngress: name === 'daemon', webhookKey });
+    }
+    measured.daemon.peakRssMiB = round(memoryOf(daemon.pid).peakRssMiB, 1);
+    writeExplains(size, await explains(client, asOf, ids));
+    return { size, events, filled, projectedSeconds: projected, daemon: measured.daemon, baseline: measured.baseline,
+      tables: tables(size, measured) };
+  } finally {
+    for (const service of services) await stopService(service);
+    await client.end().catch(() => undefined);
+    await dropDatabase(database);
+  }
+}
+
+/** Owner q2000: 2,000 products, each created then updated 4 times, spread over the log's time span. */
+async function fillSmallOwner(client, events) {
+  const first = new Date(firstCreatedAt(events));
+  const last = new Date(Date.now() - 60_000);
+  const spanMs = last.getTime() - first.getTime();
+  await client.query(`
+    INSERT INTO event_log (event_id, event_type, subject_type, subject_id, owner_id, occurred_at, event_seq, source, handled,
+                           received_at, key_id, content_type, payload, sha256)
+    SELECT event_id, event_type, 'product', sid::text, '${SMALL_OWNER}', occurred_at, seq, 'webhook', true, occurred_at, 'env:1',
+           'application/json', payload::json, sha256(convert_to(payload, 'UTF8'))
+      FROM (SELECT *, '{"data":{"id":"' || event_id || '","type":"webhook_event","attributes":{"id":' || seq || ',"created_at":"'
+                   || to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","event_type":"' || event_type
+                   || '"},"relationships":{"subject":{"data":{"id":"' || sid || '","type":"product"}},"resource_owner":{"data":{"id":"${SMALL_OWNER}","type":"user"}}}},'
+                   || '"included":[{"id":"' || sid || '","type":"product","attributes":{"id":' || sid || ',"title":"Product ' || sid || ' rev ' || rev
+                   || '","description":"' || repeat('Slow-roasted pulled pork in a brioche bun. ', 8) || '","available":true},'
+                   || '"relationships":{"traits":{"data":[' || traits || ']}}}]}' AS payload
+              FROM (SELECT sid, rev, 900000000 + sid * 10 + rev AS seq, md5('q2000-' || sid || '-' || rev)::uuid::text AS event_id,
+                           CASE WHEN rev = 0 THEN 'product.created' ELSE 'product.updated' END AS event_type,
+                           $1::timestamptz + ((rev * ${SMALL.products} + (sid - ${SMALL.first})) * ($2::float8 / ${SMALL.products * SMALL.revisions})) * interval '1 millisecond' AS occurred_at,
+                           (SELECT string_agg('{"id":"' || (200001 + (sid * 7 + j * 131) % 5000) || '","type":"trait"}', ',') FROM generate_series(0, 3) AS j) AS traits
+                      FROM generate_series(${SMALL.first}, ${SMALL.first + SMALL.products - 1}) AS sid
+                     CROSS JOIN generate_series(0, ${SMALL.revisions - 1}) AS rev) AS a) AS b`, [first.toISOString(), spanMs]);
+  return { middle: new Date(first.getTime() + spanMs / 2).toISOString() };
+}
+
+async function waitProjected(client, total) {
+  const started = performance.now();
+  for (;;) {
+    const { rows: [row] } = await client.query(`SELECT (SELECT applied FROM proj_menu.checkpoint)::bigint AS menu`);
+    if (Number(row.menu) >= total) break;
+    if (performance.now() - started > 1_800_000) throw new Error('the daemon did not project the log within 30 min');
+    process.stderr.write(`\r  projecting: ${row.menu} / ${total}`);
+    await sleep(1000);
+  }
+  const seconds = round((performance.now() - started) / 1000, 1);
+  log(`\n  projected in ${seconds} s`);
+  return seconds;
+}
+
+async function sampleIds(client) {
+  const pick = async (owner) => (await client.query(`SELECT id FROM proj_menu.products WHERE owner_id = $1 AND NOT deleted ORDER BY md5(id) LIMIT 200`, [owner]))
+    .rows.map((row) => row.id);
+  return { big: await pick(BIG_OWNER), small: await pick(SMALL_OWNER) };
+}
+
+async function measureReads({ base, duration, asOf, ids, withIngress, webhookKey }) {
+  const at = encodeURIComponent(asOf);
+  const cycle = (paths) => { let n = 0; return () => paths[n++ % paths.length]; };
+  const out = {};
+  out.liveId = await cannon({ base, duration, connections: 10, path: cycle(ids.big.map((id) => `/api/v1/products/${id}`)) });
+  out.livePage = await cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${BIG_OWNER}&limit=100` });
+  out.asOfId = await cannon({ base, duration, connections: 10, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) });
+  out.asOfPage = await cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` });
+  out.menu2k = await cannon({ base, amount: 20, connections: 1, path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}` });
+  out.menu2kBytes = (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).bytes;
+  const etag = (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).etag;
+  out.notModified = await cannon({ base, duration, connections: 10, path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}`, headers: { 'if-none-match': etag } });
+  out.menu10k = await timed(3, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`));
+  out.menu10kNormalized = await timed(2, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}&form=normalized`));
+  out.menuAsOf = withIngress ? await timed(3, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}&as_of=${at}`)) : null;
+  if (withIngress) {
+    // While /menu of 10,000 products is built again and again: /health/live and ingress answer as when idle.
+    out.healthIdle = await cannon({ base, duration, connections: 1, path: () => '/health/live' });
+    const nextBody = eventBodies();
+    const ingress = () => cannon({ base, duration, connections: 10, method: 'POST', path: () => `/webhooks/${webhookKey}`, body: nextBody,
+      headers: { 'content-type': 'application/json' } });
+    out.ingressIdle = await ingress();
+    const heavy = heavyMenuReads(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`, 2);
+    await sleep(300);
+    out.healthBusy = await cannon({ base, duration, connections: 1, path: () => '/health/live' });
+    out.ingressBusy = await ingress();
+    out.heavyMenus = await heavy.stop();
+  }
+  return out;
+}
+
+/** `workers` loops of GET url until stopped; how many completed. */
+function heavyMenuReads(url, workers) {
+  let stopped = false;
+  let completed = 0;
+  const loops = Array.from({ length: workers }, async () => {
+    while (!stopped) {
+      await get(url);
+      completed++;
+    }
+  });
+  return { stop: async () => { stopped = true; await Promise.all(loops); return completed; } };
+}
+
+async function get(url, headers = {}) {
+  const response = await fetch(url, { headers, signal: AbortSignal.timeout(120_000) });
+  const body = await response.arrayBuffer();
+  if (response.status !== 200) throw new Error(`GET ${url}: ${response.status}`);
+  return { bytes: body.byteLength, etag: response.headers.get('etag') };
+}
+
+async function timed(times, fn) {
+  const ms = [];
+  let bytes = 0;
+  for (let i = 0; i < times; i++) {
+    const started = performance.now();
+    bytes = (await fn()).bytes;
+    ms.push(round(performance.now() - started, 1));
+  }
+  return { ms, max: Math.max(...ms), bytes };
+}
+
+async function cannon({ base, duration, amount, connections, path, method = 'GET', body, headers = {} }) {
+  const result = await autocannon({
+    url: base, connections, ...(amount ? { amount } : { duration }), pipelining: 1, timeout: 30, method, headers,
+    requests: [{ setupRequest: (request) => ({ ...request, path: path(), ...(body ? { body: body() } : {}) }) }],
+  });
+  const bad = result.non2xx - (headers['if-none-match'] ? result['3xx'] ?? 0 : 0);
+  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max,
+    requests: result.requests.total, errors: result.errors + result.timeouts, non2xx: bad };
+}
+
+async function explains(client, asOf, ids) {
+  await client.query('SET jit = off');
+  const plans = {};
+  const explain = async (name, sql, params) => {
+    const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params);
+    plans[name] = `-- ${name}\n${sql.trim()}\n\n${rows.map((row) => row['QUERY PLAN']).join('\n')}\n`;
+  };
+  const page = await asOfStatement({ ownerId: SMALL_OWNER, limit: 100, asOf: new Date(asOf) });
+  await explain('as-of-page', page.sql, page.params);
+  const byId = await asOfStatement({ ids: [ids.small[0]], includeDeleted: true, asOf: new Date(asOf) });
+  await explain('as-of-by-id', byId.sql, byId.params);
+  for (const form of ['expanded', 'normalized']) {
+    for (const section of menuSections(form)) await explain(`menu-${form}-${section.key}`, section.sql, [SMALL_OWNER]);
+  }
+  await explain('menu-version', `SELECT version FROM proj_menu.owner_versions WHERE owner_id = $1`, [SMALL_OWNER]);
+  return plans;
+}
+
+function writeExplains(size, plans) {
+  const dir = join(HERE, 'explain');
+  mkdirSync(dir, { recursive: true });
+  for (const [name, text] of Object.entries(plans)) writeFileSync(join(dir, `${name}.${size}.txt`), text);
+  log(`  EXPLAIN snapshots written to bench/explain/*.${size}.txt`);
+}
+
+function tables(size, { daemon, baseline }) {
+  const met = (ok) => (ok ? 'met' : 'NOT met');
+  const ratio = (a, b) => `${round(a / Math.max(1, b), 2)}x`;
+  const row = (label, d, b) => [label, d.rps, d.p50, d.p99, b.rps, b.p50, b.p99];
+  return [
+    {
+      title: `query ${size}: daemon vs bare node:http + pg (same SQL), autocannon`,
+      columns: ['read', 'daemon req/s', 'p50 ms', 'p99 ms', 'baseline req/s', 'p50 ms', 'p99 ms'],
+      rows: [
+        row('live by id (10 conn)', daemon.liveId, baseline.liveId),
+        row('live page of 100, 10k owner (10 conn)', daemon.livePage, baseline.livePage),
+        row('as_of by id (10 conn)', daemon.asOfId, baseline.asOfId),
+        row('as_of page of 100 (10 conn)', daemon.asOfPage, baseline.asOfPage),
+        row(`/menu 2,000 products, ${Math.round(daemon.menu2kBytes / 1e5) / 10} MB (1 conn, 20 requests)`, daemon.menu2k, baseline.menu2k),
+        row('/menu 304 (10 conn)', daemon.notModified, baseline.notModified),
+      ],
+    },
+    {
+      title: `query ${size}: single requests (ms each)`,
+      columns: ['read', 'daemon', 'baseline'],
+      rows: [
+        [`/menu 10,000 products, ${Math.round(daemon.menu10k.bytes / 1e5) / 10} MB`, daemon.menu10k.ms.join(' / '), baseline.menu10k.ms.join(' / ')],
+        [`/menu 10,000 products normalized, ${Math.round(daemon.menu10kNormalized.bytes / 1e5) / 10} MB`, daemon.menu10kNormalized.ms.join(' / '),
+          baseline.menu10kNormalized.ms.join(' / ')],
+        ['/menu?as_of 2,000 products', daemon.menuAsOf.ms.join(' / '), '-'],
+      ],
+    },
+    {
+      title: `query ${size}: the event loop under heavy reads (daemon; 2 clients reading /menu of 10,000 products in a loop, ${daemon.heavyMenus} read)`,
+      columns: ['measure', 'idle p99 ms', 'during p99 ms', 'ratio', 'req/s idle', 'req/s during'],
+      rows: [
+        ['POST /webhooks (10 conn)', daemon.ingressIdle.p99, daemon.ingressBusy.p99, ratio(daemon.ingressBusy.p99, daemon.ingressIdle.p99),
+          daemon.ingressIdle.rps, daemon.ingressBusy.rps],
+        ['GET /health/live (1 conn)', daemon.healthIdle.p99, daemon.healthBusy.p99, ratio(daemon.healthBusy.p99, daemon.healthIdle.p99),
+          daemon.healthIdle.rps, daemon.healthBusy.rps],
+      ],
+    },
+    {
+      title: `query ${size}: targets`,
+      columns: ['measure', 'value', 'target', 'result'],
+      rows: [
+        ['/menu 2,000 p99 ms', daemon.menu2k.p99, `< ${TARGET.menu2kP99Ms}`, met(daemon.menu2k.p99 < TARGET.menu2kP99Ms)],
+        ['/menu 10,000 ms (slowest of 3)', daemon.menu10k.max, `< ${TARGET.menu10kMs}`, met(daemon.menu10k.max < TARGET.menu10kMs)],
+        ['304 req/s at 10 conn', daemon.notModified.rps, `>= ${TARGET.notModifiedRps}`, met(daemon.notModified.rps >= TARGET.notModifiedRps)],
+        ['304 p99 ms', daemon.notModified.p99, `< ${TARGET.notModifiedP99Ms}`, met(daemon.notModified.p99 < TARGET.notModifiedP99Ms)],
+        ['as_of page of 100 p99 ms', daemon.asOfPage.p99, `< ${TARGET.asOfP99Ms}`, met(daemon.asOfPage.p99 < TARGET.asOfP99Ms)],
+        ['as_of by id p99 ms', daemon.asOfId.p99, `< ${TARGET.asOfP99Ms}`, met(daemon.asOfId.p99 < TARGET.asOfP99Ms)],
+        ['menu?as_of 2,000 ms (slowest of 3)', daemon.menuAsOf.max, `< ${TARGET.menuAsOfMs}`, met(daemon.menuAsOf.max < TARGET.menuAsOfMs)],
+        ['live by id req/s vs baseline', ratio(daemon.liveId.rps, baseline.liveId.rps), `>= ${TARGET.liveRatio}x`,
+          met(daemon.liveId.rps >= TARGET.liveRatio * baseline.liveId.rps)],
+        ['live page req/s vs baseline', ratio(daemon.livePage.rps, baseline.livePage.rps), `>= ${TARGET.liveRatio}x`,
+          met(daemon.livePage.rps >= TARGET.liveRatio * baseline.livePage.rps)],
+        ['ingress p99 during heavy /menu vs idle', ratio(daemon.ingressBusy.p99, daemon.ingressIdle.p99), `<= ${TARGET.ingressRatio}x`,
+          met(daemon.ingressBusy.p99 <= TARGET.ingressRatio * Math.max(1, daemon.ingressIdle.p99))],
+        ['daemon peak RSS (VmHWM) MiB', daemon.peakRssMiB, `< ${TARGET.rssMiB}`, met(daemon.peakRssMiB < TARGET.rssMiB)],
+      ],
+    },
+  ];
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const round = (value, digits) => Math.round(value * 10 ** digits) / 10 ** digits;
+const log = (line) => process.stderr.write(`${line}\n`);

@@ -1,0 +1,169 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, QueryRunner } from 'typeorm';
+
+export type MenuForm = 'expanded' | 'normalized';
+
+/** Rows fetched from a section's cursor at a time: one chunk of the streamed document. */
+const FETCH_ROWS = 200;
+
+/** A resource as CONTRACT §5 shapes it, built as JSON by PostgreSQL (keys in the API's order). */
+const resource = (alias: string, type: string, extra = '') => `json_build_object(
+  'type', '${type}', 'id', ${alias}.id, 'owner_id', ${alias}.owner_id, 'attributes', ${alias}.attributes,
+  'relationships', ${alias}.relationships,
+  'version', json_build_object('event_id', ${alias}.event_id,
+    'occurred_at', to_char(${alias}.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'position', ${alias}.position),
+  'deleted', ${alias}.deleted${extra})`;
+
+/** The ids of a to-many relationship in order (string or number ids, as the API's expansion reads them). */
+const links = (relationships: string, name: string) => `(
+  SELECT link ->> 'id' AS id, ord FROM jsonb_array_elements(
+    CASE WHEN jsonb_typeof(${relationships} -> '${name}' -> 'data') = 'array' THEN ${relationships} -> '${name}' -> 'data' ELSE '[]' END)
+    WITH ORDINALITY AS l(link, ord)
+   WHERE jsonb_typeof(link -> 'id') IN ('string', 'number'))`;
+
+const LIVE_PRODUCTS = `proj_menu.products p WHERE p.owner_id = $1 AND NOT p.deleted`;
+
+/** The trait options of trait `t` in relationship order, unknown and deleted ones left out. */
+const TRAIT_OPTIONS = `, 'trait_options', coalesce((
+    SELECT json_agg(${resource('o', 'trait_option')} ORDER BY ol.ord)
+      FROM ${links('t.relationships', 'trait_options')} ol JOIN proj_menu.trait_options o ON o.id = ol.id AND NOT o.deleted), '[]'::json)`;
+
+/**
+ * Products expanded: each trait the owner's products name is built once (with its options), then
+ * joined to the products naming it in relationship order (repeats kept, unknown and deleted ones
+ * left out) — a trait shared by thousands of products is not serialised thousands of times.
+ */
+const EXPANDED_PRODUCTS = `
+  WITH named AS MATERIALIZED (
+         SELECT p.id AS product_id, tl.id, tl.ord FROM proj_menu.products p CROSS JOIN LATERAL ${links('p.relationships', 'traits')} tl
+          WHERE p.owner_id = $1 AND NOT p.deleted),
+       built AS MATERIALIZED (
+         SELECT t.id, ${resource('t', 'trait', TRAIT_OPTIONS)} AS doc
+           FROM proj_menu.traits t WHERE NOT t.deleted AND t.id IN (SELECT id FROM named)),
+       product_traits AS (
+         SELECT n.product_id, json_agg(b.doc ORDER BY n.ord) AS traits FROM named n JOIN built b ON b.id = n.id GROUP BY n.product_id)
+  SELECT ${resource('p', 'product', `, 'traits', coalesce(pt.traits, '[]'::json)`)}::text AS doc
+    FROM proj_menu.products p LEFT JOIN product_traits pt ON pt.product_id = p.id
+   WHERE p.owner_id = $1 AND NOT p.deleted ORDER BY p.sort_key`;
+
+const REFERENCED_TRAITS = `proj_menu.traits t WHERE NOT t.deleted
+  AND t.id IN (SELECT tl.id FROM ${LIVE_PRODUCTS.replace('WHERE', `CROSS JOIN LATERAL ${links('p.relationships', 'traits')} tl WHERE`)})`;
+
+/** Each section of the document: its key and the query giving its items (JSON text) in id order. */
+const SECTIONS: Record<MenuForm, Array<{ key: string; sql: string }>> = {
+  expanded: [
+    { key: 'collections', sql: `SELECT ${resource('c', 'collection')}::text AS doc FROM proj_menu.collections c
+        WHERE c.owner_id = $1 AND NOT c.deleted ORDER BY c.sort_key` },
+    { key: 'products', sql: EXPANDED_PRODUCTS },
+  ],
+  normalized: [
+    { key: 'collections', sql: `SELECT ${resource('c', 'collection')}::text AS doc FROM proj_menu.collections c
+        WHERE c.owner_id = $1 AND NOT c.deleted ORDER BY c.sort_key` },
+    { key: 'products', sql: `SELECT ${resource('p', 'product')}::text AS doc FROM ${LIVE_PRODUCTS} ORDER BY p.sort_key` },
+    { key: 'traits', sql: `SELECT ${resource('t', 'trait')}::text AS doc FROM ${REFERENCED_TRAITS} ORDER BY t.sort_key` },
+    { key: 'trait_options', sql: `SELECT ${resource('o', 'trait_option')}::text AS doc FROM proj_menu.trait_options o
+        WHERE NOT o.deleted AND o.id IN (SELECT ol.id FROM ${REFERENCED_TRAITS.replace('WHERE', `CROSS JOIN LATERAL ${links('t.relationships', 'trait_options')} ol WHERE`)})
+        ORDER BY o.sort_key` },
+  ],
+};
+
+/** The section queries of a form ($1: the owner), as the daemon runs them (for bench/: the baseline and EXPLAIN snapshots). */
+export function menuSections(form: MenuForm): ReadonlyArray<{ key: string; sql: string }> {
+  return SECTIONS[form];
+}
+
+/** A menu read in one snapshot: the owner's version and the document's sections, streamed. */
+export interface MenuSnapshot {
+  version: string;
+  /** Fields read in the same snapshot and written at the end of the document (`changes_cursor`). */
+  trailer: Record<string, unknown>;
+  /** The document's JSON text in chunks; the snapshot ends (its connection is released) when it ends or is closed. */
+  chunks: AsyncGenerator<string>;
+  /** Ends the snapshot without reading (idempotent). */
+  close(): Promise<void>;
+}
+
+/**
+ * The live `/menu` document, built by PostgreSQL and read through cursors a few hundred items at
+ * a time, in one REPEATABLE READ snapshot that also gives the owner's menu version (the ETag):
+ * the process never holds the whole document, and yields to the event loop between chunks.
+ */
+@Injectable()
+export class MenuDocumentRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** The owner's menu version ('0' when the projector never touched it). */
+  async ownerVersion(ownerId: string): Promise<string> {
+    const rows: Array<{ version: string }> = await this.dataSource.query(
+      `SELECT version::text AS version FROM proj_menu.owner_versions WHERE owner_id = $1`, [ownerId]);
+    return rows[0]?.version ?? '0';
+  }
+
+  /** The log's head position: what an `as_of` document's ETag rests on (a late event may change the past). */
+  async logHead(): Promise<string> {
+    const [row] = await this.dataSource.query(`SELECT coalesce(max(position), 0)::text AS head FROM event_log`);
+    return row.head;
+  }
+
+  /**
+   * Opens the owner's document in one REPEATABLE READ snapshot; `trailer` reads, in that snapshot,
+   * the fields written after the sections (the change-log cursor consistent with the content).
+   */
+  async open(ownerId: string, form: MenuForm,
+    trailer: (db: QueryRunner) => Promise<Record<string, unknown>> = async () => ({})): Promise<MenuSnapshot> {
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    let open = true;
+    const close = async () => {
+      if (!open) return;
+      open = false;
+      await runner.query('ROLLBACK').catch(() => undefined);
+      await runner.release();
+    };
+    try {
+      await runner.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const [row] = await runner.query(
+        `SELECT coalesce((SELECT version FROM proj_menu.owner_versions WHERE owner_id = $1), 0)::text AS version`, [ownerId]);
+      const fields = await trailer(runner);
+      return { version: row.version, trailer: fields, chunks: this.document(runner, ownerId, form, fields, close), close };
+    } catch (error) {
+      await close();
+      throw error;
+    }
+  }
+
+  private async *document(runner: QueryRunner, ownerId: string, form: MenuForm, trailer: Record<string, unknown>,
+    close: () => Promise<void>): AsyncGenerator<string> {
+    try {
+      let separator = '{';
+      for (const [index, section] of SECTIONS[form].entries()) {
+        const cursor = `menu_section_${index}`;
+        await runner.query(`DECLARE ${cursor} NO SCROLL CURSOR FOR ${section.sql}`, [ownerId]);
+        yield `${separator}"${section.key}":[`;
+        let first = true;
+        for (;;) {
+          const rows: Array<Record<string, string>> = await fetchRows(runner, cursor);
+          if (rows.length === 0) break;
+          const items = rows.map((item) => item.doc).join(',');
+          yield first ? items : `,${items}`;
+          first = false;
+        }
+        await runner.query(`CLOSE ${cursor}`);
+        separator = '],';
+      }
+      yield `]${trailerJson(trailer)}}`;
+    } finally {
+      await close();
+    }
+  }
+}
+
+/** `,"key":value` for each field, to close a document with. */
+export function trailerJson(fields: Record<string, unknown>): string {
+  return Object.entries(fields).map(([key, value]) => `,${JSON.stringify(key)}:${JSON.stringify(value)}`).join('');
+}
+
+function fetchRows(runner: QueryRunner, cursor: string): Promise<Array<Record<string, string>>> {
+  return runner.query(`FETCH ${FETCH_ROWS} FROM ${cursor}`);
+}
