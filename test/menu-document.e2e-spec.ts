@@ -7,8 +7,8 @@ import { at, collection, destroyedEvent, Json, menuEvent, product, trait, traitO
  * `/menu` streamed from PostgreSQL (issue 13): a menu of several hundred products (more than one
  * chunk of the stream) read as the expanded document of CONTRACT §5 and as `?form=normalized`;
  * the ETag is the owner's menu version, kept by the projector, so it changes exactly when the
- * owner's content does — a projector page changing one of its rows, a delete, a replay swapping a
- * rebuilt schema in — and `If-None-Match` gives 304 without a body.
+ * owner's content does — a projector page changing one of its rows, a delete, not a replay that
+ * swaps an equal rebuilt schema in — and `If-None-Match` gives 304 without a body.
  */
 const OWNER = 'doc-owner';
 const PRODUCTS = 450;
@@ -46,6 +46,7 @@ function rejoin(normalized: Json): Json {
   const linked = (resource: Json, name: string, from: Map<string, Json>) =>
     (resource.relationships[name]?.data ?? []).map((link: Json) => from.get(String(link.id))).filter((item: Json | undefined) => item);
   return {
+    changes_cursor: normalized.changes_cursor,
     collections: normalized.collections,
     products: normalized.products.map((p: Json) => ({
       ...p, traits: linked(p, 'traits', traits).map((t: Json) => ({ ...t, trait_options: linked(t, 'trait_options', options) })),
@@ -100,7 +101,8 @@ describe('GET /api/v1/menu streamed, with the owner version as its ETag', () => 
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
     const document = answer.json;
-    expect(Object.keys(document)).toEqual(['collections', 'products']);
+    expect(Object.keys(document)).toEqual(['collections', 'products', 'changes_cursor']);
+    expect(document.changes_cursor).toEqual(answer.headers.get('x-changes-cursor'));
     expect(document.products.map((p: Json) => p.id)).toEqual(
       Array.from({ length: PRODUCTS }, (_, p) => String(20000 + p)).filter((id) => id !== '20003'));
     expect(document.collections).toEqual((await get(`/api/v1/collections?owner_id=${OWNER}`)).json.data);
@@ -119,7 +121,7 @@ describe('GET /api/v1/menu streamed, with the owner version as its ETag', () => 
     const answer = await menu('&form=normalized');
     expect(answer.status).toBe(200);
     const normalized = answer.json;
-    expect(Object.keys(normalized)).toEqual(['collections', 'products', 'traits', 'trait_options']);
+    expect(Object.keys(normalized)).toEqual(['collections', 'products', 'traits', 'trait_options', 'changes_cursor']);
     expect(normalized.products.every((p: Json) => !('traits' in p))).toBe(true);
     for (const list of ['traits', 'trait_options']) {
       const listed = normalized[list].map((item: Json) => item.id);
@@ -139,8 +141,11 @@ describe('GET /api/v1/menu streamed, with the owner version as its ETag', () => 
     expect(expanded.products.find((p: Json) => p.id === '20005').traits.map((t: Json) => t.id)).toEqual(['30005']);
     expect(rejoin((await menu(`${asOf}&form=normalized`)).json)).toEqual(expanded);
     const latest = `&as_of=${encodeURIComponent(at(60))}`;
-    expect((await menu(latest)).json).toEqual((await menu()).json);
-    expect((await menu(`${latest}&form=normalized`)).json).toEqual((await menu('&form=normalized')).json);
+    // Equal but for the cursor: a live document has one, an as_of document none (CONTRACT §11).
+    const content = (document: Json) => ({ ...document, changes_cursor: undefined });
+    expect((await menu(latest)).json.changes_cursor).toBeNull();
+    expect(content((await menu(latest)).json)).toEqual(content((await menu()).json));
+    expect(content((await menu(`${latest}&form=normalized`)).json)).toEqual(content((await menu('&form=normalized')).json));
   });
 
   it('If-None-Match with the ETag → 304 without a body; the ETag changes exactly when the owner\'s content does', async () => {
@@ -178,16 +183,16 @@ describe('GET /api/v1/menu streamed, with the owner version as its ETag', () => 
       .toEqual(['31002']);
     const etag3 = withoutOption.headers.get('etag')!;
 
-    // A replay swaps a rebuilt schema in: same content, a new ETag (the old one no longer gives 304).
+    // A replay swaps a rebuilt schema in with the same content: the ETag stays (it changes exactly
+    // when the content does), so the old one still gives 304.
     const replay: CliResult = await runCli(['replay', '--projection', 'menu'],
       { DATABASE_URL: app.database.url, TOKEN_ENCRYPTION_KEY: app.process.env.TOKEN_ENCRYPTION_KEY!, LOG_LEVEL: 'info' },
       app.process.cwd, 120000);
     expect({ code: replay.code, run: describeRun(replay) }).toMatchObject({ code: 0 });
-    const afterReplay = await menu('', { 'if-none-match': etag3 });
-    expect(afterReplay.status).toBe(200);
-    expect(afterReplay.headers.get('etag')).not.toBe(etag3);
+    expect((await menu('', { 'if-none-match': etag3 })).status).toBe(304);
+    const afterReplay = await menu();
+    expect(afterReplay.headers.get('etag')).toBe(etag3);
     expect(afterReplay.json).toEqual(withoutOption.json);
-    expect((await menu('', { 'if-none-match': afterReplay.headers.get('etag')! })).status).toBe(304);
     // The rebuilt schema keeps versions: the next change moves the ETag again.
     await postAll([destroyedEvent('product', '20011', { at: at(5), ownerId: OWNER })]);
     const deleted = await changedFrom(afterReplay.headers.get('etag')!);

@@ -46,7 +46,7 @@ describe('operations: menu-sync status, the console\'s endpoints, LOG_FORMAT', (
     const screen = await status();
     expect({ code: screen.code, out: screen.stdout }).toEqual({ code: 0, out: expect.stringContaining('OK: nothing needs attention') });
     expect(screen.stdout).toMatch(/Connections\n {2}none/);
-    expect(screen.stdout).toMatch(/Sinks\n {2}not available on this database/);
+    expect(screen.stdout).toMatch(/Sinks\n {2}none/);
     const { result, json } = await statusJson();
     expect(result.code).toBe(0);
     expect(json).toMatchObject({ ok: true, attention: [], connections: [], quarantined: 0, last_reconcile: null,

@@ -77,6 +77,7 @@ export class RebuildService {
           if (page.entries === 0) break;
         }
         const published = await this.shadows.publishDifferences(runner, projection, shadow, this.projections.publishedTypes(projection));
+        await this.shadows.carryOwnerVersions(runner, projection, shadow);
         await this.shadows.swap(runner, projection, shadow);
         await runner.commitTransaction();
         await this.shadows.dropRetired(runner, projection);

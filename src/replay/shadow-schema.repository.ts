@@ -85,6 +85,27 @@ export class ShadowSchemaRepository {
     return Number(row.published);
   }
 
+  /**
+   * In the swap's transaction, for the menu: the rebuilt schema keeps the live owner versions (the
+   * `/menu` ETags), and only owners with a resource whose API-visible state differs (or that only
+   * one side has) get a new one, so a replay that changes nothing changes no ETag.
+   */
+  async carryOwnerVersions(runner: QueryRunner, projection: ProjectionDefinition, shadow: string): Promise<void> {
+    if (projection.name !== 'menu') return;
+    const visible = (alias: string) => `(${VISIBLE_COLUMNS.map((column) => `${alias}.${column}`).join(', ')})`;
+    const changed = projection.tables.map(({ table }) => `
+      SELECT unnest(ARRAY[n.owner_id, o.owner_id]) AS owner_id
+        FROM ${shadow}.${table} n FULL JOIN ${projection.schema}.${table} o USING (id)
+       WHERE n.id IS NULL OR o.id IS NULL OR ${visible('o')} IS DISTINCT FROM ${visible('n')}`);
+    await runner.query(`DELETE FROM ${shadow}.owner_versions`);
+    await runner.query(`
+      WITH changed AS MATERIALIZED (SELECT DISTINCT owner_id FROM (${changed.join(' UNION ALL ')}) AS c WHERE owner_id IS NOT NULL)
+      INSERT INTO ${shadow}.owner_versions (owner_id, version)
+      SELECT owner_id, version FROM ${projection.schema}.owner_versions WHERE owner_id NOT IN (SELECT owner_id FROM changed)
+      UNION ALL
+      SELECT owner_id, nextval('menu_owner_version_seq') FROM changed`);
+  }
+
   /** After the swap has committed: the retired live schema goes. */
   async dropRetired(runner: QueryRunner, projection: ProjectionDefinition): Promise<void> {
     await runner.query(`DROP SCHEMA ${projection.schema}__old CASCADE`);
