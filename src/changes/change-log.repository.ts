@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
-import type { ApiResource } from '../menu/resource-query.service.js';
+import type { ApiResource } from '../projection/api-resource.js';
 import { Change, ChangeEntry, ChangeFilter, ChangePage, ChangePosition, START } from './change.js';
 
 interface RawChange {

@@ -1,4 +1,4 @@
-import type { ApiResource } from '../menu/resource-query.service.js';
+import type { ApiResource } from '../projection/api-resource.js';
 
 /** A change of the change log (CONTRACT §11): a resource's new state, as `GET /api/v1/{type}/{id}` shows it. */
 export interface Change {

@@ -3,21 +3,13 @@ import type { EntityManager } from 'typeorm';
 import { encodeChangeCursor } from '../changes/change-cursor.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { BadRequestError, NotFoundError } from '../common/app-error.js';
+import type { ApiResource } from '../projection/api-resource.js';
 import { ReadModelRepository, ResourceRow } from '../projection/read-model.repository.js';
 import { RESOURCE_TABLES, ResourceTable, tableByName } from '../projection/resource-tables.js';
 import { MenuDocumentRepository, MenuForm, trailerJson } from './menu-document.repository.js';
 import { ListQuery } from './resource-query.dto.js';
 
-export interface ApiResource {
-  type: string;
-  id: string;
-  owner_id: string | null;
-  attributes: Record<string, unknown>;
-  relationships: Record<string, unknown>;
-  version: { event_id: string; occurred_at: string; position: number };
-  deleted: boolean;
-  [expansion: string]: unknown;
-}
+export type { ApiResource };
 
 /** Lists, items, expansions and the menu document (CONTRACT §5), live or `as_of`. */
 @Injectable()

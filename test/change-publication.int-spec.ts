@@ -1,17 +1,18 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { createTestDatabase, openDataSource } from '../../test/support/database.js';
-import { EventLogRepository } from '../event-log/event-log.repository.js';
-import type { NewLogEntry } from '../event-log/log-entry.js';
-import { ApiResource, ResourceQueryService } from '../menu/resource-query.service.js';
-import { MENU_PROJECTION, PROJECTIONS } from '../projection/projection-definitions.js';
-import { ProjectionRepository } from '../projection/projection.repository.js';
-import { ReadModelRepository } from '../projection/read-model.repository.js';
-import { RESOURCE_TABLES } from '../projection/resource-tables.js';
-import { Change, START } from './change.js';
-import { ChangeLogRepository } from './change-log.repository.js';
-import { MenuDocumentRepository } from '../menu/menu-document.repository.js';
+import { createTestDatabase, openDataSource } from './support/database.js';
+import { EventLogRepository } from '../src/event-log/event-log.repository.js';
+import type { NewLogEntry } from '../src/event-log/log-entry.js';
+import type { ApiResource } from '../src/projection/api-resource.js';
+import { ResourceQueryService } from '../src/menu/resource-query.service.js';
+import { MENU_PROJECTION, PROJECTIONS } from '../src/projection/projection-definitions.js';
+import { ProjectionRepository } from '../src/projection/projection.repository.js';
+import { ReadModelRepository } from '../src/projection/read-model.repository.js';
+import { RESOURCE_TABLES } from '../src/projection/resource-tables.js';
+import { Change, START } from '../src/changes/change.js';
+import { ChangeLogRepository } from '../src/changes/change-log.repository.js';
+import { MenuDocumentRepository } from '../src/menu/menu-document.repository.js';
 
 interface Spec {
   type: string;
