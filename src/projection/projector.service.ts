@@ -1,9 +1,10 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, QueryRunner } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
-import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
+import { AdvisoryLease } from '../database/advisory-lease.js';
+import { advisoryLocks } from '../database/advisory-locks.js';
 import { LOG_APPENDED } from '../event-log/append-batcher.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS } from './projection-definitions.js';
@@ -35,7 +36,7 @@ export type ProjectorState = 'starting' | 'running' | 'standby' | 'stopped' | 'f
 @Injectable()
 export class ProjectorService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(ProjectorService.name);
-  private runner?: QueryRunner;
+  private readonly lease: AdvisoryLease;
   private stopping = false;
   private loop?: Promise<void>;
   private wake?: () => void;
@@ -43,11 +44,13 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
   state: ProjectorState = 'starting';
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectDataSource() dataSource: DataSource,
     private readonly repository: ProjectionRepository,
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.lease = new AdvisoryLease(dataSource, PROJECTOR_LOCK, (runner) => repository.prepare(runner));
+  }
 
   onApplicationBootstrap(): void {
     if (!this.config.PROJECTOR_ENABLED) {
@@ -101,7 +104,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
   private async applyAll(): Promise<number> {
     let entries = 0;
     for (const projection of PROJECTIONS) {
-      const page = await this.repository.applyPage(this.runner!, projection, PAGE_SIZE);
+      const page = await this.repository.applyPage(this.lease.runner!, projection, PAGE_SIZE);
       entries += page.entries;
       if (page.parked > 0) this.logger.warn({ msg: 'parked events', projection: projection.name, count: page.parked });
       if (page.entries > 0) this.metrics.projectionPosition.set({ projection: projection.name }, Number(page.checkpoint.position));
@@ -110,28 +113,13 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
   }
 
   private async acquire(): Promise<boolean> {
-    if (!this.runner) {
-      this.runner = this.dataSource.createQueryRunner();
-      await this.runner.connect();
-      await this.repository.prepare(this.runner);
-    }
-    const [{ result: locked }] = await this.runner.query(...lockQuery('pg_try_advisory_lock', PROJECTOR_LOCK));
+    const locked = await this.lease.tryAcquire();
     if (locked) this.logger.log('this daemon is the active projector');
     return locked;
   }
 
-  /** The lock must not stay with a pooled connection: unlock, or destroy the connection if it cannot. */
-  private async release(): Promise<void> {
-    const runner = this.runner;
-    this.runner = undefined;
-    if (!runner) return;
-    try {
-      await runner.query('SELECT pg_advisory_unlock_all()');
-      await runner.release();
-    } catch (error) {
-      const postgres = runner as unknown as { releasePostgresConnection(error: unknown): Promise<void> };
-      await postgres.releasePostgresConnection(error).catch(() => undefined);
-    }
+  private release(): Promise<void> {
+    return this.lease.release();
   }
 
   private sleep(ms: number): Promise<void> {

@@ -1,10 +1,11 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, QueryRunner } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { AppConfig } from '../config/app-config.js';
-import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
+import { AdvisoryLease } from '../database/advisory-lease.js';
+import { advisoryLocks } from '../database/advisory-locks.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
@@ -35,7 +36,7 @@ export type DispatcherState = 'starting' | 'running' | 'standby' | 'stopped' | '
 export class SinkDispatcherService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(SinkDispatcherService.name);
   private readonly workers = new Map<string, SinkWorker>();
-  private runner?: QueryRunner;
+  private readonly lease: AdvisoryLease;
   private stopping = false;
   private loop?: Promise<void>;
   private wakeUp?: () => void;
@@ -44,14 +45,16 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   state: DispatcherState = 'starting';
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectDataSource() dataSource: DataSource,
     private readonly repository: SinkRepository,
     private readonly changeLog: ChangeLogRepository,
     private readonly http: HttpSinkClient,
     private readonly nats: NatsSinkClient,
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.lease = new AdvisoryLease(dataSource, SINK_DISPATCHER_LOCK);
+  }
 
   onApplicationBootstrap(): void {
     this.loop = this.run();
@@ -85,7 +88,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
           if (this.refreshRequested || Date.now() - refreshedAt >= REFRESH_MS) {
             this.refreshRequested = false;
             refreshedAt = Date.now();
-            await this.runner!.query('SELECT 1');
+            await this.lease.runner!.query('SELECT 1');
             await this.refresh();
           }
           await this.wakeOnNewChanges();
@@ -139,27 +142,13 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   }
 
   private async acquire(): Promise<boolean> {
-    if (!this.runner) {
-      this.runner = this.dataSource.createQueryRunner();
-      await this.runner.connect();
-    }
-    const [{ result: locked }] = await this.runner.query(...lockQuery('pg_try_advisory_lock', SINK_DISPATCHER_LOCK));
+    const locked = await this.lease.tryAcquire();
     if (locked) this.logger.log('this daemon is the active sink dispatcher');
     return locked;
   }
 
-  /** The lock must not stay with a pooled connection: unlock, or destroy the connection if it cannot. */
-  private async release(): Promise<void> {
-    const runner = this.runner;
-    this.runner = undefined;
-    if (!runner) return;
-    try {
-      await runner.query('SELECT pg_advisory_unlock_all()');
-      await runner.release();
-    } catch (error) {
-      const postgres = runner as unknown as { releasePostgresConnection(error: unknown): Promise<void> };
-      await postgres.releasePostgresConnection(error).catch(() => undefined);
-    }
+  private release(): Promise<void> {
+    return this.lease.release();
   }
 
   private sleep(ms: number): Promise<void> {

@@ -1,0 +1,48 @@
+import type { DataSource, QueryRunner } from 'typeorm';
+import { AdvisoryLock, lockQuery } from './advisory-locks.js';
+
+/**
+ * A session advisory lock held on a dedicated connection: what makes one daemon the active
+ * projector or sink dispatcher of a database, while the others stand by and take over when its
+ * session ends. The connection is the lock's: it is never returned to the pool holding it.
+ */
+export class AdvisoryLease {
+  private held?: QueryRunner;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly lock: AdvisoryLock,
+    /** Session settings for the connection, applied once when it opens. */
+    private readonly prepare: (runner: QueryRunner) => Promise<void> = async () => undefined,
+  ) {}
+
+  /** The lease's connection (open once tryAcquire has run). */
+  get runner(): QueryRunner | undefined {
+    return this.held;
+  }
+
+  /** Opens the connection when needed and tries the lock: true when this session holds it. */
+  async tryAcquire(): Promise<boolean> {
+    if (!this.held) {
+      this.held = this.dataSource.createQueryRunner();
+      await this.held.connect();
+      await this.prepare(this.held);
+    }
+    const [{ result }] = await this.held.query(...lockQuery('pg_try_advisory_lock', this.lock));
+    return result;
+  }
+
+  /** Unlocks and returns the connection, or destroys it when it cannot be unlocked. */
+  async release(): Promise<void> {
+    const runner = this.held;
+    this.held = undefined;
+    if (!runner) return;
+    try {
+      await runner.query('SELECT pg_advisory_unlock_all()');
+      await runner.release();
+    } catch (error) {
+      const postgres = runner as unknown as { releasePostgresConnection(error: unknown): Promise<void> };
+      await postgres.releasePostgresConnection(error).catch(() => undefined);
+    }
+  }
+}
