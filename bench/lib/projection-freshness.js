@@ -31,16 +31,20 @@ export function percentile(sorted, p) {
 }
 
 /**
- * Sends `rate` deliveries per second for `seconds` (one every 1000/rate ms, on schedule), each for a
- * product not used by any other delivery, and measures 202 → visible in the API. A delivery not
- * visible after giveUpMs counts as slower than that.
+ * Sends `rate` deliveries per second for `warmupSeconds` + `seconds` (one every 1000/rate ms, on
+ * schedule), each for a product not used by any other delivery, and measures 202 → visible in the
+ * API. A delivery not visible after giveUpMs counts as slower than that. The warm-up's deliveries
+ * (a daemon's first requests after its catch-up: cold code paths and caches) are reported apart
+ * (`warmup`), not in the percentiles; `bySecond` shows every second.
  */
-export async function measureFreshness({ base, webhookKey, products, rate, seconds, pollMs = 10, giveUpMs = 2000, firstSeq, poll = true }) {
+export async function measureFreshness({ base, webhookKey, products, rate, seconds, warmupSeconds = 0, pollMs = 10, giveUpMs = 2000, firstSeq,
+  poll = true }) {
   // Two agents: the deliveries must not wait for a socket behind the polls (when visibility slows,
   // hundreds of polls are in flight, and one shared agent's queue made the POST look slow).
   const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
   const postAgent = new http.Agent({ keepAlive: true, maxSockets: 512 });
-  const total = Math.round(rate * seconds);
+  const warmups = Math.round(rate * warmupSeconds);
+  const total = warmups + Math.round(rate * seconds);
   if (products.length < total) throw new Error(`freshness needs ${total} distinct products, has ${products.length}`);
   const deliveries = [];
   let polls = 0;
@@ -50,7 +54,7 @@ export async function measureFreshness({ base, webhookKey, products, rate, secon
     const id = products[k];
     const { eventId, body } = productUpdatedBody(id, firstSeq + k);
     const sent = performance.now();
-    const record = { status: null, sentMs: sent - start, postMs: null, visibleMs: null, error: null };
+    const record = { warmup: k < warmups, status: null, sentMs: sent - start, postMs: null, visibleMs: null, error: null };
     deliveries.push(record);
     try {
       const answer = await exchange(postAgent, base, 'POST', `/webhooks/${webhookKey}`, body);
@@ -86,25 +90,37 @@ export async function measureFreshness({ base, webhookKey, products, rate, secon
     if (wait >= 1) await sleep(wait);
     pending.push(deliver(k));
   }
-  const sendSeconds = (performance.now() - start) / 1000;
+  const sendSeconds = (performance.now() - start) / 1000 - warmupSeconds;
   await Promise.all(pending);
   agent.destroy();
   postAgent.destroy();
+  const summary = summarize(deliveries.filter((d) => !d.warmup), { rate, seconds, pollMs, giveUpMs, sendSeconds, poll });
+  const bySecond = perSecond(deliveries, warmupSeconds + seconds, poll);
+  if (warmups === 0) return { ...summary, polls, pollErrors, bySecond };
+  const warmup = summarize(deliveries.filter((d) => d.warmup), { rate, seconds: warmupSeconds, pollMs, giveUpMs, sendSeconds: warmupSeconds, poll });
+  return { ...summary, warmupSeconds, warmup: { deliveries: warmup.deliveries, p50Ms: warmup.p50Ms, p99Ms: warmup.p99Ms, maxMs: warmup.maxMs,
+    postP99Ms: warmup.postP99Ms }, polls, pollErrors, bySecond };
+}
 
-  const visible = deliveries.filter((d) => d.visibleMs !== null).map((d) => d.visibleMs).sort((a, b) => a - b);
-  const accepted = deliveries.filter((d) => d.status === 202);
-  // Deliveries answered 202 but not seen within giveUpMs count as slower than giveUpMs.
-  const latencies = [...visible, ...Array(accepted.length - visible.length).fill(Infinity)].sort((a, b) => a - b);
-  const posts = deliveries.filter((d) => d.postMs !== null).map((d) => d.postMs).sort((a, b) => a - b);
-  // Per second of the run (by send time): where the slow ones cluster.
+/** Per second of the run (by send time): where the slow ones cluster. */
+function perSecond(deliveries, seconds, poll) {
   const bySecond = [];
   for (let second = 0; second < Math.ceil(seconds); second++) {
     const inSecond = deliveries.filter((d) => Math.floor(d.sentMs / 1000) === second);
     const postMs = inSecond.filter((d) => d.postMs !== null).map((d) => d.postMs).sort((a, b) => a - b);
     const visibleMs = inSecond.filter((d) => d.status === 202).map((d) => d.visibleMs ?? Infinity).sort((a, b) => a - b);
-    bySecond.push({ second, deliveries: inSecond.length, postP50Ms: round1(percentile(postMs, 50)), postP99Ms: round1(percentile(postMs, 99)),
-      postMaxMs: round1(postMs.at(-1) ?? null), visibleP99Ms: poll ? round1(percentile(visibleMs, 99)) : null });
+    bySecond.push({ second, warmup: inSecond.some((d) => d.warmup), deliveries: inSecond.length, postP50Ms: round1(percentile(postMs, 50)),
+      postP99Ms: round1(percentile(postMs, 99)), postMaxMs: round1(postMs.at(-1) ?? null), visibleP99Ms: poll ? round1(percentile(visibleMs, 99)) : null });
   }
+  return bySecond;
+}
+
+function summarize(deliveries, { rate, seconds, pollMs, giveUpMs, sendSeconds }) {
+  const visible = deliveries.filter((d) => d.visibleMs !== null).map((d) => d.visibleMs).sort((a, b) => a - b);
+  const accepted = deliveries.filter((d) => d.status === 202);
+  // Deliveries answered 202 but not seen within giveUpMs count as slower than giveUpMs.
+  const latencies = [...visible, ...Array(accepted.length - visible.length).fill(Infinity)].sort((a, b) => a - b);
+  const posts = deliveries.filter((d) => d.postMs !== null).map((d) => d.postMs).sort((a, b) => a - b);
   const ms = (value) => (value === null ? null : value === Infinity ? `>${giveUpMs}` : Math.round(value * 10) / 10);
   return {
     rate,
@@ -125,8 +141,5 @@ export async function measureFreshness({ base, webhookKey, products, rate, secon
     p99Value: percentile(latencies, 99),
     postP50Ms: ms(percentile(posts, 50)),
     postP99Ms: ms(percentile(posts, 99)),
-    polls,
-    pollErrors,
-    bySecond,
   };
 }

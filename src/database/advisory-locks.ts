@@ -54,6 +54,13 @@ export function lockQuery(fn: LockFunction, lock: AdvisoryLock): [string, number
   return [`SELECT ${fn}(${args}) AS result`, [...lock]];
 }
 
+/** The same call as one literal statement, for a batch of statements sent in one round trip (see queryBatch). */
+export function lockStatement(fn: LockFunction, lock: AdvisoryLock): string {
+  if (!lock.every(Number.isSafeInteger)) throw new Error(`not an advisory lock: ${lock.join(', ')}`);
+  const args = lock.length === 1 ? `${lock[0]}::bigint` : `${lock[0]}::int, ${lock[1]}::int`;
+  return `SELECT ${fn}(${args}) AS result`;
+}
+
 /** SQL condition on `pg_locks` (aliased `l`) matching `lock`; its parameters start at `$first`. */
 export function pgLocksMatch(lock: AdvisoryLock, first = 1): [string, number[]] {
   if (lock.length === 1) return [`l.classid = 0 AND l.objid = $${first} AND l.objsubid = 1`, [lock[0]]];

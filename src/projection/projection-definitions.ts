@@ -1,3 +1,4 @@
+import { SPEC_EVENT_NAMES } from '../config/event-names.js';
 import type { ResourceType } from './webhook-event.js';
 
 export type ProjectionName = 'menu' | 'orders';
@@ -9,6 +10,8 @@ export interface ProjectionDefinition {
   /** Identifies the projection in its advisory locks. */
   lockKey: number;
   tables: Array<{ type: ResourceType; table: string }>;
+  /** SQL condition on an entry of `event_log e`: whether this projection reads it (a page of none only moves the checkpoint). */
+  events: string;
   /**
    * SQL selecting this projection's resource changes from the entries of `event_log e` matching
    * `range`, reading the payload through `payload`: columns type, id, owner_id, occurred_at,
@@ -32,10 +35,18 @@ export interface ProjectionDefinition {
 
 export const CHANGE_COLUMNS = 'type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, missing, attributes, relationships';
 
-const MENU_UPSERTS = `e.event_type IN ('collection.created', 'collection.updated', 'product.created', 'product.updated',
-  'trait.created', 'trait.updated', 'trait_option.created', 'trait_option.updated')`;
-const MENU_DESTROYS = `e.event_type IN ('collection.destroyed', 'product.destroyed', 'trait.destroyed', 'trait_option.destroyed')`;
-const ORDER_EVENTS = `e.event_type IN ('order.created', 'order.updated')`;
+/** `e.event_type IN (…)` for the spec's events about a subject of `subjects` whose action passes `action`. */
+function eventTypesSql(subjects: readonly string[], action: (action: string) => boolean): string {
+  const names = SPEC_EVENT_NAMES.filter((name) => {
+    const [subject, verb] = name.split('.');
+    return subjects.includes(subject) && action(verb);
+  });
+  return `e.event_type IN (${names.map((name) => `'${name}'`).join(', ')})`;
+}
+const MENU_SUBJECTS = ['collection', 'product', 'trait', 'trait_option'];
+const MENU_UPSERTS = eventTypesSql(MENU_SUBJECTS, (action) => action !== 'destroyed');
+const MENU_DESTROYS = eventTypesSql(MENU_SUBJECTS, (action) => action === 'destroyed');
+const ORDER_EVENTS = eventTypesSql(['order'], () => true);
 
 const CAST = 'e.payload::jsonb';
 /** Each payload is parsed once (a lateral `doc`), then its `included` array read. */
@@ -74,6 +85,7 @@ export const MENU_PROJECTION: ProjectionDefinition = {
     { type: 'trait', table: 'traits' },
     { type: 'trait_option', table: 'trait_options' },
   ],
+  events: `(${MENU_UPSERTS} OR ${MENU_DESTROYS})`,
   changes: (range, payload = CAST) => `
     SELECT ${MENU_VERSION}, false, subject.resource IS NULL, subject.resource -> 'attributes', subject.resource -> 'relationships'
       FROM event_log e ${subjectOf(payload)}
@@ -106,6 +118,7 @@ export const ORDERS_PROJECTION: ProjectionDefinition = {
     { type: 'order_product_trait_option', table: 'order_product_trait_options' },
     { type: 'store', table: 'stores' },
   ],
+  events: ORDER_EVENTS,
   changes: (range, payload = CAST) => `
     SELECT resource ->> 'type', menu_sync_canonical_id(resource -> 'id'), e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'),
            e.event_id COLLATE "C", e.position, false, resource IS NULL,

@@ -1,7 +1,8 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
-import { AdvisoryLock, advisoryLocks, lockQuery, pgLocksMatch } from '../database/advisory-locks.js';
+import { AdvisoryLock, advisoryLocks, lockStatement, pgLocksMatch } from '../database/advisory-locks.js';
+import { queryBatch } from '../database/postgres-connection.js';
 import { isDataError } from '../database/database-errors.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import { ownerVersionsCte } from './owner-versions.js';
@@ -30,6 +31,43 @@ const RANGE = `e.transaction_id BETWEEN $1::xid8 AND $3::xid8
       AND (e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)`;
 const VERSION = (alias: string, prefix = '') => `(${alias}.${prefix}occurred_at, ${alias}.${prefix}event_seq, ${alias}.${prefix}event_id)`;
 const NEWEST_FIRST = 'ORDER BY id, occurred_at DESC, event_seq DESC, event_id DESC';
+/** What pageBoundsSql answers: where the page starts (the checkpoint) and ends, its entries, and how many the projection reads. */
+interface PageBounds {
+  from_transaction_id: string;
+  from_position: string;
+  transaction_id: string | null;
+  position: string | null;
+  entries: number;
+  relevant: number;
+}
+
+/**
+ * The next page of `schema`'s projection: its checkpoint and the last of up to `limit` entries after
+ * it (not beyond `until`), below the log's horizon. Literal SQL (what it inlines is checked) so that
+ * it can travel in a batch with the page's opening statements.
+ */
+function pageBoundsSql(projection: ProjectionDefinition, schema: string, limit: number, until?: LogCheckpoint): string {
+  const bound = until === undefined ? '' : `AND (e.transaction_id, e.position) <= ('${digits(until.transactionId)}'::xid8, ${digits(until.position)})`;
+  return `SELECT c.transaction_id::text AS from_transaction_id, c.position::text AS from_position,
+                 p.transaction_id::text AS transaction_id, p.position::text AS position,
+                 coalesce(p.entries, 0) AS entries, coalesce(p.relevant, 0) AS relevant
+            FROM ${schema}.checkpoint c LEFT JOIN LATERAL (
+              SELECT page.transaction_id, page.position, count(*) OVER ()::int AS entries,
+                     (count(*) FILTER (WHERE page.relevant) OVER ())::int AS relevant
+                FROM (SELECT e.transaction_id, e.position, ${projection.events} AS relevant FROM event_log e
+                       WHERE (e.transaction_id, e.position) > (c.transaction_id, c.position)
+                         AND e.transaction_id < (SELECT event_log_horizon()) ${bound}
+                       ORDER BY e.transaction_id, e.position LIMIT ${Math.trunc(limit)}) AS page
+               ORDER BY page.transaction_id DESC, page.position DESC LIMIT 1) AS p ON true`;
+}
+
+function digits(value: string): string {
+  if (!/^\d+$/.test(value)) throw new Error(`not a log position: ${value}`);
+  return value;
+}
+
+/** Up to this many entries, a page looks rows up by id; beyond, it joins whole tables (see ownerVersionsCte). */
+const SMALL_PAGE_ENTRIES = 5_000;
 
 /**
  * Applies the event log to a projection's tables inside PostgreSQL, page by page: the page's
@@ -49,15 +87,6 @@ export class ProjectionRepository {
   /** The types of `projection` whose changes go to the change log. */
   publishedTypes(projection: ProjectionDefinition): string[] {
     return projection.tables.filter(({ type }) => this.published.has(type)).map(({ type }) => type);
-  }
-
-  /**
-   * Before a transaction that writes the change log has a transaction id: see the changeLogWriter lock.
-   * Only projections that publish take it, so one that does not never waits for one that does.
-   */
-  async lockChangeLogWriter(runner: QueryRunner, projection: ProjectionDefinition): Promise<void> {
-    if (this.publishedTypes(projection).length === 0) return;
-    await runner.query(...lockQuery('pg_advisory_xact_lock', advisoryLocks.single('changeLogWriter')));
   }
 
   /**
@@ -82,26 +111,35 @@ export class ProjectionRepository {
   /**
    * Applies up to `limit` log entries after the checkpoint in its own transaction. A live page
    * (schema = the projection's own) first takes the projection's transaction lock, so a rebuild
-   * swapping the schema (see RebuildService) never interleaves with it.
+   * swapping the schema (see RebuildService) never interleaves with it. The transaction's opening
+   * (its locks, the page's bounds and the savepoint) is one round trip, and the page four in all:
+   * the live projector shares its process with ingress and the API, where every round trip waits
+   * its turn on a busy event loop, and at ten round trips a page of a few deliveries took 250 ms.
    */
   async applyPage(runner: QueryRunner, projection: ProjectionDefinition, limit: number, schema = projection.schema,
     until?: LogCheckpoint): Promise<PageResult> {
-    await runner.startTransaction();
+    const locks = schema === projection.schema ? this.liveLocks(projection) : [];
     try {
-      if (schema === projection.schema) await this.lockLive(runner, projection);
-      const page = await this.applyPageInTransaction(runner, projection, limit, schema, until);
-      await runner.commitTransaction();
+      const opened = await queryBatch(runner, ['BEGIN', ...locks, pageBoundsSql(projection, schema, limit, until), 'SAVEPOINT page']);
+      const { page, moveCheckpoint } = await this.applyBounds(runner, projection, schema, opened[locks.length + 1].rows[0]);
+      await queryBatch(runner, [...moveCheckpoint, 'COMMIT']);
       return page;
     } catch (error) {
-      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      await queryBatch(runner, ['ROLLBACK']).catch(() => undefined);
       throw error;
     }
   }
 
   /** Serialises live pages of a projection with a swap of its schema; held until the transaction ends. */
   async lockLive(runner: QueryRunner, projection: ProjectionDefinition): Promise<void> {
-    await runner.query(...lockQuery('pg_advisory_xact_lock', advisoryLocks.inSpace('projectionPage', projection.lockKey)));
-    await this.lockChangeLogWriter(runner, projection);
+    await queryBatch(runner, this.liveLocks(projection));
+  }
+
+  /** The statements taking a live page's transaction locks: the projection's, then (when it publishes) the change log writer's. */
+  private liveLocks(projection: ProjectionDefinition): string[] {
+    const locks = [lockStatement('pg_advisory_xact_lock', advisoryLocks.inSpace('projectionPage', projection.lockKey))];
+    if (this.publishedTypes(projection).length > 0) locks.push(lockStatement('pg_advisory_xact_lock', advisoryLocks.single('changeLogWriter')));
+    return locks;
   }
 
   /**
@@ -111,35 +149,38 @@ export class ProjectionRepository {
    */
   async applyPageInTransaction(runner: QueryRunner, projection: ProjectionDefinition, limit: number, schema: string,
     until?: LogCheckpoint): Promise<PageResult> {
-    const from = await this.checkpoint(runner, projection, schema);
-    const bound = until === undefined ? '' : 'AND (e.transaction_id, e.position) <= ($4::xid8, $5::bigint)';
-    const [end]: Array<{ transaction_id: string; position: string; entries: number }> = await runner.query(
-      `WITH page AS (
-         SELECT e.transaction_id, e.position FROM event_log e
-          WHERE (e.transaction_id, e.position) > ($1::xid8, $2::bigint)
-            AND e.transaction_id < (SELECT event_log_horizon()) ${bound}
-          ORDER BY e.transaction_id, e.position LIMIT $3)
-       SELECT page.transaction_id::text AS transaction_id, page.position::text AS position, count(*) OVER ()::int AS entries
-         FROM page ORDER BY page.transaction_id DESC, page.position DESC LIMIT 1`,
-      [from.transactionId, from.position, limit, ...(until === undefined ? [] : [until.transactionId, until.position])]);
-    if (end === undefined) return { entries: 0, parked: 0, checkpoint: from };
-    const to: LogCheckpoint = { transactionId: end.transaction_id, position: end.position };
-    let parked = 0;
+    const [bounds] = await runner.query(pageBoundsSql(projection, schema, limit, until));
     await runner.query('SAVEPOINT page');
+    const { page, moveCheckpoint } = await this.applyBounds(runner, projection, schema, bounds);
+    if (moveCheckpoint.length > 0) await queryBatch(runner, moveCheckpoint);
+    return page;
+  }
+
+  /**
+   * Applies the page `bounds` found, after the savepoint `page`. Answers the statement that moves the
+   * checkpoint, for the caller to send with what ends its transaction: it fails, and so ends the
+   * transaction in error, when the checkpoint is no longer where the page began.
+   */
+  private async applyBounds(runner: QueryRunner, projection: ProjectionDefinition, schema: string,
+    bounds: PageBounds): Promise<{ page: PageResult; moveCheckpoint: string[] }> {
+    const from: LogCheckpoint = { transactionId: bounds.from_transaction_id, position: bounds.from_position };
+    if (bounds.entries === 0) return { page: { entries: 0, parked: 0, checkpoint: from }, moveCheckpoint: [] };
+    const to: LogCheckpoint = { transactionId: bounds.transaction_id!, position: bounds.position! };
+    let parked = 0;
     try {
-      parked = await this.applyRange(runner, projection, schema, from, to);
-      await runner.query('RELEASE SAVEPOINT page');
+      if (bounds.relevant > 0) parked = await this.applyRange(runner, projection, schema, from, to, bounds.entries);
     } catch (error) {
       await runner.query('ROLLBACK TO SAVEPOINT page');
       if (!isDataError(error)) throw error;
       parked = await this.applyBisecting(runner, projection, schema, from, await this.keys(runner, from, to), 0);
     }
-    const moved = await runner.query(
-      `UPDATE ${schema}.checkpoint SET transaction_id = $3::xid8, position = $4, applied = applied + $5, updated_at = now()
-        WHERE transaction_id = $1::xid8 AND position = $2`,
-      [from.transactionId, from.position, to.transactionId, to.position, end.entries], true);
-    if (moved.affected !== 1) throw new Error(`the ${projection.name} checkpoint moved under this projector`);
-    return { entries: end.entries, parked, checkpoint: to };
+    const moveCheckpoint = `DO $$ BEGIN
+        UPDATE ${schema}.checkpoint SET transaction_id = '${digits(to.transactionId)}'::xid8, position = ${digits(to.position)},
+               applied = applied + ${bounds.entries}, updated_at = now()
+         WHERE transaction_id = '${digits(from.transactionId)}'::xid8 AND position = ${digits(from.position)};
+        IF NOT FOUND THEN RAISE EXCEPTION 'the ${projection.name} checkpoint moved under this projector'; END IF;
+      END $$`;
+    return { page: { entries: bounds.entries, parked, checkpoint: to }, moveCheckpoint: [moveCheckpoint] };
   }
 
   private async keys(runner: QueryRunner, from: LogCheckpoint, to: LogCheckpoint): Promise<LogCheckpoint[]> {
@@ -164,7 +205,7 @@ export class ProjectionRepository {
       const savepoint = `bisect_${depth}`;
       await runner.query(`SAVEPOINT ${savepoint}`);
       try {
-        parked += await this.applyRange(runner, projection, schema, start, part[part.length - 1]);
+        parked += await this.applyRange(runner, projection, schema, start, part[part.length - 1], part.length);
         await runner.query(`RELEASE SAVEPOINT ${savepoint}`);
       } catch (error) {
         await runner.query(`ROLLBACK TO SAVEPOINT ${savepoint}`);
@@ -190,12 +231,13 @@ export class ProjectionRepository {
    * first tries the cheaper statement that parses only the winning events' payloads.
    */
   private async applyRange(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
-    to: LogCheckpoint): Promise<number> {
+    to: LogCheckpoint, entries: number): Promise<number> {
+    const smallPage = entries <= SMALL_PAGE_ENTRIES;
     const params = [from.transactionId, from.position, to.transactionId, to.position];
     // Only the live projection publishes: a rebuild's shadow publishes at its swap, and only what differs.
     const published = schema === projection.schema ? new Set(this.publishedTypes(projection)) : new Set<string>();
     if (projection.winners !== undefined) {
-      const [fast] = await runner.query(winnersSql(projection, schema, published), params);
+      const [fast] = await runner.query(winnersSql(projection, schema, published, smallPage), params);
       // A winner without its subject would have to give way to the next newest: the full statement sorts that out.
       if (fast.missing === 0) return 0;
     }
@@ -210,8 +252,8 @@ export class ProjectionRepository {
          INSERT INTO ${schema}.parked_events (position, event_id, error)
          SELECT DISTINCT position, event_id, $5 FROM changes WHERE missing
          ON CONFLICT (position) DO NOTHING RETURNING 1),
-       ${upserts.join(',\n       ')}${ownerVersionsCte(projection, schema)},
-       ${notifiedSql(publishedTables(projection, published))}
+       ${upserts.join(',\n       ')}${ownerVersionsCte(projection, schema, publishedTables(projection, published), smallPage)},
+       ${notifiedSql([...publishedTables(projection, published)])}
        SELECT (SELECT count(*) FROM parked)::int AS parked, (SELECT count(*) FROM notified)::int AS notified`,
       [...params, projection.missingError]);
     return row.parked;
@@ -245,7 +287,7 @@ export class ProjectionRepository {
       await this.lockLive(runner, projection);
       // Gone meanwhile (a rebuild swapped the schema in, say): nothing to retry.
       const deleted = await runner.query(`DELETE FROM ${projection.schema}.parked_events WHERE position = $1`, [entry.position], true);
-      const parkedAgain = deleted.affected === 0 ? 1 : await this.applyRange(runner, projection, projection.schema, before, at);
+      const parkedAgain = deleted.affected === 0 ? 1 : await this.applyRange(runner, projection, projection.schema, before, at, 1);
       await runner.commitTransaction();
       return parkedAgain === 0;
     } catch (error) {
@@ -334,7 +376,7 @@ function upsertSql(table: string, type: string): string {
  * create/update is parsed (by position). Nothing is written when a winner lacks its subject
  * (`missing` > 0): the caller then applies the page with the full statement.
  */
-function winnersSql(projection: ProjectionDefinition, schema: string, published: ReadonlySet<string>): string {
+function winnersSql(projection: ProjectionDefinition, schema: string, published: ReadonlySet<string>, smallPage: boolean): string {
   const newest = 'ORDER BY type, id, occurred_at DESC, event_seq DESC, event_id DESC';
   const upserts = projection.tables.map(({ type, table }) => {
     const upsert = `
@@ -355,13 +397,14 @@ function winnersSql(projection: ProjectionDefinition, schema: string, published:
        resources (type, id, missing, attributes, relationships) AS MATERIALIZED (
          ${projection.winners!.resources('ARRAY(SELECT position FROM newest_data)')}),
        checked AS (SELECT NOT EXISTS (SELECT 1 FROM resources WHERE missing) AS complete),
-       ${upserts.join(',\n       ')}${ownerVersionsCte(projection, schema)},
-       ${notifiedSql(publishedTables(projection, published))}
+       ${upserts.join(',\n       ')}${ownerVersionsCte(projection, schema, publishedTables(projection, published), smallPage)},
+       ${notifiedSql([...publishedTables(projection, published)])}
        SELECT (SELECT count(*) FROM resources WHERE missing)::int AS missing, (SELECT count(*) FROM notified)::int AS notified`;
 }
 
-function publishedTables(projection: ProjectionDefinition, published: ReadonlySet<string>): string[] {
-  return projection.tables.filter(({ type }) => published.has(type)).map(({ table }) => table);
+/** The tables of `projection` whose statement CTEs publish changes (and so have a `<table>_before`). */
+function publishedTables(projection: ProjectionDefinition, published: ReadonlySet<string>): ReadonlySet<string> {
+  return new Set(projection.tables.filter(({ type }) => published.has(type)).map(({ table }) => table));
 }
 
 function errorText(error: unknown): string {

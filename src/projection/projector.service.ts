@@ -19,7 +19,7 @@ const POLL_MS = 1000;
  * briefly when they trickle in, longer under a heavy stream, where each page's fixed cost (its round
  * trips and the planning of its statement) would otherwise take CPU from ingress on the same machine.
  */
-const COALESCE_MS = 50;
+const COALESCE_MS = 20;
 const BUSY_COALESCE_MS = 250;
 const BUSY_PAGE_ENTRIES = 500;
 const STANDBY_POLL_MS = 2000;

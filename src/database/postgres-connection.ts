@@ -1,0 +1,19 @@
+import type pg from 'pg';
+import type { QueryRunner } from 'typeorm';
+
+/**
+ * The node-postgres client under a connected TypeORM query runner, for what the runner cannot
+ * send: several statements in one round trip (the simple query protocol), answered as one result
+ * per statement. The runner does not see a transaction begun this way: whoever begins one ends it.
+ */
+export function postgresConnection(runner: QueryRunner): pg.ClientBase {
+  const connection = (runner as unknown as { databaseConnection?: pg.ClientBase }).databaseConnection;
+  if (connection === undefined) throw new Error('the query runner has no connection yet');
+  return connection;
+}
+
+/** Several statements in one round trip: their results, in order. */
+export async function queryBatch(runner: QueryRunner, statements: string[]): Promise<pg.QueryResult[]> {
+  const results = await postgresConnection(runner).query(statements.join(';\n'));
+  return (Array.isArray(results) ? results : [results]) as pg.QueryResult[];
+}
