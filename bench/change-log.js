@@ -5,7 +5,7 @@
 //   fresh database migrated by `node dist/src/main.js migrate`
 //   -> fill event_log with 1M events by SQL (bench/projection.js `fill`), VACUUM ANALYZE, CHECKPOINT
 //   -> four catch-ups in ABBA order (off, on, on, off): each from an empty read model and change
-//      log, pages of 200,000 entries through ProjectionRepository.applyPage (dist/), as the
+//      log, pages of PAGE_ENTRIES (500,000) entries through ProjectionRepository.applyPage (dist/), as the
 //      daemon's projector does, on one prepared connection
 //   -> the ratio of the mean rates (on / off); the issue's target is >= 0.8
 //   -> drop the database (also on error).
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createDataSource } from '../dist/src/database/data-source.factory.js';
 import { PROJECTIONS } from '../dist/src/projection/projection-definitions.js';
-import { ProjectionRepository } from '../dist/src/projection/projection.repository.js';
+import { PAGE_ENTRIES, ProjectionRepository } from '../dist/src/projection/projection.repository.js';
 import { MENU_RESOURCE_TYPES } from '../dist/src/projection/published-changes.js';
 import { admin, createMigratedDatabase, databaseUrl, dropDatabase } from './lib/database.js';
 import { waitForQuiet } from './lib/cpu.js';
@@ -24,7 +24,6 @@ import { fill } from './projection.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
-const PAGE_SIZE = 200_000;
 const TARGET_RATIO = 0.8;
 
 export const description = 'projector catch-up over 1M logged events with the change log on vs off (same run, ABBA)';
@@ -52,7 +51,7 @@ export async function run({ quietWait = defaults.quietWait }) {
     const ratio = Math.round((mean(true) / mean(false)) * 100) / 100;
     log(`  ratio on/off: ${ratio} (target >= ${TARGET_RATIO})`);
     return {
-      settings: { events, pageSize: PAGE_SIZE, order: 'off, on, on, off', publishedTypes: MENU_RESOURCE_TYPES },
+      settings: { events, pageSize: PAGE_ENTRIES, order: 'off, on, on, off', publishedTypes: MENU_RESOURCE_TYPES },
       filled, runs, ratio, targetMet: ratio >= TARGET_RATIO,
       tables: [{
         title: `Projector catch-up over ${events} events, change log on vs off (same database, same run)`,
@@ -90,7 +89,7 @@ async function catchUp(dataSource, client, changeLog, events) {
     await projections.prepare(runner);
     const started = performance.now();
     for (const projection of PROJECTIONS) {
-      while ((await projections.applyPage(runner, projection, PAGE_SIZE)).entries > 0);
+      while ((await projections.applyPage(runner, projection, PAGE_ENTRIES)).entries > 0);
     }
     const seconds = (performance.now() - started) / 1000;
     const [{ n }] = (await client.query('SELECT count(*)::int AS n FROM change_log')).rows;

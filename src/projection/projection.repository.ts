@@ -9,6 +9,14 @@ import { ownerVersionsCte } from './owner-versions.js';
 import { CHANGE_COLUMNS, ProjectionDefinition } from './projection-definitions.js';
 import { MENU_RESOURCE_TYPES, notifiedSql, publishedChangesSql } from './published-changes.js';
 
+/**
+ * Entries per page while catching up (live pages hold what arrived since the last). Large pages
+ * write a resource's row and its change once for all its events in the page: 500k against 200k
+ * took a 1M-event catch-up with the change log from 28.6 s to 18.6 s (without it, 18.4 s to 14.1 s).
+ * The price is PostgreSQL's memory for the page's sorts, up to about 4 × 90 MB (work_mem, see prepare).
+ */
+export const PAGE_ENTRIES = 500_000;
+
 /** The resource types whose changes the live projection writes to the change log (CHANGES_TYPES). */
 export const CHANGES_TYPES = Symbol('CHANGES_TYPES');
 

@@ -8,11 +8,10 @@ import { advisoryLocks } from '../database/advisory-locks.js';
 import { LOG_APPENDED } from '../event-log/append-batcher.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS } from './projection-definitions.js';
-import { ProjectionRepository } from './projection.repository.js';
+import { PAGE_ENTRIES, ProjectionRepository } from './projection.repository.js';
 
 /** Any constant: one projector per database (CONTRACT §4). */
 export const PROJECTOR_LOCK = advisoryLocks.single('projector');
-const PAGE_SIZE = 200_000;
 const POLL_MS = 1000;
 /**
  * After a partial page, deliveries gather this long into the next one (bounds freshness, saves CPU):
@@ -87,7 +86,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
           const applied = await this.applyAll();
           if (applied === 0) {
             if (!this.pendingWake) await this.sleep(POLL_MS);
-          } else if (applied < PAGE_SIZE) {
+          } else if (applied < PAGE_ENTRIES) {
             await new Promise((resolve) => setTimeout(resolve, applied >= BUSY_PAGE_ENTRIES ? BUSY_COALESCE_MS : COALESCE_MS));
           }
         }
@@ -104,7 +103,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
   private async applyAll(): Promise<number> {
     let entries = 0;
     for (const projection of PROJECTIONS) {
-      const page = await this.repository.applyPage(this.lease.runner!, projection, PAGE_SIZE);
+      const page = await this.repository.applyPage(this.lease.runner!, projection, PAGE_ENTRIES);
       entries += page.entries;
       if (page.parked > 0) this.logger.warn({ msg: 'parked events', projection: projection.name, count: page.parked });
       if (page.entries > 0) this.metrics.projectionPosition.set({ projection: projection.name }, Number(page.checkpoint.position));

@@ -3,10 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import type { ProjectionDefinition } from '../projection/projection-definitions.js';
-import { ProjectionRepository } from '../projection/projection.repository.js';
+import { PAGE_ENTRIES, ProjectionRepository } from '../projection/projection.repository.js';
 import { ShadowSchemaRepository } from './shadow-schema.repository.js';
 
-const PAGE_SIZE = 200_000;
 const MAX_REPORTED = 1000;
 
 export interface RebuildProgress {
@@ -72,7 +71,7 @@ export class RebuildService {
         const horizon = await this.shadows.horizon(runner);
         let tail = 0;
         for (;;) {
-          const page = await this.projections.applyPageInTransaction(runner, projection, PAGE_SIZE, shadow, horizon);
+          const page = await this.projections.applyPageInTransaction(runner, projection, PAGE_ENTRIES, shadow, horizon);
           tail += page.entries;
           if (page.entries === 0) break;
         }
@@ -103,7 +102,7 @@ export class RebuildService {
       try {
         await this.projections.lockLive(runner, projection);
         const live = await this.projections.checkpoint(runner, projection);
-        while ((await this.projections.applyPageInTransaction(runner, projection, PAGE_SIZE, scratch, live)).entries > 0);
+        while ((await this.projections.applyPageInTransaction(runner, projection, PAGE_ENTRIES, scratch, live)).entries > 0);
         onProgress({ projection: projection.name, phase: 'comparing', applied: 0, total: 0 });
         const report = await this.compare(runner, projection, scratch);
         await runner.rollbackTransaction();
@@ -140,11 +139,11 @@ export class RebuildService {
     const total = await this.shadows.countLogEntries(runner);
     let applied = 0;
     for (;;) {
-      const page = await this.projections.applyPage(runner, projection, PAGE_SIZE, schema, until);
+      const page = await this.projections.applyPage(runner, projection, PAGE_ENTRIES, schema, until);
       applied += page.entries;
       onProgress({ projection: projection.name, phase: 'rebuilding', applied, total: Math.max(total, applied) });
       // Under steady ingestion a page is never empty: near the head is enough, the rest follows under the lock.
-      if (page.entries < PAGE_SIZE) return applied;
+      if (page.entries < PAGE_ENTRIES) return applied;
     }
   }
 
