@@ -6,7 +6,7 @@
 //   DATABASE_URL=postgres://... PORT=3200 [HOST=127.0.0.1] [POOL_SIZE=10] node bench/query-baseline-server.js
 import { createServer } from 'node:http';
 import pg from 'pg';
-import { menuSections } from '../dist/src/menu/menu-document.repository.js';
+import { menuSections } from '../dist/src/query/menu-document.repository.js';
 import { asOfStatement } from './lib/query-statements.js';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10),

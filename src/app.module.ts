@@ -5,12 +5,11 @@ import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { EventLogModule } from './event-log/event-log.module.js';
 import { IngressModule } from './ingress/ingress.module.js';
-import { MenuModule } from './menu/menu.module.js';
-import { OrdersModule } from './orders/orders.module.js';
+import { QueryModule } from './query/query.module.js';
 import { ProjectionModule } from './projection/projection.module.js';
 import { ReplayModule } from './replay/replay.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
-import { AuthModule } from './auth/auth.module.js';
+import { OAuthModule } from './oauth/oauth.module.js';
 import { ChangeFeedModule } from './changes/change-feed.module.js';
 import { ReconcileModule } from './reconcile/reconcile.module.js';
 import { SinksModule } from './sinks/sinks.module.js';
@@ -39,11 +38,10 @@ export class AppModule {
         EventLogModule,
         IngressModule,
         ProjectionModule,
-        MenuModule,
-        OrdersModule,
+        QueryModule,
         ReplayModule,
         UpstreamModule,
-        AuthModule,
+        OAuthModule,
         ReconcileModule.forDaemon(),
         ChangeFeedModule,
         SinksModule,

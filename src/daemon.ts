@@ -5,7 +5,7 @@ import { createHttpApp } from './app.factory.js';
 import { AppConfig } from './config/app-config.js';
 import { openDatabase, OpenDatabase } from './database/database-target.js';
 import { migrateDatabase } from './database/migrate.js';
-import { ConnectionRepository } from './auth/connection.repository.js';
+import { ConnectionRepository } from './connections/connection.repository.js';
 import { Sandbox } from './sandbox/sandbox.js';
 import { SinksService } from './sinks/sinks.service.js';
 import { UpstreamSettings } from './upstream/upstream-settings.js';

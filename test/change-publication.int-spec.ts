@@ -5,14 +5,14 @@ import { createTestDatabase, openDataSource } from './support/database.js';
 import { EventLogRepository } from '../src/event-log/event-log.repository.js';
 import type { NewLogEntry } from '../src/event-log/log-entry.js';
 import type { ApiResource } from '../src/projection/api-resource.js';
-import { ResourceQueryService } from '../src/menu/resource-query.service.js';
+import { ResourceQueryService } from '../src/query/resource-query.service.js';
 import { MENU_PROJECTION, PROJECTIONS } from '../src/projection/projection-definitions.js';
 import { ProjectionRepository } from '../src/projection/projection.repository.js';
-import { ReadModelRepository } from '../src/projection/read-model.repository.js';
+import { ReadModelRepository } from '../src/query/read-model.repository.js';
 import { RESOURCE_TABLES } from '../src/projection/resource-tables.js';
 import { Change, START } from '../src/changes/change.js';
 import { ChangeLogRepository } from '../src/changes/change-log.repository.js';
-import { MenuDocumentRepository } from '../src/menu/menu-document.repository.js';
+import { MenuDocumentRepository } from '../src/query/menu-document.repository.js';
 
 interface Spec {
   type: string;

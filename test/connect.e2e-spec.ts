@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import pg from 'pg';
-import { SPEC_EVENT_NAMES } from '../src/config/event-names.js';
+import { SPEC_EVENT_NAMES } from '../src/domain/event-names.js';
 import type { RunningEmulator } from '../src/emulator/emulator.factory.js';
 import type { TokenAnswer } from '../src/emulator/oauth/oauth-server.service.js';
 import { bootEmulator, call, control, recordIssuedTokens } from './emulator/emulator-client.js';

@@ -1,4 +1,4 @@
-import { SPEC_EVENT_NAMES } from '../src/config/event-names.js';
+import { SPEC_EVENT_NAMES } from '../src/domain/event-names.js';
 import type { RunningEmulator } from '../src/emulator/emulator.factory.js';
 import { seededUnit } from '../src/emulator/seeded-random.js';
 import { call, control, obtainTokens, bootEmulator, Reply } from './emulator/emulator-client.js';

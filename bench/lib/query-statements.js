@@ -1,7 +1,7 @@
 // The daemon's own SQL for the hot reads, taken from dist/ (so that the baseline server and the
 // EXPLAIN snapshots run exactly what the daemon runs): the `as_of` statement is captured by handing
 // the read-model repository a data source that records the query instead of running it.
-import { ReadModelRepository } from '../../dist/src/projection/read-model.repository.js';
+import { ReadModelRepository } from '../../dist/src/query/read-model.repository.js';
 import { RESOURCE_TABLES } from '../../dist/src/projection/resource-tables.js';
 
 /** The products `as_of` statement for a filter ({ ownerId, ids, includeDeleted, limit, afterSortKey, asOf }). */

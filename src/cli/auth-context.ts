@@ -1,8 +1,8 @@
 import { DynamicModule, INestApplicationContext, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { EventEmitterModule } from '@nestjs/event-emitter';
-import { AuthModule } from '../auth/auth.module.js';
-import { UpstreamNotConfiguredError } from '../auth/auth.errors.js';
+import { OAuthModule } from '../oauth/oauth.module.js';
+import { UpstreamNotConfiguredError } from '../upstream/upstream.errors.js';
 import { AppError } from '../common/app-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
@@ -26,7 +26,7 @@ class ConnectionCommandsModule {
         DatabaseModule.forRoot({ url: databaseUrl, poolSize: 3 }),
         EventEmitterModule.forRoot(),
         ObservabilityModule,
-        AuthModule,
+        OAuthModule,
         ReconcileModule.forCommand(),
       ],
     };

@@ -1,8 +1,8 @@
 import { InvalidArgumentError } from 'commander';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { ConnectionRepository } from '../auth/connection.repository.js';
+import { ConnectionRepository } from '../connections/connection.repository.js';
 import { UpstreamClient } from '../upstream/upstream-client.js';
-import { ConnectService, OUT_OF_BAND_REDIRECT_URI } from '../auth/connect.service.js';
+import { ConnectService, OUT_OF_BAND_REDIRECT_URI } from '../oauth/connect.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { ReconcileService } from '../reconcile/reconcile.service.js';
 import { printJson, runConnectionCommand } from './auth-context.js';

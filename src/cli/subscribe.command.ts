@@ -1,10 +1,10 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { InvalidArgumentError } from 'commander';
 import { Command, CommandRunner, Option } from 'nest-commander';
-import { subscriptionView } from '../auth/connection-view.js';
-import { ConnectionsService } from '../auth/connections.service.js';
+import { subscriptionView } from '../oauth/connection-view.js';
+import { ConnectionsService } from '../oauth/connections.service.js';
 import { AppConfig } from '../config/app-config.js';
-import { SubscriptionService } from '../upstream/subscription.service.js';
+import { SubscriptionService } from '../subscriptions/subscription.service.js';
 import { printJson, runConnectionCommand } from './auth-context.js';
 
 interface SubscribeFlags {

@@ -15,7 +15,7 @@ import {
   ValidateIf,
   ValidationError,
 } from 'class-validator';
-import { SPEC_EVENT_NAMES } from './event-names.js';
+import { SPEC_EVENT_NAMES } from '../domain/event-names.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

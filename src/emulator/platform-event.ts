@@ -1,4 +1,4 @@
-import type { SpecEventName } from '../config/event-names.js';
+import type { SpecEventName } from '../domain/event-names.js';
 
 /** A JSON:API resource object, as the platform sends it in `included` and API documents. */
 export interface ResourceObject {

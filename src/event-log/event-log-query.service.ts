@@ -3,7 +3,7 @@ import { NotFoundError } from '../common/app-error.js';
 import { EventsQuery } from './event-log.dto.js';
 import { EventLogRepository } from './event-log.repository.js';
 import { LogEntry, LogEntrySummary } from './log-entry.js';
-import { restoreKey } from '../ingress/webhook-key.redaction.js';
+import { restoreKey } from './webhook-key.redaction.js';
 import { RawBodySealer } from './raw-body-sealer.js';
 
 /** The read side of the log for `/api/v1/events` (CONTRACT §5). */

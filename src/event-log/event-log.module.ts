@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ConnectionStoreModule } from '../auth/connection-store.module.js';
+import { SecretCipherModule } from '../common/secret-cipher.module.js';
 import { AppendBatcher } from './append-batcher.js';
 import { EventLogQueryService } from './event-log-query.service.js';
 import { EventLogRepository } from './event-log.repository.js';
@@ -8,7 +8,7 @@ import { OwnersController } from './owners.controller.js';
 import { RawBodySealer } from './raw-body-sealer.js';
 
 @Module({
-  imports: [ConnectionStoreModule],
+  imports: [SecretCipherModule],
   controllers: [EventsController, OwnersController],
   providers: [EventLogRepository, AppendBatcher, EventLogQueryService, RawBodySealer],
   exports: [EventLogRepository, AppendBatcher, RawBodySealer],

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { TokenCipher } from '../auth/token-cipher.js';
+import { SecretCipher } from '../common/secret-cipher.js';
 
 /**
  * Keeps the webhook key out of the database in clear while `/raw` still answers the exact bytes
@@ -12,7 +12,7 @@ export class RawBodySealer {
   /** Per key id, the key last sealed for it: one seal per key, not per delivery (the hot path). */
   private readonly sealedKeys = new Map<string, { key: string; sealed: Buffer }>();
 
-  constructor(private readonly cipher: TokenCipher) {}
+  constructor(private readonly cipher: SecretCipher) {}
 
   /** The key sealed for entries of `keyId`; computed once per key. */
   sealKey(keyId: string, key: string): Buffer {

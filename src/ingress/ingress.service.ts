@@ -7,7 +7,7 @@ import { RawBodySealer } from '../event-log/raw-body-sealer.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { QuarantineRepository } from './quarantine.repository.js';
 import { DeliveryRejection, ParsedDelivery, parseDelivery } from './webhook-event.parser.js';
-import { redactKeyBytes } from './webhook-key.redaction.js';
+import { redactKeyBytes } from '../event-log/webhook-key.redaction.js';
 import { WebhookKeyRegistry } from './webhook-key.registry.js';
 import { createHash } from 'node:crypto';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { webhookEvent } from '../../test/support/webhook-events.js';
 import { DeliveryRejection, mediaCharset, parseDelivery } from './webhook-event.parser.js';
-import { restoreKey } from './webhook-key.redaction.js';
+import { restoreKey } from '../event-log/webhook-key.redaction.js';
 
 const JSON_TYPE = 'application/json';
 const body = (value: unknown) => Buffer.from(JSON.stringify(value));

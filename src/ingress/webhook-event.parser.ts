@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { TextDecoder } from 'node:util';
-import { isSpecEventName } from '../config/event-names.js';
+import { isSpecEventName } from '../domain/event-names.js';
 import { isLosslessNumber } from 'lossless-json';
-import { canonicalId, parseExact } from '../event-log/canonical-id.js';
-import { redactKey, redactKeyInBytes } from './webhook-key.redaction.js';
+import { canonicalId, parseExact } from '../domain/canonical-id.js';
+import { redactKey, redactKeyInBytes } from '../event-log/webhook-key.redaction.js';
 
 /** What a valid delivery contributes to its log entry. */
 export interface ParsedDelivery {

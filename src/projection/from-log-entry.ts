@@ -1,6 +1,6 @@
-import { isSpecEventName } from '../config/event-names.js';
+import { isSpecEventName } from '../domain/event-names.js';
 import type { LogEntry } from '../event-log/log-entry.js';
-import type { ResourceObject, WebhookEvent } from './webhook-event.js';
+import type { ResourceObject, WebhookEvent } from '../domain/webhook-event.js';
 
 /** The typed event of a log entry, or null for an event type outside the spec. */
 export function toWebhookEvent(entry: Pick<LogEntry, 'eventId' | 'eventType' | 'subjectType' | 'subjectId' | 'ownerId'

@@ -1,5 +1,5 @@
-import { SPEC_EVENT_NAMES } from '../config/event-names.js';
-import type { ResourceType } from './webhook-event.js';
+import { SPEC_EVENT_NAMES } from '../domain/event-names.js';
+import type { ResourceType } from '../domain/webhook-event.js';
 
 export type ProjectionName = 'menu' | 'orders';
 

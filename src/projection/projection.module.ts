@@ -5,7 +5,6 @@ import { AppConfig } from '../config/app-config.js';
 import { CHANGES_TYPES, ProjectionRepository } from './projection.repository.js';
 import { ProjectionsController } from './projections.controller.js';
 import { ProjectorService } from './projector.service.js';
-import { ReadModelRepository } from './read-model.repository.js';
 
 /** CHANGES_TYPES from the configuration, for ProjectionRepository. */
 export const CHANGES_TYPES_PROVIDER = { provide: CHANGES_TYPES, useFactory: (config: AppConfig) => config.changeTypes, inject: [AppConfig] };
@@ -13,7 +12,7 @@ export const CHANGES_TYPES_PROVIDER = { provide: CHANGES_TYPES, useFactory: (con
 @Module({
   imports: [EventLogModule],
   controllers: [ProjectionsController],
-  providers: [CHANGES_TYPES_PROVIDER, ProjectionRepository, ProjectorService, ProjectionStatusService, ReadModelRepository],
-  exports: [CHANGES_TYPES, ProjectionRepository, ProjectorService, ReadModelRepository],
+  providers: [CHANGES_TYPES_PROVIDER, ProjectionRepository, ProjectorService, ProjectionStatusService],
+  exports: [CHANGES_TYPES, ProjectionRepository, ProjectorService],
 })
 export class ProjectionModule {}

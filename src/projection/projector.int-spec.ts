@@ -6,7 +6,7 @@ import { EventLogRepository } from '../event-log/event-log.repository.js';
 import type { LogEntry, NewLogEntry } from '../event-log/log-entry.js';
 import { loadConfig } from '../config/app-config.js';
 import { MetricsService } from '../observability/metrics.service.js';
-import { fold, ResourceState } from './evolve.js';
+import { fold, ResourceState } from '../domain/evolve.js';
 import { toWebhookEvent } from './from-log-entry.js';
 import { MENU_PROJECTION, ORDERS_PROJECTION, ProjectionDefinition, PROJECTIONS } from './projection-definitions.js';
 import { ProjectionRepository } from './projection.repository.js';

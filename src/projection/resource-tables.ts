@@ -1,4 +1,4 @@
-import type { ResourceType } from './webhook-event.js';
+import type { ResourceType } from '../domain/webhook-event.js';
 
 export interface ResourceTable {
   type: ResourceType;

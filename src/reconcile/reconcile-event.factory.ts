@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { SpecEventName } from '../config/event-names.js';
+import type { SpecEventName } from '../domain/event-names.js';
 import type { NewLogEntry } from '../event-log/log-entry.js';
 import { parseDelivery } from '../ingress/webhook-event.parser.js';
 import type { SnapshotResource } from './snapshot-diff.js';

@@ -1,11 +1,12 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
-import { ConnectionStoreModule } from '../auth/connection-store.module.js';
+import { ConnectionsModule } from '../connections/connections.module.js';
 import { EventLogModule } from '../event-log/event-log.module.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import { CHANGES_TYPES_PROVIDER, ProjectionModule } from '../projection/projection.module.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
-import { ReadModelRepository } from '../projection/read-model.repository.js';
+import { ReadModelRepository } from '../query/read-model.repository.js';
+import { QueryModule } from '../query/query.module.js';
 import { UpstreamModule } from '../upstream/upstream.module.js';
 import { ProjectionCatchUp } from './projection-catch-up.js';
 import { ReconcileController } from './reconcile.controller.js';
@@ -22,7 +23,7 @@ export class ReconcileModule {
   static forDaemon(): DynamicModule {
     return {
       module: ReconcileModule,
-      imports: [ConnectionStoreModule, UpstreamModule, EventLogModule, ProjectionModule, ScheduleModule.forRoot()],
+      imports: [ConnectionsModule, UpstreamModule, EventLogModule, ProjectionModule, QueryModule, ScheduleModule.forRoot()],
       controllers: [ReconcileController],
       providers: [...SERVICE_PROVIDERS, ReconcileScheduler],
       exports: [ReconcileService, ReconcileScheduler],
@@ -36,7 +37,7 @@ export class ReconcileModule {
   static forCommand(): DynamicModule {
     return {
       module: ReconcileModule,
-      imports: [ConnectionStoreModule, UpstreamModule],
+      imports: [ConnectionsModule, UpstreamModule],
       providers: [...SERVICE_PROVIDERS, EventLogRepository, CHANGES_TYPES_PROVIDER, ProjectionRepository, ReadModelRepository],
       exports: [ReconcileService],
     };

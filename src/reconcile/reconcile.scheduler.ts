@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap }
 import { OnEvent } from '@nestjs/event-emitter';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
-import { CONNECTION_CREATED } from '../auth/connect.service.js';
+import { CONNECTION_CREATED } from '../oauth/connect.service.js';
 import { AppConfig } from '../config/app-config.js';
 import type { ReconcileRun } from './reconcile-report.js';
 import { ReconcileFilter, ReconcileService } from './reconcile.service.js';

@@ -3,15 +3,15 @@ import { EventEmitter2 } from '@nestjs/event-emitter';
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource } from '../../test/support/database.js';
 import type { TestDatabase } from '../../test/support/database.js';
-import type { Connection } from '../auth/connection.js';
-import { ConnectionRepository } from '../auth/connection.repository.js';
-import { TokenCipher } from '../auth/token-cipher.js';
+import type { Connection } from '../connections/connection.js';
+import { ConnectionRepository } from '../connections/connection.repository.js';
+import { SecretCipher } from '../common/secret-cipher.js';
 import { loadConfig } from '../config/app-config.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
-import { ReadModelRepository } from '../projection/read-model.repository.js';
+import { ReadModelRepository } from '../query/read-model.repository.js';
 import { UpstreamUnavailableError } from '../upstream/upstream.errors.js';
 import { ProjectionCatchUp } from './projection-catch-up.js';
 import { ReconcileRepository } from './reconcile.repository.js';
@@ -68,7 +68,7 @@ describe('ReconcileService.run (PostgreSQL)', () => {
   beforeEach(async () => {
     database = await createTestDatabase();
     dataSource = await openDataSource(database.url);
-    connections = new ConnectionRepository(dataSource, TokenCipher.fromKey(randomBytes(32)));
+    connections = new ConnectionRepository(dataSource, SecretCipher.fromKey(randomBytes(32)));
     for (const ownerId of ['4001', '4002']) {
       await connections.create({
         authUrl: 'http://upstream.invalid', baseUrl: 'http://upstream.invalid', scopes: ['read_menu'],

@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { Connection } from '../auth/connection.js';
+import type { Connection } from '../connections/connection.js';
 import { AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../observability/metrics.service.js';
-import { canonicalId, parseExact } from '../event-log/canonical-id.js';
+import { canonicalId, parseExact } from '../domain/canonical-id.js';
 import { UpstreamClient } from '../upstream/upstream-client.js';
 import { ReauthorizationRequiredError } from '../upstream/upstream.errors.js';
 import type { SnapshotResource } from './snapshot-diff.js';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { TokenCipher } from '../auth/token-cipher.js';
+import { SecretCipher } from '../common/secret-cipher.js';
 import type { ChangePosition } from '../changes/change.js';
 import type { Sink, SinkFailure, SinkKind, SinkState } from './sink.js';
 
@@ -67,7 +67,7 @@ const aad = (id: string, column: 'secret' | 'previous_secret') => `sink:${id}:${
 export class SinkRepository {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly cipher: TokenCipher,
+    private readonly cipher: SecretCipher,
   ) {}
 
   async create(input: NewSink): Promise<Sink> {

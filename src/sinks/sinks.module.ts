@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ConnectionStoreModule } from '../auth/connection-store.module.js';
+import { SecretCipherModule } from '../common/secret-cipher.module.js';
 import { ChangesModule } from '../changes/changes.module.js';
 import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
@@ -10,7 +10,7 @@ import { SinksService } from './sinks.service.js';
 
 /** Sink management only (the CLI): no dispatcher. */
 @Module({
-  imports: [ConnectionStoreModule, ChangesModule],
+  imports: [SecretCipherModule, ChangesModule],
   providers: [SinkRepository, SinksService],
   exports: [SinksService, SinkRepository],
 })

@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
-import type { TokenSet } from '../auth/connection.js';
-import { canonicalId, parseExact } from '../event-log/canonical-id.js';
+import type { TokenSet } from '../connections/connection.js';
+import { canonicalId, parseExact } from '../domain/canonical-id.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { callWithRetries } from './call-with-retries.js';
 import { OAuthGrantError, UpstreamUnavailableError } from './upstream.errors.js';

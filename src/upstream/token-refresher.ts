@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { expiresAt, refreshDueAt } from '../auth/connection.js';
-import type { Connection, TokenSet } from '../auth/connection.js';
-import { ConnectionRepository } from '../auth/connection.repository.js';
+import { expiresAt, refreshDueAt } from '../connections/connection.js';
+import type { Connection, TokenSet } from '../connections/connection.js';
+import { ConnectionRepository } from '../connections/connection.repository.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { OAuthClient } from './oauth-client.js';
 import type { OAuthApplication } from './oauth-client.js';

@@ -8,9 +8,9 @@ import type { DataSource } from 'typeorm';
 import { bootEmulator, call, clientOf, control, obtainTokens, postToken } from '../../test/emulator/emulator-client.js';
 import { createTestDatabase, openDataSource } from '../../test/support/database.js';
 import type { TestDatabase } from '../../test/support/database.js';
-import type { Connection, TokenSet } from '../auth/connection.js';
-import { ConnectionRepository } from '../auth/connection.repository.js';
-import { TokenCipher } from '../auth/token-cipher.js';
+import type { Connection, TokenSet } from '../connections/connection.js';
+import { ConnectionRepository } from '../connections/connection.repository.js';
+import { SecretCipher } from '../common/secret-cipher.js';
 import { loadConfig } from '../config/app-config.js';
 import type { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
@@ -115,7 +115,7 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
 
   async function stack(timings: Partial<UpstreamTimings> = FAST, url = database.url): Promise<Stack> {
     const dataSource = await openDataSource(url, 5);
-    const repository = new ConnectionRepository(dataSource, TokenCipher.fromKey(KEY));
+    const repository = new ConnectionRepository(dataSource, SecretCipher.fromKey(KEY));
     const metrics = new MetricsService();
     const all = { ...DEFAULT_UPSTREAM_TIMINGS, ...timings };
     const refresher = new TokenRefresher(repository, new OAuthClient(all), metrics, settings, all);

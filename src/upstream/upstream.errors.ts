@@ -46,3 +46,10 @@ export class UnknownConnectionError extends AppError {
     super('unknown_connection', 404, 'Not Found', `no connection ${connectionId}`);
   }
 }
+
+export class UpstreamNotConfiguredError extends AppError {
+  constructor() {
+    super('upstream_not_configured', 503, 'Service Unavailable',
+      'No upstream is configured: set UPSTREAM_AUTH_URL, UPSTREAM_BASE_URL, OAUTH_CLIENT_ID and OAUTH_CLIENT_SECRET.');
+  }
+}

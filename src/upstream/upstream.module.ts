@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ConnectionStoreModule } from '../auth/connection-store.module.js';
+import { ConnectionsModule } from '../connections/connections.module.js';
 import { OAuthClient } from './oauth-client.js';
 import { TokenRefresher } from './token-refresher.js';
 import { UpstreamClient } from './upstream-client.js';
@@ -7,7 +7,7 @@ import { DEFAULT_UPSTREAM_TIMINGS, UPSTREAM_TIMINGS } from './upstream-timings.j
 
 /** The OAuth client, the token refresher and the one HTTP client of `{base_url}` (MetricsService is global). */
 @Module({
-  imports: [ConnectionStoreModule],
+  imports: [ConnectionsModule],
   providers: [{ provide: UPSTREAM_TIMINGS, useValue: DEFAULT_UPSTREAM_TIMINGS }, OAuthClient, TokenRefresher, UpstreamClient],
   exports: [OAuthClient, TokenRefresher, UpstreamClient],
 })

@@ -1,4 +1,4 @@
-import { SPEC_EVENT_NAMES } from '../../src/config/event-names.js';
+import { SPEC_EVENT_NAMES } from '../../src/domain/event-names.js';
 import type { RunningEmulator } from '../../src/emulator/emulator.factory.js';
 import type { EmulatorOptions } from '../../src/emulator/emulator-options.js';
 import type { Faults } from '../../src/emulator/fault-settings.js';

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { SpecEventName } from '../../src/config/event-names.js';
+import type { SpecEventName } from '../../src/domain/event-names.js';
 import { DeliveryService } from '../../src/emulator/delivery/delivery.service.js';
 import type { DeliveryAttempt } from '../../src/emulator/delivery/delivery.service.js';
 import { SubscriptionRegistry } from '../../src/emulator/delivery/subscription.registry.js';

@@ -1,9 +1,9 @@
 import { Agent, request } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
 import pg from 'pg';
-import { fold, ResourceState } from '../../src/projection/evolve.js';
+import { fold, ResourceState } from '../../src/domain/evolve.js';
 import { toWebhookEvent } from '../../src/projection/from-log-entry.js';
-import type { WebhookEvent } from '../../src/projection/webhook-event.js';
+import type { WebhookEvent } from '../../src/domain/webhook-event.js';
 import { api } from '../support/http.js';
 import type { Json } from '../support/menu-events.js';
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { isSpecEventName } from '../../config/event-names.js';
+import { isSpecEventName } from '../../domain/event-names.js';
 import { DeliveryService } from '../delivery/delivery.service.js';
 import { controlError } from '../emulator-http.error.js';
 import { DEMO_STORE_ID, EmulatorState } from '../state/emulator-state.service.js';

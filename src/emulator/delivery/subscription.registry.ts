@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { SpecEventName } from '../../config/event-names.js';
+import type { SpecEventName } from '../../domain/event-names.js';
 import { Clock } from '../clock.js';
 import type { PlatformEvent } from '../platform-event.js';
 

@@ -1,7 +1,7 @@
 import { Body, Controller, Header, Headers, HttpCode, Post } from '@nestjs/common';
 import type { IncomingHttpHeaders } from 'node:http';
-import { isSpecEventName } from '../../config/event-names.js';
-import type { SpecEventName } from '../../config/event-names.js';
+import { isSpecEventName } from '../../domain/event-names.js';
+import type { SpecEventName } from '../../domain/event-names.js';
 import { apiError } from '../emulator-http.error.js';
 import { FaultSettings } from '../fault-settings.js';
 import { OAuthServer } from '../oauth/oauth-server.service.js';

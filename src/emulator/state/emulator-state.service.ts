@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
-import type { SpecEventName } from '../../config/event-names.js';
+import type { SpecEventName } from '../../domain/event-names.js';
 import { Clock } from '../clock.js';
 import { controlError } from '../emulator-http.error.js';
 import { EMULATOR_OPTIONS } from '../emulator-options.js';

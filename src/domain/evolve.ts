@@ -1,4 +1,4 @@
-import { canonicalId } from '../event-log/canonical-id.js';
+import { canonicalId } from './canonical-id.js';
 import { compareVersions, Version } from './version.js';
 import { ORDER_TYPES, ResourceObject, ResourceType, WebhookEvent } from './webhook-event.js';
 

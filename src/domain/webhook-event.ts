@@ -1,4 +1,4 @@
-import type { SpecEventName } from '../config/event-names.js';
+import type { SpecEventName } from './event-names.js';
 
 /** A JSON:API resource identifier. */
 export interface ResourceIdentifier {

@@ -1,6 +1,6 @@
-import type { Subscription } from '../upstream/subscription.repository.js';
-import { expiresAt } from './connection.js';
-import type { Connection } from './connection.js';
+import type { Subscription } from '../subscriptions/subscription.repository.js';
+import { expiresAt } from '../connections/connection.js';
+import type { Connection } from '../connections/connection.js';
 
 /** A subscription as the API shows it: the callback URI's key is already redacted in storage. */
 export interface SubscriptionView {

@@ -1,9 +1,9 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { MetricsService } from '../observability/metrics.service.js';
-import { SubscriptionRepository } from '../upstream/subscription.repository.js';
-import type { Connection } from './connection.js';
+import { SubscriptionRepository } from '../subscriptions/subscription.repository.js';
+import type { Connection } from '../connections/connection.js';
 import { connectionView, ConnectionView } from './connection-view.js';
-import { ConnectionRepository } from './connection.repository.js';
+import { ConnectionRepository } from '../connections/connection.repository.js';
 
 /** The connections with their subscriptions and token state, as `GET /api/v1/connections` shows them. */
 @Injectable()

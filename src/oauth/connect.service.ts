@@ -2,18 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { OAuthClient } from '../upstream/oauth-client.js';
-import { OAuthGrantError, UpstreamUnavailableError } from '../upstream/upstream.errors.js';
-import { SubscriptionService } from '../upstream/subscription.service.js';
+import { OAuthGrantError, UpstreamNotConfiguredError, UpstreamUnavailableError } from '../upstream/upstream.errors.js';
+import { SubscriptionService } from '../subscriptions/subscription.service.js';
 import { UPSTREAM_SETTINGS } from '../upstream/upstream-settings.js';
 import type { UpstreamSettings } from '../upstream/upstream-settings.js';
 import {
   AuthorizationDeniedError, CodeExchangeError, InvalidCallbackError, InvalidStateError, NoPendingAuthorizationError,
-  UpstreamNotConfiguredError,
-} from './auth.errors.js';
+} from './oauth.errors.js';
 import { AuthorizationStateRepository, hashState, PendingAuthorization } from './authorization-state.repository.js';
-import type { TokenSet } from './connection.js';
+import type { TokenSet } from '../connections/connection.js';
 import type { ConnectionView } from './connection-view.js';
-import { ConnectionRepository } from './connection.repository.js';
+import { ConnectionRepository } from '../connections/connection.repository.js';
 import { ConnectionsService } from './connections.service.js';
 
 /** The spec's out-of-band redirect URI: the authorization server shows the code instead of redirecting. */

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { TokenCipher } from './token-cipher.js';
+import { SecretCipher } from './secret-cipher.js';
 
-describe('TokenCipher (AES-256-GCM, CONTRACT §6)', () => {
-  const cipher = TokenCipher.fromKey(randomBytes(32));
+describe('SecretCipher (AES-256-GCM, CONTRACT §6)', () => {
+  const cipher = SecretCipher.fromKey(randomBytes(32));
 
   it('opens what it sealed, and the sealed bytes do not contain the token', () => {
     const token = 'access-token-value-123';
@@ -22,7 +22,7 @@ describe('TokenCipher (AES-256-GCM, CONTRACT §6)', () => {
     const tampered = Buffer.from(sealed);
     tampered[tampered.length - 1] ^= 1;
     expect(() => cipher.open(tampered, 'connection:1:access_token')).toThrow();
-    expect(() => TokenCipher.fromKey(randomBytes(32)).open(sealed, 'connection:1:access_token')).toThrow();
+    expect(() => SecretCipher.fromKey(randomBytes(32)).open(sealed, 'connection:1:access_token')).toThrow();
   });
 
   it('seals bytes that are not text, and opens them to the same bytes', () => {
@@ -33,6 +33,6 @@ describe('TokenCipher (AES-256-GCM, CONTRACT §6)', () => {
   });
 
   it('takes only a 32-byte key', () => {
-    expect(() => TokenCipher.fromKey(randomBytes(16))).toThrow(/32 bytes/);
+    expect(() => SecretCipher.fromKey(randomBytes(16))).toThrow(/32 bytes/);
   });
 });

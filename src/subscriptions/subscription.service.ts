@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ConnectionNotFoundError, UpstreamNotConfiguredError } from '../auth/auth.errors.js';
-import { ConnectionRepository } from '../auth/connection.repository.js';
+import { ConnectionNotFoundError } from '../connections/connections.errors.js';
+import { UpstreamNotConfiguredError } from '../upstream/upstream.errors.js';
+import { ConnectionRepository } from '../connections/connection.repository.js';
 import { hashWebhookKey, WebhookKeyRegistry } from '../ingress/webhook-key.registry.js';
 import { WebhookKeyRepository } from '../ingress/webhook-key.repository.js';
-import { UpstreamClient } from './upstream-client.js';
+import { UpstreamClient } from '../upstream/upstream-client.js';
 import { Subscription, SubscriptionRepository } from './subscription.repository.js';
-import { UPSTREAM_SETTINGS } from './upstream-settings.js';
-import type { UpstreamSettings } from './upstream-settings.js';
+import { UPSTREAM_SETTINGS } from '../upstream/upstream-settings.js';
+import type { UpstreamSettings } from '../upstream/upstream-settings.js';
 
 const REDACTED = '[redacted]';
 const MAX_ERROR_CHARS = 500;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { TokenCipher } from './token-cipher.js';
+import { SecretCipher } from '../common/secret-cipher.js';
 
 /** A pending authorization request, once consumed: what the code exchange needs. */
 export interface PendingAuthorization {
@@ -32,7 +32,7 @@ const aad = (stateHash: Buffer) => `authorization:${stateHash.toString('hex')}`;
 export class AuthorizationStateRepository {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly cipher: TokenCipher,
+    private readonly cipher: SecretCipher,
   ) {}
 
   async create(stateHash: Buffer, codeVerifier: string, redirectUri: string, ttlSeconds: number): Promise<void> {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { SPEC_EVENT_NAMES } from '../config/event-names.js';
+import { SPEC_EVENT_NAMES } from './event-names.js';
 import { changesOf, evolve, fold, ResourceState } from './evolve.js';
 import type { ResourceObject, WebhookEvent } from './webhook-event.js';
 

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { CHANGE_COLUMNS, isSubject, ORDERS_PROJECTION } from './projection-definitions.js';
-import { ResourceTable } from './resource-tables.js';
+import { CHANGE_COLUMNS, isSubject, ORDERS_PROJECTION } from '../projection/projection-definitions.js';
+import { ResourceTable } from '../projection/resource-tables.js';
 
 export interface ResourceRow {
   id: string;

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import type { Connection, ConnectionState, TokenSet } from './connection.js';
-import { TokenCipher } from './token-cipher.js';
+import { SecretCipher } from '../common/secret-cipher.js';
 
 interface ConnectionRow {
   id: string;
@@ -33,7 +33,7 @@ const aad = (id: number, column: 'access_token' | 'refresh_token') => `connectio
 export class ConnectionRepository {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly cipher: TokenCipher,
+    private readonly cipher: SecretCipher,
   ) {}
 
   async create(input: { authUrl: string; baseUrl: string; scopes: string[]; tokens: TokenSet; sandbox?: boolean }): Promise<Connection> {

@@ -4,7 +4,7 @@ import { encodeChangeCursor } from '../changes/change-cursor.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { BadRequestError, NotFoundError } from '../common/app-error.js';
 import type { ApiResource } from '../projection/api-resource.js';
-import { ReadModelRepository, ResourceRow } from '../projection/read-model.repository.js';
+import { ReadModelRepository, ResourceRow } from './read-model.repository.js';
 import { RESOURCE_TABLES, ResourceTable, tableByName } from '../projection/resource-tables.js';
 import { MenuDocumentRepository, MenuForm, trailerJson } from './menu-document.repository.js';
 import { ListQuery } from './resource-query.dto.js';

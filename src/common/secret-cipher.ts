@@ -14,18 +14,18 @@ export const LOCAL_TOKEN_KEY_FILE = 'token.key';
  * value is `version | iv | tag | ciphertext`; the associated data binds it to its row and column,
  * so a ciphertext copied to another row or swapped between columns does not open.
  */
-export class TokenCipher {
+export class SecretCipher {
   private constructor(private readonly key: Buffer) {}
 
   /** TOKEN_ENCRYPTION_KEY, or in embedded mode a key generated once into DATA_DIR (mode 0600). */
-  static async create(config: AppConfig): Promise<TokenCipher> {
+  static async create(config: AppConfig): Promise<SecretCipher> {
     const encoded = config.TOKEN_ENCRYPTION_KEY ?? await localSecret(config.DATA_DIR, LOCAL_TOKEN_KEY_FILE);
-    return TokenCipher.fromKey(Buffer.from(encoded, 'base64'));
+    return SecretCipher.fromKey(Buffer.from(encoded, 'base64'));
   }
 
-  static fromKey(key: Buffer): TokenCipher {
+  static fromKey(key: Buffer): SecretCipher {
     if (key.length !== 32) throw new Error('the token encryption key must be 32 bytes');
-    return new TokenCipher(key);
+    return new SecretCipher(key);
   }
 
   seal(plaintext: string, associatedData: string): Buffer {

@@ -3,13 +3,6 @@ import { AppError } from '../common/app-error.js';
 /** Errors of the connect flow (CONTRACT §6), answered as problem+json by the global filter. */
 export class AuthError extends AppError {}
 
-export class UpstreamNotConfiguredError extends AuthError {
-  constructor() {
-    super('upstream_not_configured', 503, 'Service Unavailable',
-      'No upstream is configured: set UPSTREAM_AUTH_URL, UPSTREAM_BASE_URL, OAUTH_CLIENT_ID and OAUTH_CLIENT_SECRET.');
-  }
-}
-
 export class InvalidCallbackError extends AuthError {
   constructor(detail: string, field: string) {
     super('invalid_callback', 400, 'Bad Request', detail, { field });
@@ -41,11 +34,5 @@ export class NoPendingAuthorizationError extends AuthError {
   constructor() {
     super('no_pending_authorization', 400, 'Bad Request',
       'No unexpired out-of-band authorization is pending: run `menu-sync auth url` first (it is valid for 10 minutes, once).');
-  }
-}
-
-export class ConnectionNotFoundError extends AuthError {
-  constructor(id: number) {
-    super('connection_not_found', 404, 'Not Found', `There is no connection ${id}.`);
   }
 }

@@ -3,9 +3,9 @@ import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ChangesCursorHeader } from '../changes/changes-cursor-header.interceptor.js';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
-import { answer } from '../menu/menu.controller.js';
-import { AsOfQuery, ListQuery, OrderQuery } from '../menu/resource-query.dto.js';
-import { ResourceQueryService } from '../menu/resource-query.service.js';
+import { answer } from './menu.controller.js';
+import { AsOfQuery, ListQuery, OrderQuery } from './resource-query.dto.js';
+import { ResourceQueryService } from './resource-query.service.js';
 
 @ApiTags('orders')
 @ApiBearerAuth()

@@ -4,12 +4,12 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import { createTestDatabase, openDataSource } from '../../test/support/database.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import type { LogEntry, NewLogEntry } from '../event-log/log-entry.js';
-import { fold, ResourceState } from './evolve.js';
-import { toWebhookEvent } from './from-log-entry.js';
-import { MENU_PROJECTION } from './projection-definitions.js';
-import { ProjectionRepository } from './projection.repository.js';
+import { fold, ResourceState } from '../domain/evolve.js';
+import { toWebhookEvent } from '../projection/from-log-entry.js';
+import { MENU_PROJECTION } from '../projection/projection-definitions.js';
+import { ProjectionRepository } from '../projection/projection.repository.js';
 import { ReadModelRepository, ResourceRow } from './read-model.repository.js';
-import { RESOURCE_TABLES, ResourceTable } from './resource-tables.js';
+import { RESOURCE_TABLES, ResourceTable } from '../projection/resource-tables.js';
 
 /**
  * `as_of` on menu resources (a newest-version lookup per candidate id) against the fold of the
