@@ -7,7 +7,6 @@ import { EventLogModule } from './event-log/event-log.module.js';
 import { IngressModule } from './ingress/ingress.module.js';
 import { QueryModule } from './query/query.module.js';
 import { ProjectionModule } from './projection/projection.module.js';
-import { ReplayModule } from './replay/replay.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 import { OAuthModule } from './oauth/oauth.module.js';
 import { ChangeFeedModule } from './changes/change-feed.module.js';
@@ -39,7 +38,6 @@ export class AppModule {
         IngressModule,
         ProjectionModule,
         QueryModule,
-        ReplayModule,
         UpstreamModule,
         OAuthModule,
         ReconcileModule.forDaemon(),

@@ -1,18 +1,15 @@
 import { Module } from '@nestjs/common';
 import { EventLogModule } from '../event-log/event-log.module.js';
 import { ProjectionStatusService } from './projection-status.service.js';
-import { AppConfig } from '../config/app-config.js';
-import { CHANGES_TYPES, ProjectionRepository } from './projection.repository.js';
+import { ProjectionStoreModule } from './projection-store.module.js';
 import { ProjectionsController } from './projections.controller.js';
 import { ProjectorService } from './projector.service.js';
 
-/** CHANGES_TYPES from the configuration, for ProjectionRepository. */
-export const CHANGES_TYPES_PROVIDER = { provide: CHANGES_TYPES, useFactory: (config: AppConfig) => config.changeTypes, inject: [AppConfig] };
-
+/** The daemon's projector (one per database: it holds an advisory lease) and /api/v1/projections. */
 @Module({
-  imports: [EventLogModule],
+  imports: [ProjectionStoreModule, EventLogModule],
   controllers: [ProjectionsController],
-  providers: [CHANGES_TYPES_PROVIDER, ProjectionRepository, ProjectorService, ProjectionStatusService],
-  exports: [CHANGES_TYPES, ProjectionRepository, ProjectorService],
+  providers: [ProjectorService, ProjectionStatusService],
+  exports: [ProjectionStoreModule, ProjectorService],
 })
 export class ProjectionModule {}

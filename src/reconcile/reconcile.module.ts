@@ -2,9 +2,8 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { ConnectionsModule } from '../connections/connections.module.js';
 import { EventLogModule } from '../event-log/event-log.module.js';
-import { EventLogRepository } from '../event-log/event-log.repository.js';
-import { CHANGES_TYPES_PROVIDER, ProjectionModule } from '../projection/projection.module.js';
-import { ProjectionRepository } from '../projection/projection.repository.js';
+import { ProjectionModule } from '../projection/projection.module.js';
+import { ProjectionStoreModule } from '../projection/projection-store.module.js';
 import { ReadModelRepository } from '../query/read-model.repository.js';
 import { QueryModule } from '../query/query.module.js';
 import { UpstreamModule } from '../upstream/upstream.module.js';
@@ -31,14 +30,14 @@ export class ReconcileModule {
   }
 
   /**
-   * For a one-shot command: the log and read-model repositories provided here directly, since
-   * ProjectionModule would start a projector in the command's process.
+   * For a one-shot command: the projections' store without their loop. The read model's repository
+   * is provided here directly, since QueryModule would start the change feed's listener.
    */
   static forCommand(): DynamicModule {
     return {
       module: ReconcileModule,
-      imports: [ConnectionsModule, UpstreamModule],
-      providers: [...SERVICE_PROVIDERS, EventLogRepository, CHANGES_TYPES_PROVIDER, ProjectionRepository, ReadModelRepository],
+      imports: [ConnectionsModule, UpstreamModule, EventLogModule, ProjectionStoreModule],
+      providers: [...SERVICE_PROVIDERS, ReadModelRepository],
       exports: [ReconcileService],
     };
   }
