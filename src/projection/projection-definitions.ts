@@ -56,7 +56,7 @@ const included = `CASE WHEN jsonb_typeof(parsed.doc -> 'included') = 'array' THE
  * Whether `resource` (jsonb) is the event's subject: its type, and its id read as ingress reads it
  * (menu_sync_canonical_id, the SQL of src/event-log/canonical-id.ts), so that `1.0` is subject "1".
  */
-export const isSubject = (resource: string) => subjectTest(`${resource} ->> 'type'`, `${resource} -> 'id'`);
+const isSubject = (resource: string) => subjectTest(`${resource} ->> 'type'`, `${resource} -> 'id'`);
 const subjectTest = (typeText: string, idJsonb: string) =>
   `${typeText} = e.subject_type AND menu_sync_canonical_id(${idJsonb}) = e.subject_id`;
 /** The subject resource: usually `included[0]` (tested by path, without copying it out), else the first match in `included`. */
@@ -64,11 +64,22 @@ const subject = `CASE
   WHEN ${subjectTest(`parsed.doc #>> '{included,0,type}'`, `parsed.doc #> '{included,0,id}'`)} THEN parsed.doc #> '{included,0}'
   ELSE (SELECT resource FROM jsonb_array_elements(${included}) AS resource WHERE ${isSubject('resource')} LIMIT 1) END`;
 
+/**
+ * The version of a log entry `e` (CONTRACT §4, the order of src/domain/version.ts): its occurrence
+ * time, then its sequence number (none is lowest), then its event id compared bytewise. Every
+ * projection selects these three columns so; compared in that order, by NEWEST_FIRST or as a row.
+ */
+const ENTRY_VERSION = `e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id COLLATE "C"`;
+/** Rows carrying a version as ENTRY_VERSION selects it (occurred_at, event_seq, event_id), newest first. */
+export const NEWEST_FIRST = 'occurred_at DESC, event_seq DESC, event_id DESC';
+
 /** A menu event's resource and version: each is about its subject alone. */
-const MENU_VERSION = `e.subject_type, e.subject_id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.event_id COLLATE "C",
-           e.position`;
-/** The payload parsed once, and the subject resource taken from it (`subject.resource`, NULL when missing). */
-const subjectOf = (payload: string) => `${parsed(payload)}
+const MENU_VERSION = `e.subject_type, e.subject_id, e.owner_id, ${ENTRY_VERSION}, e.position`;
+/**
+ * The payload of `event_log e` parsed once, and the event's subject resource taken from it
+ * (`subject.resource`, NULL when missing): the one subject lookup of the projector and of `as_of`.
+ */
+export const subjectOf = (payload: string) => `${parsed(payload)}
       CROSS JOIN LATERAL (SELECT ${subject} AS resource OFFSET 0) AS subject`;
 
 /**
@@ -120,8 +131,7 @@ export const ORDERS_PROJECTION: ProjectionDefinition = {
   ],
   events: ORDER_EVENTS,
   changes: (range, payload = CAST) => `
-    SELECT resource ->> 'type', menu_sync_canonical_id(resource -> 'id'), e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity'),
-           e.event_id COLLATE "C", e.position, false, resource IS NULL,
+    SELECT resource ->> 'type', menu_sync_canonical_id(resource -> 'id'), e.owner_id, ${ENTRY_VERSION}, e.position, false, resource IS NULL,
            coalesce(resource -> 'attributes', '{}'), coalesce(resource -> 'relationships', '{}')
       FROM event_log e
       ${parsed(payload)}

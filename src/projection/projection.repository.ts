@@ -6,7 +6,7 @@ import { queryBatch } from '../database/postgres-connection.js';
 import { isDataError } from '../database/database-errors.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import { ownerVersionsCte } from './owner-versions.js';
-import { CHANGE_COLUMNS, ProjectionDefinition } from './projection-definitions.js';
+import { CHANGE_COLUMNS, NEWEST_FIRST, ProjectionDefinition } from './projection-definitions.js';
 import { MENU_RESOURCE_TYPES, notifiedSql, publishedChangesSql } from './published-changes.js';
 
 /**
@@ -38,7 +38,6 @@ export interface ProjectionStatus {
 const RANGE = `e.transaction_id BETWEEN $1::xid8 AND $3::xid8
       AND (e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)`;
 const VERSION = (alias: string, prefix = '') => `(${alias}.${prefix}occurred_at, ${alias}.${prefix}event_seq, ${alias}.${prefix}event_id)`;
-const NEWEST_FIRST = 'ORDER BY id, occurred_at DESC, event_seq DESC, event_id DESC';
 /** What pageBoundsSql answers: where the page starts (the checkpoint) and ends, its entries, and how many the projection reads. */
 interface PageBounds {
   from_transaction_id: string;
@@ -373,9 +372,9 @@ function upsertSql(table: string, type: string): string {
     SELECT v.id, v.owner_id, coalesce(d.attributes, '{}'), coalesce(d.relationships, '{}'), v.deleted, v.occurred_at,
            v.event_seq, v.event_id, v.position, d.occurred_at, d.event_seq, d.event_id
       FROM (SELECT DISTINCT ON (id) id, owner_id, deleted, occurred_at, event_seq, event_id, position
-              FROM changes WHERE ${ofType} ${NEWEST_FIRST}) v
+              FROM changes WHERE ${ofType} ORDER BY id, ${NEWEST_FIRST}) v
       LEFT JOIN (SELECT DISTINCT ON (id) id, attributes, relationships, occurred_at, event_seq, event_id
-                   FROM changes WHERE ${ofType} AND NOT deleted ${NEWEST_FIRST}) d USING (id)
+                   FROM changes WHERE ${ofType} AND NOT deleted ORDER BY id, ${NEWEST_FIRST}) d USING (id)
     ${onConflict()}`;
 }
 
@@ -385,7 +384,7 @@ function upsertSql(table: string, type: string): string {
  * (`missing` > 0): the caller then applies the page with the full statement.
  */
 function winnersSql(projection: ProjectionDefinition, schema: string, published: ReadonlySet<string>, smallPage: boolean): string {
-  const newest = 'ORDER BY type, id, occurred_at DESC, event_seq DESC, event_id DESC';
+  const newest = `ORDER BY type, id, ${NEWEST_FIRST}`;
   const upserts = projection.tables.map(({ type, table }) => {
     const upsert = `
     INSERT INTO ${schema}.${table} AS t (${ROW_COLUMNS})

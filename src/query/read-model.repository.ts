@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { CHANGE_COLUMNS, isSubject, ORDERS_PROJECTION } from '../projection/projection-definitions.js';
+import { CHANGE_COLUMNS, NEWEST_FIRST, ORDERS_PROJECTION, subjectOf } from '../projection/projection-definitions.js';
 import { ResourceTable } from '../projection/resource-tables.js';
 
 export interface ResourceRow {
@@ -31,12 +31,10 @@ export interface RowFilter {
 const notParked = (table: ResourceTable) =>
   `NOT EXISTS (SELECT 1 FROM ${table.schema}.parked_events parked WHERE parked.position = e.position)`;
 
-const NEWEST_FIRST = `occurred_at DESC, coalesce(event_seq, '-Infinity') DESC, event_id COLLATE "C" DESC`;
 /** The same order as `event_log_subject_version_idx` walked backwards (NULL event_seq lowest). */
 const NEWEST_INDEXED = `e.occurred_at DESC, e.event_seq DESC NULLS LAST, e.event_id COLLATE "C" DESC`;
 
-/** How `as_of` compares a subject id with another id: the one place to change if ids are canonicalised. */
-/** Ids in the log's subject_id and in the tables are canonical already (src/event-log/canonical-id.ts): plain equality. */
+/** Ids in the log's subject_id and in the tables are canonical already (src/domain/canonical-id.ts): plain equality. */
 const sameSubject = (subjectId: string, id: string) => `${subjectId} = ${id}`;
 const menuSortKey = (id: string) => `menu_sync_sort_key(${id})`;
 
@@ -137,12 +135,8 @@ export class ReadModelRepository {
               p.position::text AS position
          FROM page p
          LEFT JOIN LATERAL (
-           SELECT resource FROM event_log e
-            CROSS JOIN LATERAL (SELECT menu_sync_jsonb(e.payload) AS doc OFFSET 0) AS parsed
-            CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(parsed.doc -> 'included') = 'array'
-                                                     THEN parsed.doc -> 'included' ELSE '[]' END) AS resource
-            WHERE e.position = p.data_position AND ${isSubject('resource')}
-            LIMIT 1) AS s ON true
+           SELECT subject.resource FROM event_log e ${subjectOf('menu_sync_jsonb(e.payload)')}
+            WHERE e.position = p.data_position) AS s ON true
         ORDER BY p.sort_key`,
       params,
     );
