@@ -68,6 +68,21 @@ describe('ChangeLogRepository (PostgreSQL)', () => {
     expect(skipped.next).toEqual(filtered.next);
   });
 
+  it('ends a filtered read and a snapshot cursor at the numerically last change, where seq gains a digit inside one transaction', async () => {
+    const before = await repository.readAfter(START, { limit: 1000 });
+    // One transaction writing 100 changes: its seqs cross 9 -> 10 or 99 -> 100, where text order and number order part.
+    await dataSource.transaction(async (db) => {
+      for (let i = 0; i < 100; i++) await write(db, 'product', `digits-${i}`, '9', 100 + i);
+    });
+    const all = await repository.readAfter(before.next, { limit: 1000 });
+    const last = all.changes.at(-1)!.position;
+    const filtered = await repository.readAfter(before.next, { limit: 1000, ownerIds: ['9'] });
+    expect(filtered.changes).toHaveLength(100);
+    expect(filtered.next).toEqual(last);
+    expect((await repository.readAfter(filtered.next, { limit: 1000, ownerIds: ['9'] })).changes).toEqual([]);
+    expect(await repository.positionInSnapshot(dataSource)).toEqual(last);
+  });
+
   it('compacts to the newest change per resource and raises the horizon to the highest deleted', async () => {
     await write(dataSource, 'product', '1', '7', 10);
     await write(dataSource, 'product', '1', '7', 11);

@@ -45,9 +45,9 @@ export class ChangeLogRepository {
     if (rows.length === filter.limit) return { changes, next: changes[changes.length - 1].position };
     if (filter.types === undefined && filter.ownerIds === undefined) return { changes, next: changes.at(-1)?.position ?? after };
     const [end]: Array<{ transaction_id: string; seq: string }> = await db.query(
-      `SELECT transaction_id::text AS transaction_id, seq::text AS seq FROM change_log
-        WHERE (transaction_id, seq) > ($1::xid8, $2::bigint) AND transaction_id < $3::xid8
-        ORDER BY transaction_id DESC, seq DESC LIMIT 1`, [after.transactionId, after.seq, horizon]);
+      `SELECT c.transaction_id::text AS transaction_id, c.seq::text AS seq FROM change_log c
+        WHERE (c.transaction_id, c.seq) > ($1::xid8, $2::bigint) AND c.transaction_id < $3::xid8
+        ORDER BY c.transaction_id DESC, c.seq DESC LIMIT 1`, [after.transactionId, after.seq, horizon]);
     return { changes, next: end ? { transactionId: end.transaction_id, seq: end.seq } : after };
   }
 
@@ -73,7 +73,7 @@ export class ChangeLogRepository {
    */
   async positionInSnapshot(db: Queryable): Promise<ChangePosition> {
     const [row]: Array<{ transaction_id: string; seq: string }> = await db.query(
-      `SELECT transaction_id::text AS transaction_id, seq::text AS seq FROM change_log ORDER BY transaction_id DESC, seq DESC LIMIT 1`);
+      `SELECT c.transaction_id::text AS transaction_id, c.seq::text AS seq FROM change_log c ORDER BY c.transaction_id DESC, c.seq DESC LIMIT 1`);
     return row ? { transactionId: row.transaction_id, seq: row.seq } : START;
   }
 

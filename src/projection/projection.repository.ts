@@ -333,8 +333,8 @@ export class ProjectionRepository {
   /** The parked entries of a projection, newest first. */
   async parked(projection: ProjectionDefinition, limit: number): Promise<Array<{ position: number; eventId: string; error: string; parkedAt: Date }>> {
     const rows: Array<{ position: string; event_id: string; error: string; parked_at: Date }> = await this.dataSource.query(
-      `SELECT position::text AS position, event_id, error, parked_at FROM ${projection.schema}.parked_events
-        ORDER BY position DESC LIMIT $1`, [limit]);
+      `SELECT p.position::text AS position, p.event_id, p.error, p.parked_at FROM ${projection.schema}.parked_events p
+        ORDER BY p.position DESC LIMIT $1`, [limit]);
     return rows.map((row) => ({ position: Number(row.position), eventId: row.event_id, error: row.error, parkedAt: row.parked_at }));
   }
 
