@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
 import { START } from './change.js';
 import { ChangeLogRepository } from './change-log.repository.js';
+import { eventually } from '../../test/support/eventually.js';
 
 /** Writes one change the way the read-model statements do (resource built by menu_sync_resource). */
 async function write(db: { query: DataSource['query'] }, type: string, id: string, owner = '7', position = 1): Promise<void> {
@@ -35,8 +36,13 @@ describe('ChangeLogRepository (PostgreSQL)', () => {
     await write(late, 'product', '2', '7', 2);
     await write(dataSource, 'product', '3', '7', 3);
 
-    const first = await repository.readAfter(START, { limit: 10 });
-    expect(first.changes.map((entry) => entry.change.id)).toEqual(['1']);
+    // A transaction of another database that ends while the horizon is read holds readers back for
+    // that read (the safe side): reads are retried until they settle.
+    const first = await eventually(async () => {
+      const page = await repository.readAfter(START, { limit: 10 });
+      expect(page.changes.map((entry) => entry.change.id)).toEqual(['1']);
+      return page;
+    }, 5_000, 20);
     expect(first.changes[0].change).toMatchObject({
       seq: expect.any(Number), change_id: 'product:1:1', type: 'product', id: '1', owner_id: '7', op: 'upsert',
       resource: {
@@ -49,35 +55,53 @@ describe('ChangeLogRepository (PostgreSQL)', () => {
 
     await late.commitTransaction();
     await late.release();
-    const rest = await repository.readAfter(first.next, { limit: 10 });
-    expect(rest.changes.map((entry) => entry.change.id)).toEqual(['2', '3']);
+    await eventually(async () => expect((await repository.readAfter(first.next, { limit: 10 })).changes.map((entry) => entry.change.id))
+      .toEqual(['2', '3']), 5_000, 20);
     expect(await repository.head()).toBe(3);
   });
 
   it('filters by type and owner, and moves past what the filters leave out', async () => {
-    const before = await repository.readAfter(START, { limit: 1000 });
+    const before = { next: await repository.positionInSnapshot(dataSource) };
     await write(dataSource, 'collection', '1', '8', 4);
     await write(dataSource, 'trait', '1', '7', 5);
-    const filtered = await repository.readAfter(before.next, { limit: 10, types: ['trait'], ownerIds: ['7'] });
-    expect(filtered.changes.map((entry) => entry.change.type)).toEqual(['trait']);
-    const none = await repository.readAfter(filtered.next, { limit: 10, types: ['collection'] });
-    expect(none.changes).toEqual([]);
-    expect(none.next).toEqual(filtered.next);
-    const skipped = await repository.readAfter(before.next, { limit: 10, types: ['store'] });
-    expect(skipped.changes).toEqual([]);
-    expect(skipped.next).toEqual(filtered.next);
+    const all = await eventually(async () => {
+      const page = await repository.readAfter(before.next, { limit: 10 });
+      expect(page.changes).toHaveLength(2);
+      return page;
+    }, 5_000, 20);
+    const filtered = await eventually(async () => {
+      const page = await repository.readAfter(before.next, { limit: 10, types: ['trait'], ownerIds: ['7'] });
+      expect(page.changes.map((entry) => entry.change.type)).toEqual(['trait']);
+      expect(page.next).toEqual(all.next);
+      return page;
+    }, 5_000, 20);
+    await eventually(async () => {
+      const none = await repository.readAfter(filtered.next, { limit: 10, types: ['collection'] });
+      expect(none.changes).toEqual([]);
+      expect(none.next).toEqual(filtered.next);
+      const skipped = await repository.readAfter(before.next, { limit: 10, types: ['store'] });
+      expect(skipped.changes).toEqual([]);
+      expect(skipped.next).toEqual(filtered.next);
+    }, 5_000, 20);
   });
 
   it('ends a filtered read and a snapshot cursor at the numerically last change, where seq gains a digit inside one transaction', async () => {
-    const before = await repository.readAfter(START, { limit: 1000 });
+    const before = { next: await repository.positionInSnapshot(dataSource) };
     // One transaction writing 100 changes: its seqs cross 9 -> 10 or 99 -> 100, where text order and number order part.
     await dataSource.transaction(async (db) => {
       for (let i = 0; i < 100; i++) await write(db, 'product', `digits-${i}`, '9', 100 + i);
     });
-    const all = await repository.readAfter(before.next, { limit: 1000 });
+    const all = await eventually(async () => {
+      const page = await repository.readAfter(before.next, { limit: 1000 });
+      expect(page.changes).toHaveLength(100);
+      return page;
+    }, 5_000, 20);
     const last = all.changes.at(-1)!.position;
-    const filtered = await repository.readAfter(before.next, { limit: 1000, ownerIds: ['9'] });
-    expect(filtered.changes).toHaveLength(100);
+    const filtered = await eventually(async () => {
+      const page = await repository.readAfter(before.next, { limit: 1000, ownerIds: ['9'] });
+      expect(page.changes).toHaveLength(100);
+      return page;
+    }, 5_000, 20);
     expect(filtered.next).toEqual(last);
     expect((await repository.readAfter(filtered.next, { limit: 1000, ownerIds: ['9'] })).changes).toEqual([]);
     expect(await repository.positionInSnapshot(dataSource)).toEqual(last);
