@@ -44,13 +44,14 @@ function parseArgs(argv) {
     else if (name === 'duration' || name === 'warmup') options[name] = Number(value);
     else if (name === 'quiet-wait') options.quietWait = Number(value);
     else if (name === 'events') options.events = value;
+    else if (name === 'observe') options.observe = value;
     else throw new Error(`unknown option --${name}`);
   }
   return { names, options };
 }
 
 function usage() {
-  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)]`;
+  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)] [--observe=feed|poll (projection)]`;
 }
 
 function formatTable({ title, columns, rows }) {

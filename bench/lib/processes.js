@@ -28,7 +28,9 @@ export function runToCompletion(command, args, { cwd, env, timeoutMs }) {
 /** Starts a long-running service with stdout/stderr appended to logFile (or discarded). */
 export function startService(command, args, { cwd, env, logFile }) {
   const fd = openSync(logFile ?? '/dev/null', 'w');
-  const child = spawn(command, args, { cwd, env, stdio: ['ignore', fd, fd] });
+  // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") reaches the services node runs, for profiling.
+  const nodeArgs = command === 'node' ? (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean) : [];
+  const child = spawn(command, [...nodeArgs, ...args], { cwd, env, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   running.add(child);
   child.exited = new Promise((resolve) => child.on('exit', (code, signal) => {

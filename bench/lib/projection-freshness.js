@@ -31,6 +31,47 @@ export function percentile(sorted, p) {
 }
 
 /**
+ * Follows GET /api/v1/changes as Server-Sent Events from the head: one connection, whose cost does
+ * not grow with how late the changes are (polling each delivery does: every late one adds 100 GETs/s).
+ * A change is written in the transaction that changes the read model (CONTRACT §11), so its
+ * arrival is no earlier than its visibility in the API; the read-backs check that.
+ */
+async function openFeed(base) {
+  const head = await new Promise((resolve, reject) => {
+    http.get(`${base}/api/v1/products?limit=1`, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.headers['x-changes-cursor']));
+    }).on('error', reject);
+  });
+  if (!head) throw new Error('the daemon answered no X-Changes-Cursor: cannot follow the change feed');
+  const listeners = [];
+  const request = http.get(`${base}/api/v1/changes?after=${encodeURIComponent(head)}&type=product`, { headers: { accept: 'text/event-stream' } });
+  await new Promise((resolve, reject) => {
+    request.on('error', reject);
+    request.on('response', (response) => {
+      if (response.statusCode !== 200) reject(new Error(`GET /api/v1/changes (SSE) answered ${response.statusCode}`));
+      let buffered = '';
+      response.setEncoding('utf8');
+      response.on('data', (text) => {
+        const at = performance.now();
+        buffered += text;
+        let end;
+        while ((end = buffered.indexOf('\n\n')) >= 0) {
+          const frame = buffered.slice(0, end);
+          buffered = buffered.slice(end + 2);
+          const data = frame.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trimStart()).join('\n');
+          if (data === '') continue;
+          const eventId = JSON.parse(data).resource?.version?.event_id;
+          if (eventId !== undefined) for (const listener of listeners) listener(eventId, at);
+        }
+      });
+      resolve();
+    });
+  });
+  return { early: new Map(), onChange: (listener) => listeners.push(listener), close: () => request.destroy() };
+}
+
+/**
  * Sends `rate` deliveries per second for `warmupSeconds` + `seconds` (one every 1000/rate ms, on
  * schedule), each for a product not used by any other delivery, and measures 202 → visible in the
  * API. A delivery not visible after giveUpMs counts as slower than that. The warm-up's deliveries
@@ -38,7 +79,7 @@ export function percentile(sorted, p) {
  * (`warmup`), not in the percentiles; `bySecond` shows every second.
  */
 export async function measureFreshness({ base, webhookKey, products, rate, seconds, warmupSeconds = 0, pollMs = 10, giveUpMs = 2000, firstSeq,
-  poll = true }) {
+  poll = true, observe = 'poll', checkEvery = 20 }) {
   // Two agents: the deliveries must not wait for a socket behind the polls (when visibility slows,
   // hundreds of polls are in flight, and one shared agent's queue made the POST look slow).
   const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
@@ -49,19 +90,63 @@ export async function measureFreshness({ base, webhookKey, products, rate, secon
   const deliveries = [];
   let polls = 0;
   let pollErrors = 0;
+  const feed = poll && observe === 'feed' ? await openFeed(base) : null;
+  /** Feed mode: a delivery whose 202 came before its change (the usual order), by event id. */
+  const awaiting = new Map();
+  const checks = { done: 0, stale: 0, inFlight: [] };
+  feed?.onChange((eventId, at) => {
+    const record = awaiting.get(eventId);
+    if (record === undefined) {
+      feed.early.set(eventId, at);
+      return;
+    }
+    awaiting.delete(eventId);
+    seen(record, at);
+  });
+
+  /** The change reached the feed at `at`; every checkEvery-th one is also read back through the API, which must show it already. */
+  function seen(record, at) {
+    record.visibleMs = Math.max(0, at - record.acceptedAt);
+    record.seen?.();
+    if (record.index % checkEvery !== 0) return;
+    checks.done++;
+    polls++;
+    checks.inFlight.push(exchange(agent, base, 'GET', `/api/v1/products/${record.id}`)
+      .then((product) => {
+        if (product.status !== 200 || JSON.parse(product.text).version?.event_id !== record.eventId) checks.stale++;
+      })
+      .catch(() => pollErrors++));
+  }
 
   async function deliver(k) {
     const id = products[k];
     const { eventId, body } = productUpdatedBody(id, firstSeq + k);
     const sent = performance.now();
-    const record = { warmup: k < warmups, status: null, sentMs: sent - start, postMs: null, visibleMs: null, error: null };
+    const record = { index: k, id, eventId, warmup: k < warmups, status: null, sentMs: sent - start, postMs: null, acceptedAt: null,
+      visibleMs: null, error: null };
     deliveries.push(record);
     try {
       const answer = await exchange(postAgent, base, 'POST', `/webhooks/${webhookKey}`, body);
       record.status = answer.status;
       const accepted = performance.now();
+      record.acceptedAt = accepted;
       record.postMs = accepted - sent;
       if (answer.status !== 202 || !poll) return;
+      if (feed) {
+        const early = feed.early.get(eventId);
+        if (early !== undefined) {
+          feed.early.delete(eventId);
+          seen(record, early);
+          return;
+        }
+        await new Promise((resolve) => {
+          record.seen = resolve;
+          awaiting.set(eventId, record);
+          setTimeout(resolve, giveUpMs);
+        });
+        awaiting.delete(eventId);
+        return;
+      }
       while (performance.now() - accepted < giveUpMs) {
         const started = performance.now();
         polls++;
@@ -92,9 +177,12 @@ export async function measureFreshness({ base, webhookKey, products, rate, secon
   }
   const sendSeconds = (performance.now() - start) / 1000 - warmupSeconds;
   await Promise.all(pending);
+  await Promise.all(checks.inFlight);
+  feed?.close();
   agent.destroy();
   postAgent.destroy();
-  const summary = summarize(deliveries.filter((d) => !d.warmup), { rate, seconds, pollMs, giveUpMs, sendSeconds, poll });
+  const summary = { ...summarize(deliveries.filter((d) => !d.warmup), { rate, seconds, pollMs, giveUpMs, sendSeconds, poll }), observe,
+    ...(feed ? { readBacks: checks.done, readBacksStale: checks.stale } : {}) };
   const bySecond = perSecond(deliveries, warmupSeconds + seconds, poll);
   if (warmups === 0) return { ...summary, polls, pollErrors, bySecond };
   const warmup = summarize(deliveries.filter((d) => d.warmup), { rate, seconds: warmupSeconds, pollMs, giveUpMs, sendSeconds: warmupSeconds, poll });
