@@ -82,7 +82,7 @@ async function reset(client) {
 }
 
 async function catchUp(dataSource, client, changeLog, events) {
-  const projections = new ProjectionRepository(dataSource, changeLog ? MENU_RESOURCE_TYPES : []);
+  const projections = new ProjectionRepository(changeLog ? MENU_RESOURCE_TYPES : []);
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import type { DataSource, QueryRunner } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource } from './support/database.js';
+import { catchUp } from './support/projection.js';
 import { EventLogRepository } from '../src/event-log/event-log.repository.js';
 import type { NewLogEntry } from '../src/event-log/log-entry.js';
 import type { ApiResource } from '../src/projection/api-resource.js';
@@ -77,15 +78,6 @@ async function apiState(dataSource: DataSource): Promise<Map<string, ApiResource
   return state;
 }
 
-async function catchUp(projections: ProjectionRepository, runner: QueryRunner, pageSize: number, total: number): Promise<void> {
-  const deadline = Date.now() + 60000;
-  for (const projection of PROJECTIONS) {
-    while ((await projections.status(projection)).applied < total) {
-      if (Date.now() > deadline) throw new Error(`${projection.name} did not catch up`);
-      if ((await projections.applyPage(runner, projection, pageSize)).entries === 0) await new Promise((r) => setTimeout(r, 20));
-    }
-  }
-}
 
 describe('the change log written by the projector (PostgreSQL)', () => {
   it('applied in seq order equals the read model as the API shows it; each resource\'s changes come in version order, none repeats a state', async () => {
@@ -97,7 +89,7 @@ describe('the change log written by the projector (PostgreSQL)', () => {
         const dataSource = await openDataSource(database.url, 4);
         try {
           const log = new EventLogRepository(dataSource);
-          const projections = new ProjectionRepository(dataSource);
+          const projections = new ProjectionRepository();
           // Duplicate deliveries (same event id) and redeliveries in another order.
           const delivered = [...specs, ...specs.filter(() => randoms.next().value < 0.3)]
             .sort(() => randoms.next().value - 0.5).map(logEntry);
@@ -109,7 +101,7 @@ describe('the change log written by the projector (PostgreSQL)', () => {
             if (randoms.next().value < 0.5) await projections.applyPage(runner, MENU_PROJECTION, pageSize);
           }
           const total = (await log.list({ after: 0, limit: 100000 })).length;
-          await catchUp(projections, runner, pageSize, total);
+          await catchUp(projections, runner, PROJECTIONS, pageSize, total, 60_000);
           // Retrying parked events (as reconcile does) publishes nothing for those that still fail.
           await projections.retryParked(runner, MENU_PROJECTION);
           await runner.release();

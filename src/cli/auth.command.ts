@@ -1,4 +1,3 @@
-import { InvalidArgumentError } from 'commander';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { ConnectionRepository } from '../connections/connection.repository.js';
 import { UpstreamClient } from '../upstream/upstream-client.js';
@@ -6,6 +5,7 @@ import { ConnectService, OUT_OF_BAND_REDIRECT_URI } from '../oauth/connect.servi
 import { AppConfig } from '../config/app-config.js';
 import { ReconcileService } from '../reconcile/reconcile.service.js';
 import { printJson, runConnectionCommand } from './auth-context.js';
+import { connectionOption, integerOption } from './option-parsers.js';
 
 /** `menu-sync auth url`: the spec's out-of-band flow, first step. */
 @SubCommand({ name: 'url', description: 'Print an authorization URL whose code is shown to the user (out-of-band); valid once, for 10 minutes' })
@@ -90,8 +90,7 @@ export class AuthCheckCommand extends CommandRunner {
 
   @Option({ flags: '-c, --connection <id>', description: 'only this connection' })
   parseConnection(value: string): number {
-    if (!/^[1-9]\d{0,15}$/.test(value)) throw new InvalidArgumentError(`--connection must be a connection id, got ${JSON.stringify(value)}`);
-    return Number(value);
+    return connectionOption(value);
   }
 
   @Option({ flags: '-s, --store <id>', description: 'the store whose orders are read (default: the first of STORE_IDS, else 1)' })
@@ -101,8 +100,7 @@ export class AuthCheckCommand extends CommandRunner {
 
   @Option({ flags: '--calls <n>', description: 'calls per connection, made at once (default 1, at most 100)' })
   parseCalls(value: string): number {
-    if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 100) throw new InvalidArgumentError('--calls must be an integer from 1 to 100');
-    return Number(value);
+    return integerOption(value, '--calls', 1, 100);
   }
 }
 

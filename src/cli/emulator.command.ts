@@ -1,5 +1,4 @@
 import { Inject, Logger } from '@nestjs/common';
-import { InvalidArgumentError } from 'commander';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
 import { DEMO_USER_ID } from '../emulator/oauth/oauth-server.service.js';
@@ -12,6 +11,7 @@ import { ROOT_LOGGER } from './cli-context.js';
 import type { RootLogger } from './cli-context.js';
 import { EmulatorResendCommand, EmulatorTriggerCommand } from './emulator-client.command.js';
 import { untilSignalled } from './signals.js';
+import { integerOption } from './option-parsers.js';
 
 interface EmulatorFlags {
   port?: number;
@@ -76,7 +76,7 @@ export class EmulatorCommand extends CommandRunner {
 
   @Option({ flags: '--port <port>', description: 'port to listen on (default 4010; 0 picks a free one)' })
   parsePort(value: string): number {
-    return integer(value, '--port', 0, 65_535);
+    return integerOption(value, '--port', 0, 65_535);
   }
 
   @Option({ flags: '--host <host>', description: 'address to listen on (default 127.0.0.1)' })
@@ -86,37 +86,31 @@ export class EmulatorCommand extends CommandRunner {
 
   @Option({ flags: '--seed <n>', description: 'seed of every fault decision (default 1)' })
   parseSeed(value: string): number {
-    return integer(value, '--seed', 0, 2 ** 31);
+    return integerOption(value, '--seed', 0, 2 ** 31);
   }
 
   @Option({ flags: '--token-lifetime <seconds>', description: 'expires_in of access tokens (default 21600)' })
   parseTokenLifetime(value: string): number {
-    return integer(value, '--token-lifetime', 1, 31_536_000);
+    return integerOption(value, '--token-lifetime', 1, 31_536_000);
   }
 
   @Option({ flags: '--retry-schedule-ms <list>', description: `the ${MAX_RETRIES} delays before retries, comma-separated (default 60000,300000,1800000,7200000,21600000)` })
   parseRetrySchedule(value: string): number[] {
-    return value.split(',').map((part) => integer(part.trim(), '--retry-schedule-ms', 0, 86_400_000));
+    return value.split(',').map((part) => integerOption(part.trim(), '--retry-schedule-ms', 0, 86_400_000));
   }
 
   @Option({ flags: '--delivery-timeout-ms <ms>', description: 'an attempt unanswered this long fails with status 0 (default 10000)' })
   parseDeliveryTimeout(value: string): number {
-    return integer(value, '--delivery-timeout-ms', 1, 600_000);
+    return integerOption(value, '--delivery-timeout-ms', 1, 600_000);
   }
 
   @Option({ flags: '--page-size <n>', description: 'page size of the API documents (default 100)' })
   parsePageSize(value: string): number {
-    return integer(value, '--page-size', 1, 500);
+    return integerOption(value, '--page-size', 1, 500);
   }
 
   @Option({ flags: '--no-demo-data', description: 'start with the demo store but an empty menu' })
   parseDemoData(): boolean {
     return false;
   }
-}
-
-function integer(value: string, flag: string, min: number, max: number): number {
-  const parsed = Number(value);
-  if (!/^\d+$/.test(value) || parsed < min || parsed > max) throw new InvalidArgumentError(`${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
-  return parsed;
 }

@@ -5,6 +5,7 @@ import { openDatabase } from '../database/database-target.js';
 import { migrateDatabase } from '../database/migrate.js';
 import { PROJECTIONS, projectionByName, ProjectionDefinition } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
+import { ProjectionStatusRepository } from '../projection/projection-status.repository.js';
 import { RebuildProgress, RebuildService } from '../replay/rebuild.service.js';
 import { ShadowSchemaRepository } from '../replay/shadow-schema.repository.js';
 import { progressReporter } from './progress.js';
@@ -26,7 +27,8 @@ export async function withRebuildService<T>(config: AppConfig, work: (rebuild: R
     const dataSource = createDataSource({ url: database.url, poolSize: 3 });
     await dataSource.initialize();
     try {
-      return await work(new RebuildService(dataSource, new ProjectionRepository(dataSource, config.changeTypes), new ShadowSchemaRepository()));
+      return await work(new RebuildService(dataSource, new ProjectionRepository(config.changeTypes), new ProjectionStatusRepository(dataSource),
+        new ShadowSchemaRepository()));
     } finally {
       await dataSource.destroy();
     }

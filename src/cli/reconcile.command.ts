@@ -3,6 +3,7 @@ import { Command, CommandRunner, Option } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
 import { ReconcileService } from '../reconcile/reconcile.service.js';
 import { printJson, runConnectionCommand } from './auth-context.js';
+import { connectionOption } from './option-parsers.js';
 
 interface ReconcileFlags {
   connection?: number;
@@ -26,8 +27,7 @@ export class ReconcileCommand extends CommandRunner {
 
   @Option({ flags: '-c, --connection <id>', description: 'only this connection (an id from GET /api/v1/connections)' })
   parseConnection(value: string): number {
-    if (!/^[1-9]\d{0,15}$/.test(value)) throw new InvalidArgumentError(`--connection must be a connection id, got ${JSON.stringify(value)}`);
-    return Number(value);
+    return connectionOption(value);
   }
 
   @Option({ flags: '-s, --store <id>', description: 'only this store (default: STORE_IDS and the stores learned from order events)' })

@@ -1,16 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { InvalidArgumentError } from 'commander';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
 import { createDataSource } from '../database/data-source.factory.js';
 import { openDatabase } from '../database/database-target.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import { PROJECTIONS } from '../projection/projection-definitions.js';
-import { ProjectionRepository } from '../projection/projection.repository.js';
+import { ProjectionStatusRepository } from '../projection/projection-status.repository.js';
 import { ReconcileRepository } from '../reconcile/reconcile.repository.js';
 import { needsAttention, StatusSnapshot } from '../observability/status-report.js';
 import { StatusRepository } from '../observability/status.repository.js';
 import { formatStatus } from './status-screen.js';
+import { integerOption } from './option-parsers.js';
 
 interface StatusOptions {
   json?: boolean;
@@ -45,7 +45,7 @@ export class StatusCommand extends CommandRunner {
       const dataSource = createDataSource({ url: database.url, poolSize: 2 });
       await dataSource.initialize();
       try {
-        const projections = new ProjectionRepository(dataSource);
+        const projections = new ProjectionStatusRepository(dataSource);
         const log = new EventLogRepository(dataSource);
         const status = new StatusRepository(dataSource);
         const sample = () => Promise.all(PROJECTIONS.map(async (projection) => {
@@ -83,14 +83,12 @@ export class StatusCommand extends CommandRunner {
 
   @Option({ flags: '--lag-threshold <events>', description: 'projector lag that needs attention whatever its trend (default 10000)' })
   parseLagThreshold(value: string): number {
-    if (!/^[1-9]\d{0,9}$/.test(value)) throw new InvalidArgumentError(`--lag-threshold must be a positive integer, got ${JSON.stringify(value)}`);
-    return Number(value);
+    return integerOption(value, '--lag-threshold', 1, 9_999_999_999);
   }
 
   @Option({ flags: '--interval-ms <ms>', description: 'time between the two lag samples (default 1000)' })
   parseInterval(value: string): number {
-    if (!/^\d{1,5}$/.test(value)) throw new InvalidArgumentError(`--interval-ms must be an integer of milliseconds, got ${JSON.stringify(value)}`);
-    return Number(value);
+    return integerOption(value, '--interval-ms', 0, 99_999);
   }
 }
 

@@ -1,11 +1,11 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { InvalidArgumentError } from 'commander';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { subscriptionView } from '../oauth/connection-view.js';
 import { ConnectionsService } from '../oauth/connections.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { SubscriptionService } from '../subscriptions/subscription.service.js';
 import { printJson, runConnectionCommand } from './auth-context.js';
+import { connectionOption } from './option-parsers.js';
 
 interface SubscribeFlags {
   connection?: number;
@@ -35,8 +35,7 @@ export class SubscribeCommand extends CommandRunner {
 
   @Option({ flags: '-c, --connection <id>', description: 'the connection (an id from GET /api/v1/connections)' })
   parseConnection(value: string): number {
-    if (!/^[1-9]\d{0,15}$/.test(value)) throw new InvalidArgumentError(`--connection must be a connection id, got ${JSON.stringify(value)}`);
-    return Number(value);
+    return connectionOption(value);
   }
 }
 

@@ -12,7 +12,7 @@ export interface TokenSet {
 
 export type ConnectionState = 'active' | 'reauthorization_required';
 
-/** A connected upstream account, tokens opened. Never serialised as is: see `publicView`. */
+/** A connected upstream account, tokens opened. Never serialised as is: the API shows `connectionView` (src/oauth/connection-view.ts). */
 export interface Connection {
   id: number;
   authUrl: string;

@@ -1,5 +1,4 @@
-/** What a webhook key is replaced with wherever a delivery's body is kept readable. */
-export const REDACTED = '[redacted]';
+import { REDACTED } from '../observability/redacted.js';
 
 /** `text` with every occurrence of `key` replaced by `[redacted]`. */
 export function redactKey(text: string, key: string): string {
@@ -15,9 +14,10 @@ const ENCODINGS: Array<(text: string) => Buffer> = [
 /**
  * `body` with every occurrence of `key` replaced by `[redacted]` in the same encoding: as UTF-8
  * (which covers every ASCII-compatible charset, keys being URL-safe ASCII) and as UTF-16 LE and BE.
- * The same buffer when the key is not there.
+ * The same buffer when the key is not there. Not undone: for bodies kept only to be read (the
+ * quarantine); the log's bytes use redactKeyRestorably.
  */
-export function redactKeyBytes(body: Buffer, key: string): Buffer {
+export function redactKeyEverywhere(body: Buffer, key: string): Buffer {
   if (key === '') return body;
   return ENCODINGS.reduce((bytes, encode) => replaceBytes(bytes, encode(key), encode(REDACTED))?.bytes ?? bytes, body);
 }
@@ -27,7 +27,7 @@ export function redactKeyBytes(body: Buffer, key: string): Buffer {
  * byte offsets of those replacements in the result; null when the key is not there. This covers
  * every ASCII-compatible charset; `restoreKey` undoes it exactly.
  */
-export function redactKeyInBytes(body: Buffer, key: string): { bytes: Buffer; at: number[] } | null {
+export function redactKeyRestorably(body: Buffer, key: string): { bytes: Buffer; at: number[] } | null {
   return key === '' ? null : replaceBytes(body, Buffer.from(key, 'utf8'), Buffer.from(REDACTED, 'utf8'));
 }
 
@@ -51,7 +51,7 @@ function replaceBytes(bytes: Buffer, needle: Buffer, replacement: Buffer): { byt
   return { bytes: Buffer.concat(parts), at };
 }
 
-/** The bytes `redactKeyInBytes` was given: `key` put back at each offset of `at`. */
+/** The bytes `redactKeyRestorably` was given: `key` put back at each offset of `at`. */
 export function restoreKey(bytes: Buffer, key: string, at: readonly number[]): Buffer {
   const replacement = Buffer.byteLength(REDACTED, 'utf8');
   const parts: Buffer[] = [];

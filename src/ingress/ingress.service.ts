@@ -7,7 +7,7 @@ import { RawBodySealer } from '../event-log/raw-body-sealer.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { QuarantineRepository } from './quarantine.repository.js';
 import { DeliveryRejection, ParsedDelivery, parseDelivery } from './webhook-event.parser.js';
-import { redactKeyBytes } from '../event-log/webhook-key.redaction.js';
+import { redactKeyEverywhere } from '../event-log/webhook-key.redaction.js';
 import { WebhookKeyRegistry } from './webhook-key.registry.js';
 import { createHash } from 'node:crypto';
 
@@ -112,7 +112,7 @@ export class IngressService {
         keyId,
         contentType: delivery.contentType ?? null,
         sha256: createHash('sha256').update(delivery.body).digest(),
-        body: redactKeyBytes(delivery.body, delivery.key),
+        body: redactKeyEverywhere(delivery.body, delivery.key),
       }, this.config.QUARANTINE_MAX_ENTRIES)
       .catch((error) => this.logger.warn({ msg: 'could not quarantine a rejected delivery', err: error }));
     throw new AppError(status === 415 ? 'unsupported_media_type' : 'invalid_event', status,

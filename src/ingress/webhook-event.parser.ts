@@ -3,21 +3,17 @@ import { TextDecoder } from 'node:util';
 import { isSpecEventName } from '../domain/event-names.js';
 import { isLosslessNumber } from 'lossless-json';
 import { canonicalId, parseExact } from '../domain/canonical-id.js';
-import { redactKey, redactKeyInBytes } from '../event-log/webhook-key.redaction.js';
+import { isIso8601 } from '../domain/iso-8601.js';
+import type { NewLogEntry } from '../event-log/log-entry.js';
+import { redactKey, redactKeyRestorably } from '../event-log/webhook-key.redaction.js';
 
-/** What a valid delivery contributes to its log entry. */
-export interface ParsedDelivery {
-  eventId: string;
-  eventType: string;
-  subjectType: string;
-  subjectId: string;
-  ownerId: string | null;
-  occurredAt: string;
-  eventSeq: string | null;
-  handled: boolean;
-  payload: string;
-  /** The bytes to keep when they are not exactly the UTF-8 of `payload` (key redacted), else null. */
-  rawBody: Buffer | null;
+/**
+ * What a valid delivery contributes to its log entry: those fields as the entry holds them
+ * (`rawBody`: the bytes to keep when they are not exactly the UTF-8 of `payload`, key redacted,
+ * else null; `sha256`: of the received bytes), and where the webhook key was found.
+ */
+export type ParsedDelivery = Pick<NewLogEntry, 'eventId' | 'eventType' | 'subjectType' | 'subjectId' | 'ownerId' | 'occurredAt' | 'eventSeq'
+  | 'handled' | 'payload' | 'rawBody' | 'sha256'> & {
   /**
    * The body held the webhook key it was sent to, as bytes: it is redacted from them before anything
    * is read (so from `payload`, `rawBody` and every field), at these byte offsets.
@@ -25,9 +21,7 @@ export interface ParsedDelivery {
   keyAt: number[] | null;
   /** The key was found only in the decoded text (UTF-16): `rawBody` is the exact body, to be sealed. */
   sealWhole: boolean;
-  /** Of the received bytes. */
-  sha256: Buffer;
-}
+};
 
 /** Why a delivery is refused: 415 for the media type, 400 (with the field at fault) for the body. */
 export class DeliveryRejection extends Error {
@@ -42,7 +36,6 @@ export class DeliveryRejection extends Error {
 
 const MAX_ID_LENGTH = 255;
 const MAX_TYPE_LENGTH = 100;
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)$/;
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /** Checks the media type and returns the charset to decode with. */
@@ -87,7 +80,7 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
   const charset = mediaCharset(contentType);
   // The platform's events carry the callback URI, key included: redacted from the bytes before
   // anything reads them, so no column, log line or error message can hold it.
-  const redacted = key === undefined ? null : redactKeyInBytes(body, key);
+  const redacted = key === undefined ? null : redactKeyRestorably(body, key);
   const stored = redacted?.bytes ?? body;
   let text: string;
   try {
@@ -114,15 +107,15 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
   const root = object(document, '');
   const data = object(root.data, 'data');
   if (typeof data.id !== 'string') throw reject('data.id', 'must be a string');
-  const eventId = text1(data.id, 'data.id', MAX_ID_LENGTH);
+  const eventId = requiredText(data.id, 'data.id', MAX_ID_LENGTH);
   if (data.type !== 'webhook_event') throw reject('data.type', 'must be "webhook_event"');
   const attributes = object(data.attributes, 'data.attributes');
-  const eventType = text1(attributes.event_type, 'data.attributes.event_type', MAX_TYPE_LENGTH);
+  const eventType = requiredText(attributes.event_type, 'data.attributes.event_type', MAX_TYPE_LENGTH);
   const occurredAt = timestamp(attributes.created_at, 'data.attributes.created_at');
   const eventSeq = attributes.id === undefined || attributes.id === null ? null : integer(attributes.id, 'data.attributes.id');
   const relationships = object(data.relationships, 'data.relationships');
   const subject = object(object(relationships.subject, 'data.relationships.subject').data, 'data.relationships.subject.data');
-  const subjectType = text1(subject.type, 'data.relationships.subject.data.type', MAX_TYPE_LENGTH);
+  const subjectType = requiredText(subject.type, 'data.relationships.subject.data.type', MAX_TYPE_LENGTH);
   const owner = ownerData(relationships.resource_owner);
   if (root.included !== undefined && root.included !== null && !Array.isArray(root.included)) throw reject('included', 'must be an array');
   const included = Array.isArray(root.included) ? root.included : [];
@@ -182,7 +175,7 @@ function storable(value: string): boolean {
   return !value.includes('\u0000') && value.isWellFormed();
 }
 
-function text1(value: unknown, field: string, max: number): string {
+function requiredText(value: unknown, field: string, max: number): string {
   if (typeof value !== 'string' || value.length === 0) throw reject(field, 'must be a non-empty string');
   if (value.length > max) throw reject(field, `must be at most ${max} characters`);
   if (!storable(value)) throw reject(field, 'must not contain NUL characters or lone surrogates');
@@ -209,7 +202,7 @@ function exactIds(text: string): { subject: unknown; owner: unknown; included: u
 function identifier(value: unknown, field: string): string {
   const text = canonicalId(value);
   if (text === undefined) throw reject(field, 'must be a string (or an integer)');
-  return text1(text, field, MAX_ID_LENGTH);
+  return requiredText(text, field, MAX_ID_LENGTH);
 }
 
 /**
@@ -231,7 +224,7 @@ function integer(value: unknown, field: string): string {
 }
 
 function timestamp(value: unknown, field: string): string {
-  if (typeof value !== 'string' || !ISO_8601.test(value) || Number.isNaN(Date.parse(value))) {
+  if (!isIso8601(value)) {
     throw reject(field, 'must be an ISO 8601 timestamp such as 2024-01-31T12:00:00.000Z');
   }
   const year = Number(value.slice(0, 4));

@@ -30,7 +30,6 @@ export class WebhookKeyRepository {
     return Number(row.id);
   }
 
-  /** Stops accepting a key from now on (a key no endpoint upstream will ever use). */
   /**
    * Rotation with an overlap (CONTRACT §2): the connection's other unexpired keys stop working after
    * `overlapSeconds`, so deliveries already on their way to the older endpoints still land meanwhile.
@@ -43,6 +42,7 @@ export class WebhookKeyRepository {
     return count;
   }
 
+  /** Stops accepting a key from now on (a key no endpoint upstream will ever use). */
   async expire(id: number): Promise<void> {
     await this.dataSource.query(`UPDATE webhook_keys SET expires_at = now() WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())`, [id]);
   }

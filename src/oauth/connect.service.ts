@@ -29,14 +29,14 @@ export interface AuthorizationCallback {
   [parameter: string]: unknown;
 }
 
+/** Emitted once a connection is stored and subscribed: reconcile runs right after (CONTRACT §8). */
+export const CONNECTION_CREATED = 'connection.created';
+
 /**
  * The connect flow (CONTRACT §6): an authorization request with a single-use state and a PKCE
  * verifier, then, on the callback, the code exchange, the stored connection and its subscription.
  * A refused callback stores nothing.
  */
-/** Emitted once a connection is stored and subscribed: reconcile runs right after (CONTRACT §8). */
-export const CONNECTION_CREATED = 'connection.created';
-
 @Injectable()
 export class ConnectService {
   private readonly logger = new Logger(ConnectService.name);

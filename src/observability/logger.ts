@@ -3,6 +3,7 @@ import { LoggerService } from '@nestjs/common';
 import pino, { DestinationStream, Logger as Pino } from 'pino';
 import pretty from 'pino-pretty';
 import { requestContext } from './request-context.js';
+import { REDACTED } from './redacted.js';
 
 /** `/webhooks/{key}`: the key is a secret, so paths are logged with it redacted. */
 export function redactPath(url: string | undefined): string | undefined {
@@ -37,7 +38,7 @@ export function createRootLogger(level: string, sync = false, fd: 1 | 2 = 1, for
     redact: {
       paths: ['*.authorization', '*.headers.authorization', '*.access_token', '*.refresh_token', '*.client_secret',
         '*.password', '*.key', '*.token'],
-      censor: '[redacted]',
+      censor: REDACTED,
     },
   }, destination);
 }

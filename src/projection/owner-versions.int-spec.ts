@@ -5,6 +5,7 @@ import { EventLogRepository } from '../event-log/event-log.repository.js';
 import type { NewLogEntry } from '../event-log/log-entry.js';
 import { MENU_PROJECTION } from './projection-definitions.js';
 import { ProjectionRepository } from './projection.repository.js';
+import { ProjectionStatusRepository } from './projection-status.repository.js';
 import { MENU_RESOURCE_TYPES } from './published-changes.js';
 
 /** A product.created/updated entry of `ownerId`, at `minute` past midnight (later = newer). */
@@ -39,12 +40,14 @@ describe.each([
   let runner: QueryRunner;
   let log: EventLogRepository;
   let projections: ProjectionRepository;
+  let statuses: ProjectionStatusRepository;
 
   beforeAll(async () => {
     database = await createTestDatabase();
     dataSource = await openDataSource(database.url, 4);
     log = new EventLogRepository(dataSource);
-    projections = new ProjectionRepository(dataSource, types);
+    projections = new ProjectionRepository(types);
+    statuses = new ProjectionStatusRepository(dataSource);
     runner = dataSource.createQueryRunner();
     await runner.connect();
     await projections.prepare(runner);
@@ -58,7 +61,7 @@ describe.each([
   async function project(): Promise<void> {
     const deadline = Date.now() + 30_000;
     const total = Number((await dataSource.query(`SELECT count(*) AS n FROM event_log`))[0].n);
-    while ((await projections.status(MENU_PROJECTION)).applied < total) {
+    while ((await statuses.status(MENU_PROJECTION)).applied < total) {
       if (Date.now() > deadline) throw new Error('the menu projection did not catch up');
       if ((await projections.applyPage(runner, MENU_PROJECTION, 100_000)).entries === 0) await new Promise((r) => setTimeout(r, 20));
     }

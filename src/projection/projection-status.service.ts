@@ -2,7 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS } from './projection-definitions.js';
-import { ProjectionRepository } from './projection.repository.js';
+import { ProjectionStatusRepository } from './projection-status.repository.js';
 import { ProjectorService } from './projector.service.js';
 
 const PARKED_LIMIT = 1000;
@@ -11,7 +11,7 @@ const PARKED_LIMIT = 1000;
 @Injectable()
 export class ProjectionStatusService implements OnModuleInit {
   constructor(
-    private readonly projections: ProjectionRepository,
+    private readonly projections: ProjectionStatusRepository,
     private readonly log: EventLogRepository,
     private readonly projector: ProjectorService,
     private readonly metrics: MetricsService,

@@ -1,13 +1,12 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, QueryRunner } from 'typeorm';
-import { AdvisoryLock, advisoryLocks, lockStatement, pgLocksMatch } from '../database/advisory-locks.js';
+import type { DataSource, QueryRunner } from 'typeorm';
+import { advisoryLocks, lockStatement } from '../database/advisory-locks.js';
 import { queryBatch } from '../database/postgres-connection.js';
 import { isDataError } from '../database/database-errors.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
-import { ownerVersionsCte } from './owner-versions.js';
-import { CHANGE_COLUMNS, NEWEST_FIRST, ProjectionDefinition } from './projection-definitions.js';
-import { MENU_RESOURCE_TYPES, notifiedSql, publishedChangesSql } from './published-changes.js';
+import { moveCheckpointSql, PageBounds, pageBoundsSql, rangeSql, SMALL_PAGE_ENTRIES, winnersSql } from './page-statements.js';
+import type { ProjectionDefinition } from './projection-definitions.js';
+import { MENU_RESOURCE_TYPES } from './published-changes.js';
 
 /**
  * Entries per page while catching up (live pages hold what arrived since the last). Large pages
@@ -27,67 +26,19 @@ export interface PageResult {
   checkpoint: LogCheckpoint;
 }
 
-export interface ProjectionStatus {
-  checkpoint: LogCheckpoint;
-  applied: number;
-  parked: number;
-  lastError: string | null;
-}
-
-/** The entries of a page: after ($1, $2) up to ($3, $4) in (transaction id, position) order. */
-const RANGE = `e.transaction_id BETWEEN $1::xid8 AND $3::xid8
-      AND (e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)`;
-const VERSION = (alias: string, prefix = '') => `(${alias}.${prefix}occurred_at, ${alias}.${prefix}event_seq, ${alias}.${prefix}event_id)`;
-/** What pageBoundsSql answers: where the page starts (the checkpoint) and ends, its entries, and how many the projection reads. */
-interface PageBounds {
-  from_transaction_id: string;
-  from_position: string;
-  transaction_id: string | null;
-  position: string | null;
-  entries: number;
-  relevant: number;
-}
-
 /**
- * The next page of `schema`'s projection: its checkpoint and the last of up to `limit` entries after
- * it (not beyond `until`), below the log's horizon. Literal SQL (what it inlines is checked) so that
- * it can travel in a batch with the page's opening statements.
- */
-function pageBoundsSql(projection: ProjectionDefinition, schema: string, limit: number, until?: LogCheckpoint): string {
-  const bound = until === undefined ? '' : `AND (e.transaction_id, e.position) <= ('${digits(until.transactionId)}'::xid8, ${digits(until.position)})`;
-  return `SELECT c.transaction_id::text AS from_transaction_id, c.position::text AS from_position,
-                 p.transaction_id::text AS transaction_id, p.position::text AS position,
-                 coalesce(p.entries, 0) AS entries, coalesce(p.relevant, 0) AS relevant
-            FROM ${schema}.checkpoint c LEFT JOIN LATERAL (
-              SELECT page.transaction_id, page.position, count(*) OVER ()::int AS entries,
-                     (count(*) FILTER (WHERE page.relevant) OVER ())::int AS relevant
-                FROM (SELECT e.transaction_id, e.position, ${projection.events} AS relevant FROM event_log e
-                       WHERE (e.transaction_id, e.position) > (c.transaction_id, c.position)
-                         AND e.transaction_id < (SELECT event_log_horizon()) ${bound}
-                       ORDER BY e.transaction_id, e.position LIMIT ${Math.trunc(limit)}) AS page
-               ORDER BY page.transaction_id DESC, page.position DESC LIMIT 1) AS p ON true`;
-}
-
-function digits(value: string): string {
-  if (!/^\d+$/.test(value)) throw new Error(`not a log position: ${value}`);
-  return value;
-}
-
-/** Up to this many entries, a page looks rows up by id; beyond, it joins whole tables (see ownerVersionsCte). */
-const SMALL_PAGE_ENTRIES = 5_000;
-
-/**
- * Applies the event log to a projection's tables inside PostgreSQL, page by page: the page's
- * resource changes are extracted into a temporary table, then each resource table takes, per id,
- * the newest change of the page when it is newer than the row (CONTRACT §4). The checkpoint moves
- * in the same transaction, and only from where this projector last left it.
+ * Applies the event log to a projection's tables inside PostgreSQL, page by page (the statements
+ * are page-statements.ts): each resource table takes, per id, the newest change of the page when
+ * it is newer than the row (CONTRACT §4). The checkpoint moves in the same transaction, and only
+ * from where this projector last left it. A page the database refuses is bisected down to the
+ * entries at fault, which are parked; reconcile retries them. Status and lag are
+ * ProjectionStatusRepository's.
  */
 @Injectable()
 export class ProjectionRepository {
   private readonly published: ReadonlySet<string>;
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource,
-    @Optional() @Inject(CHANGES_TYPES) publishedTypes: readonly string[] = MENU_RESOURCE_TYPES) {
+  constructor(@Optional() @Inject(CHANGES_TYPES) publishedTypes: readonly string[] = MENU_RESOURCE_TYPES) {
     this.published = new Set(publishedTypes);
   }
 
@@ -181,12 +132,7 @@ export class ProjectionRepository {
       if (!isDataError(error)) throw error;
       parked = await this.applyBisecting(runner, projection, schema, from, await this.keys(runner, from, to), 0);
     }
-    const moveCheckpoint = `DO $$ BEGIN
-        UPDATE ${schema}.checkpoint SET transaction_id = '${digits(to.transactionId)}'::xid8, position = ${digits(to.position)},
-               applied = applied + ${bounds.entries}, updated_at = now()
-         WHERE transaction_id = '${digits(from.transactionId)}'::xid8 AND position = ${digits(from.position)};
-        IF NOT FOUND THEN RAISE EXCEPTION 'the ${projection.name} checkpoint moved under this projector'; END IF;
-      END $$`;
+    const moveCheckpoint = moveCheckpointSql(projection, schema, from, to, bounds.entries);
     return { page: { entries: bounds.entries, parked, checkpoint: to }, moveCheckpoint: [moveCheckpoint] };
   }
 
@@ -233,9 +179,8 @@ export class ProjectionRepository {
   }
 
   /**
-   * One statement: the range's changes are extracted once (a materialized CTE), missing subjects
-   * parked, and every table upserted by its own data-modifying CTE. A projection with `winners`
-   * first tries the cheaper statement that parses only the winning events' payloads.
+   * One statement (rangeSql) applies the range, parking the entries whose subject is missing. A
+   * projection with `winners` first tries the cheaper statement that parses only the winning events' payloads.
    */
   private async applyRange(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
     to: LogCheckpoint, entries: number): Promise<number> {
@@ -248,21 +193,7 @@ export class ProjectionRepository {
       // A winner without its subject would have to give way to the next newest: the full statement sorts that out.
       if (fast.missing === 0) return 0;
     }
-    const upserts = projection.tables.map(({ type, table }) => published.has(type)
-      ? publishedChangesSql(schema, table, type, `SELECT id FROM changes WHERE type = '${type}' AND NOT missing`,
-        upsertSql(`${schema}.${table}`, type))
-      : `${table} AS (${upsertSql(`${schema}.${table}`, type)}
-         RETURNING t.id, t.owner_id)`);
-    const [row] = await runner.query(
-      `WITH changes (${CHANGE_COLUMNS}) AS MATERIALIZED (${projection.changes(RANGE)}),
-       parked AS (
-         INSERT INTO ${schema}.parked_events (position, event_id, error)
-         SELECT DISTINCT position, event_id, $5 FROM changes WHERE missing
-         ON CONFLICT (position) DO NOTHING RETURNING 1),
-       ${upserts.join(',\n       ')}${ownerVersionsCte(projection, schema, publishedTables(projection, published), smallPage)},
-       ${notifiedSql([...publishedTables(projection, published)])}
-       SELECT (SELECT count(*) FROM parked)::int AS parked, (SELECT count(*) FROM notified)::int AS notified`,
-      [...params, projection.missingError]);
+    const [row] = await runner.query(rangeSql(projection, schema, published, smallPage), [...params, projection.missingError]);
     return row.parked;
   }
 
@@ -305,113 +236,6 @@ export class ProjectionRepository {
       return false;
     }
   }
-
-  /** Whether some session on this database holds the session advisory lock `key` (as ProjectorService takes it). */
-  async advisoryLockHeld(lock: AdvisoryLock): Promise<boolean> {
-    const [match, params] = pgLocksMatch(lock);
-    const [{ held }] = await this.dataSource.query(
-      `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-                        WHERE d.datname = current_database() AND l.locktype = 'advisory' AND l.granted
-                          AND ${match}) AS held`, params);
-    return held;
-  }
-
-  async status(projection: ProjectionDefinition): Promise<ProjectionStatus> {
-    const [row] = await this.dataSource.query(
-      `SELECT c.transaction_id::text AS transaction_id, c.position::text AS position, c.applied::text AS applied,
-              (SELECT count(*) FROM ${projection.schema}.parked_events)::int AS parked,
-              (SELECT error FROM ${projection.schema}.parked_events ORDER BY parked_at DESC, position DESC LIMIT 1) AS last_error
-         FROM ${projection.schema}.checkpoint c`);
-    return {
-      checkpoint: { transactionId: row.transaction_id, position: row.position },
-      applied: Number(row.applied),
-      parked: row.parked,
-      lastError: row.last_error,
-    };
-  }
-
-  /** The parked entries of a projection, newest first. */
-  async parked(projection: ProjectionDefinition, limit: number): Promise<Array<{ position: number; eventId: string; error: string; parkedAt: Date }>> {
-    const rows: Array<{ position: string; event_id: string; error: string; parked_at: Date }> = await this.dataSource.query(
-      `SELECT p.position::text AS position, p.event_id, p.error, p.parked_at FROM ${projection.schema}.parked_events p
-        ORDER BY p.position DESC LIMIT $1`, [limit]);
-    return rows.map((row) => ({ position: Number(row.position), eventId: row.event_id, error: row.error, parkedAt: row.parked_at }));
-  }
-
-  /** Log entries not yet read by a reader at `checkpoint`. */
-  async lag(checkpoint: LogCheckpoint): Promise<number> {
-    const [row] = await this.dataSource.query(
-      `SELECT count(*)::int AS lag FROM event_log WHERE (transaction_id, position) > ($1::xid8, $2::bigint)`,
-      [checkpoint.transactionId, checkpoint.position]);
-    return row.lag;
-  }
-}
-
-const ROW_COLUMNS = `id, owner_id, attributes, relationships, deleted, occurred_at, event_seq, event_id, position,
-                               data_occurred_at, data_event_seq, data_event_id`;
-
-/** Writes a row's newest change (version, `deleted`) and newest create/update (attributes) only when newer than the row's. */
-function onConflict(): string {
-  const newer = `${VERSION('excluded')} > ${VERSION('t')}`;
-  const newerData = `excluded.data_event_id IS NOT NULL AND (t.data_event_id IS NULL OR ${VERSION('excluded', 'data_')} > ${VERSION('t', 'data_')})`;
-  const pick = (column: string, condition: string) => `${column} = CASE WHEN ${condition} THEN excluded.${column} ELSE t.${column} END`;
-  return `ON CONFLICT (id) DO UPDATE SET
-      ${['owner_id', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position'].map((c) => pick(c, newer)).join(',\n      ')},
-      ${['attributes', 'relationships', 'data_occurred_at', 'data_event_seq', 'data_event_id'].map((c) => pick(c, newerData)).join(',\n      ')}
-    WHERE ${newer} OR (${newerData})`;
-}
-
-/**
- * Per id, the range's newest change (deciding version and `deleted`) and its newest create/update
- * (deciding attributes) are written when newer than what the row has.
- */
-function upsertSql(table: string, type: string): string {
-  const ofType = `type = '${type}' AND NOT missing`;
-  return `
-    INSERT INTO ${table} AS t (${ROW_COLUMNS})
-    SELECT v.id, v.owner_id, coalesce(d.attributes, '{}'), coalesce(d.relationships, '{}'), v.deleted, v.occurred_at,
-           v.event_seq, v.event_id, v.position, d.occurred_at, d.event_seq, d.event_id
-      FROM (SELECT DISTINCT ON (id) id, owner_id, deleted, occurred_at, event_seq, event_id, position
-              FROM changes WHERE ${ofType} ORDER BY id, ${NEWEST_FIRST}) v
-      LEFT JOIN (SELECT DISTINCT ON (id) id, attributes, relationships, occurred_at, event_seq, event_id
-                   FROM changes WHERE ${ofType} AND NOT deleted ORDER BY id, ${NEWEST_FIRST}) d USING (id)
-    ${onConflict()}`;
-}
-
-/**
- * The same page by winners: the versions are sorted without payloads, and only each id's newest
- * create/update is parsed (by position). Nothing is written when a winner lacks its subject
- * (`missing` > 0): the caller then applies the page with the full statement.
- */
-function winnersSql(projection: ProjectionDefinition, schema: string, published: ReadonlySet<string>, smallPage: boolean): string {
-  const newest = `ORDER BY type, id, ${NEWEST_FIRST}`;
-  const upserts = projection.tables.map(({ type, table }) => {
-    const upsert = `
-    INSERT INTO ${schema}.${table} AS t (${ROW_COLUMNS})
-    SELECT v.id, v.owner_id, coalesce(r.attributes, '{}'), coalesce(r.relationships, '{}'), v.deleted, v.occurred_at,
-           v.event_seq, v.event_id, v.position, w.occurred_at, w.event_seq, w.event_id
-      FROM newest v LEFT JOIN newest_data w USING (type, id) LEFT JOIN resources r USING (type, id)
-     WHERE v.type = '${type}' AND (SELECT complete FROM checked)
-    ${onConflict()}`;
-    return published.has(type)
-      ? publishedChangesSql(schema, table, type, `SELECT id FROM newest WHERE type = '${type}'`, upsert)
-      : `${table} AS (${upsert}
-         RETURNING t.id, t.owner_id)`;
-  });
-  return `WITH versions (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted) AS MATERIALIZED (${projection.winners!.versions(RANGE)}),
-       newest AS MATERIALIZED (SELECT DISTINCT ON (type, id) * FROM versions ${newest}),
-       newest_data AS MATERIALIZED (SELECT DISTINCT ON (type, id) * FROM versions WHERE NOT deleted ${newest}),
-       resources (type, id, missing, attributes, relationships) AS MATERIALIZED (
-         ${projection.winners!.resources('ARRAY(SELECT position FROM newest_data)')}),
-       checked AS (SELECT NOT EXISTS (SELECT 1 FROM resources WHERE missing) AS complete),
-       ${upserts.join(',\n       ')}${ownerVersionsCte(projection, schema, publishedTables(projection, published), smallPage)},
-       ${notifiedSql([...publishedTables(projection, published)])}
-       SELECT (SELECT count(*) FROM resources WHERE missing)::int AS missing, (SELECT count(*) FROM notified)::int AS notified`;
-}
-
-/** The tables of `projection` whose statement CTEs publish changes (and so have a `<table>_before`). */
-function publishedTables(projection: ProjectionDefinition, published: ReadonlySet<string>): ReadonlySet<string> {
-  return new Set(projection.tables.filter(({ type }) => published.has(type)).map(({ table }) => table));
 }
 
 function errorText(error: unknown): string {

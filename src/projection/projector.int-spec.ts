@@ -1,14 +1,16 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import type { DataSource, QueryRunner } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
+import { catchUp } from '../../test/support/projection.js';
+import { ProjectionStatusRepository } from './projection-status.repository.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import type { LogEntry, NewLogEntry } from '../event-log/log-entry.js';
 import { loadConfig } from '../config/app-config.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { fold, ResourceState } from '../domain/evolve.js';
 import { toWebhookEvent } from './from-log-entry.js';
-import { MENU_PROJECTION, ORDERS_PROJECTION, ProjectionDefinition, PROJECTIONS } from './projection-definitions.js';
+import { MENU_PROJECTION, ORDERS_PROJECTION, PROJECTIONS } from './projection-definitions.js';
 import { ProjectionRepository } from './projection.repository.js';
 import { ProjectorService } from './projector.service.js';
 import { RESOURCE_TABLES } from './resource-tables.js';
@@ -85,18 +87,6 @@ async function allEntries(log: EventLogRepository): Promise<LogEntry[]> {
   return Promise.all(summaries.map(async (summary) => (await log.findByPosition(summary.position))!));
 }
 
-/**
- * Applies pages until the projection has covered `total` entries. Open transactions anywhere in
- * the cluster hold a gap-safe reader back for a while, so an empty page is not the end.
- */
-async function catchUp(projections: ProjectionRepository, runner: QueryRunner, projection: ProjectionDefinition,
-  pageSize: number, total: number): Promise<void> {
-  const deadline = Date.now() + 30000;
-  while ((await projections.status(projection)).applied < total) {
-    if (Date.now() > deadline) throw new Error(`${projection.name} did not catch up`);
-    if ((await projections.applyPage(runner, projection, pageSize)).entries === 0) await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** A fresh migrated database (and a data source on it) for the tests of one describe block. */
 function useDatabase(): { readonly dataSource: DataSource } {
@@ -123,7 +113,7 @@ describe('projection (PostgreSQL)', () => {
         const dataSource = await openDataSource(database.url, 4);
         try {
           const log = new EventLogRepository(dataSource);
-          const projections = new ProjectionRepository(dataSource);
+          const projections = new ProjectionRepository();
           const delivered = [...specs, ...specs.filter(() => randoms.next().value < 0.3)]
             .sort(() => randoms.next().value - 0.5).map(logEntry);
           const runner = dataSource.createQueryRunner();
@@ -134,12 +124,13 @@ describe('projection (PostgreSQL)', () => {
             if (randoms.next().value < 0.5) await projections.applyPage(runner, MENU_PROJECTION, pageSize);
           }
           const logged = await allEntries(log);
-          for (const projection of PROJECTIONS) await catchUp(projections, runner, projection, pageSize, logged.length);
+          await catchUp(projections, runner, PROJECTIONS, pageSize, logged.length);
           await runner.release();
           const events = logged.map(toWebhookEvent).filter((event) => event !== null);
           expect(new Map([...(await readModel(dataSource))].sort())).toEqual(new Map([...expected(fold(events))].sort()));
+          const statuses = new ProjectionStatusRepository(dataSource);
           for (const projection of PROJECTIONS) {
-            expect((await projections.status(projection)).applied).toBe(logged.length);
+            expect((await statuses.status(projection)).applied).toBe(logged.length);
           }
         } finally {
           await dataSource.destroy();
@@ -154,7 +145,7 @@ describe('projection (PostgreSQL)', () => {
 
     it('parks an event that cannot be applied, with its error, and applies the rest', async () => {
       const log = new EventLogRepository(db.dataSource);
-      const projections = new ProjectionRepository(db.dataSource);
+      const projections = new ProjectionRepository();
       const spec = (eventId: string, subjectId: string): Spec => ({ eventType: 'product.created', subjectType: 'product',
         subjectId, createdAt: '2024-01-01T00:00:00.000Z', seq: 1, eventId, title: 'ok' });
       const nul = logEntry(spec('nul', '2'));
@@ -181,11 +172,11 @@ describe('projection (PostgreSQL)', () => {
         { event_id: 'nul', error: expect.stringMatching(/Unicode/) },
         { event_id: 'missing', error: expect.stringMatching(/subject/) },
       ]);
-      expect(await projections.status(MENU_PROJECTION)).toMatchObject({ parked: 2, lastError: expect.any(String) });
+      expect(await new ProjectionStatusRepository(db.dataSource).status(MENU_PROJECTION)).toMatchObject({ parked: 2, lastError: expect.any(String) });
     });
 
     it('retries parked events (for reconcile): those that still fail stay parked, one that applies now is released', async () => {
-      const projections = new ProjectionRepository(db.dataSource);
+      const projections = new ProjectionRepository();
       const runner = db.dataSource.createQueryRunner();
       await runner.connect();
       try {
@@ -208,7 +199,7 @@ describe('projection (PostgreSQL)', () => {
       }
       const ids = (await db.dataSource.query(`SELECT id FROM proj_menu.products ORDER BY id`)).map((row: { id: string }) => row.id);
       expect(ids).toEqual(['1', '4']);
-      expect(await projections.status(MENU_PROJECTION)).toMatchObject({ parked: 2 });
+      expect(await new ProjectionStatusRepository(db.dataSource).status(MENU_PROJECTION)).toMatchObject({ parked: 2 });
       // The released entry published its change like a page does (CONTRACT §11); the parked ones published nothing.
       const published = await db.dataSource.query(`SELECT id, resource -> 'version' ->> 'event_id' AS event_id FROM change_log ORDER BY seq`);
       expect(published).toEqual([{ id: '1', event_id: 'before' }, { id: '4', event_id: 'after' }, { id: '4', event_id: 'after' }]);
@@ -220,7 +211,7 @@ describe('projection (PostgreSQL)', () => {
 
     it('parks exactly the bad ones (found by bisection) and applies every other entry of the page', async () => {
       const log = new EventLogRepository(db.dataSource);
-      const projections = new ProjectionRepository(db.dataSource);
+      const projections = new ProjectionRepository();
       const poisoned = new Set([17, 1000, 1001, 2999]);
       const entries = Array.from({ length: 3000 }, (_, i) => {
         const entry = logEntry({ eventType: 'product.created', subjectType: 'product', subjectId: String(i),
@@ -232,7 +223,7 @@ describe('projection (PostgreSQL)', () => {
       const runner = db.dataSource.createQueryRunner();
       await runner.connect();
       await projections.prepare(runner);
-      await catchUp(projections, runner, MENU_PROJECTION, 5000, entries.length);
+      await catchUp(projections, runner, [MENU_PROJECTION], 5000, entries.length);
       await runner.release();
       const [{ count }] = await db.dataSource.query(`SELECT count(*)::int AS count FROM proj_menu.products`);
       expect(count).toBe(3000 - poisoned.size);
@@ -256,7 +247,7 @@ describe('projection (PostgreSQL)', () => {
     async function daemon(): Promise<{ dataSource: DataSource; projector: ProjectorService }> {
       const dataSource = await openDataSource(database.url, 4);
       sources.push(dataSource);
-      const projector = new ProjectorService(dataSource, new ProjectionRepository(dataSource), new MetricsService(),
+      const projector = new ProjectorService(dataSource, new ProjectionRepository(), new MetricsService(),
         loadConfig({}));
       projector.onApplicationBootstrap();
       return { dataSource, projector };
@@ -276,11 +267,11 @@ describe('projection (PostgreSQL)', () => {
       const b = await daemon();
       await until(() => b.projector.state === 'standby');
       const log = new EventLogRepository(a.dataSource);
-      const projections = new ProjectionRepository(a.dataSource);
+      const statuses = new ProjectionStatusRepository(a.dataSource);
       const product = (i: number) => logEntry({ eventType: 'product.updated', subjectType: 'product', subjectId: String(i % 7),
         createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, i)).toISOString(), seq: i, eventId: `e${i}`, title: `v${i}` });
       for (let i = 0; i < 50; i++) await log.append([product(i)]);
-      await until(async () => (await projections.status(MENU_PROJECTION)).applied === 50);
+      await until(async () => (await statuses.status(MENU_PROJECTION)).applied === 50);
       expect(b.projector.state).toBe('standby');
 
       // The active daemon dies: its connections (and with them the lock) are cut.
@@ -291,7 +282,7 @@ describe('projection (PostgreSQL)', () => {
       const tail = new EventLogRepository(b.dataSource);
       for (let i = 50; i < 100; i++) await tail.append([product(i)]);
       await until(() => b.projector.state === 'running');
-      const status = new ProjectionRepository(b.dataSource);
+      const status = new ProjectionStatusRepository(b.dataSource);
       await until(async () => (await status.status(MENU_PROJECTION)).applied === 100);
       await b.projector.beforeApplicationShutdown();
       expect((await status.status(ORDERS_PROJECTION)).applied).toBe(100);

@@ -3,14 +3,14 @@ import { ChangesModule } from '../changes/changes.module.js';
 import { MenuController } from './menu.controller.js';
 import { MenuDocumentRepository } from './menu-document.repository.js';
 import { OrdersController } from './orders.controller.js';
-import { ReadModelRepository } from './read-model.repository.js';
+import { ReadModelModule } from './read-model.module.js';
 import { ResourceQueryService } from './resource-query.service.js';
 
 /** The read side (CONTRACT §5): menu and order resources, live and `as_of`, and the streamed `/menu`. */
 @Module({
-  imports: [ChangesModule],
+  imports: [ChangesModule, ReadModelModule],
   controllers: [MenuController, OrdersController],
-  providers: [ReadModelRepository, ResourceQueryService, MenuDocumentRepository],
-  exports: [ReadModelRepository, ResourceQueryService],
+  providers: [ResourceQueryService, MenuDocumentRepository],
+  exports: [ResourceQueryService],
 })
 export class QueryModule {}

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import type { DataSource, QueryRunner } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource } from '../../test/support/database.js';
+import { catchUp } from '../../test/support/projection.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import type { LogEntry, NewLogEntry } from '../event-log/log-entry.js';
 import { fold, ResourceState } from '../domain/evolve.js';
@@ -78,13 +79,6 @@ function shape(row: ResourceRow | ResourceState) {
     event_id: row.event_id, position: String(row.position) };
 }
 
-async function catchUp(projections: ProjectionRepository, runner: QueryRunner, total: number): Promise<void> {
-  const deadline = Date.now() + 30000;
-  while ((await projections.status(MENU_PROJECTION)).applied < total) {
-    if (Date.now() > deadline) throw new Error('the menu projection did not catch up');
-    if ((await projections.applyPage(runner, MENU_PROJECTION, 50)).entries === 0) await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function walk(rows: ReadModelRepository, table: ResourceTable, filter: { ownerId?: string; includeDeleted: boolean; asOf: Date },
   limit: number): Promise<ResourceRow[]> {
@@ -105,13 +99,13 @@ describe('as_of on menu resources (PostgreSQL)', () => {
         const dataSource: DataSource = await openDataSource(database.url, 4);
         try {
           const log = new EventLogRepository(dataSource);
-          const projections = new ProjectionRepository(dataSource);
+          const projections = new ProjectionRepository();
           const rows = new ReadModelRepository(dataSource);
           await log.append(projectedSpecs.map(logEntry));
           const runner = dataSource.createQueryRunner();
           await runner.connect();
           await projections.prepare(runner);
-          await catchUp(projections, runner, projectedSpecs.length);
+          await catchUp(projections, runner, [MENU_PROJECTION], 50, projectedSpecs.length);
           await runner.release();
           // Past the checkpoint: never parked (yet), so these carry their subject.
           await log.append(tailSpecs.map((spec) => logEntry({ ...spec, missing: false })));

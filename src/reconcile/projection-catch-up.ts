@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { PROJECTIONS } from '../projection/projection-definitions.js';
 import { PROJECTOR_LOCK } from '../projection/projector.service.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
+import { ProjectionStatusRepository } from '../projection/projection-status.repository.js';
 
 const CATCH_UP_TIMEOUT_MS = 30_000;
 const POLL_MS = 100;
@@ -19,13 +20,14 @@ export class ProjectionCatchUp {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly projections: ProjectionRepository,
+    private readonly statuses: ProjectionStatusRepository,
   ) {}
 
   async catchUpAndRetryParked(timeoutMs = CATCH_UP_TIMEOUT_MS): Promise<{ errors: string[]; notes: string[] }> {
     const errors: string[] = [];
     const notes: string[] = [];
     // Some daemon on this database projects: worth waiting for (a command alone waits for nobody).
-    const deadline = await this.projections.advisoryLockHeld(PROJECTOR_LOCK) ? Date.now() + timeoutMs : Date.now();
+    const deadline = await this.statuses.advisoryLockHeld(PROJECTOR_LOCK) ? Date.now() + timeoutMs : Date.now();
     for (const projection of PROJECTIONS) {
       let lag = await this.lag(projection);
       while (lag > 0 && Date.now() < deadline) {
@@ -48,6 +50,6 @@ export class ProjectionCatchUp {
   }
 
   private async lag(projection: (typeof PROJECTIONS)[number]): Promise<number> {
-    return this.projections.lag((await this.projections.status(projection)).checkpoint);
+    return this.statuses.lag((await this.statuses.status(projection)).checkpoint);
   }
 }

@@ -38,3 +38,11 @@ export function emptyStoreReport(connectionId: number, storeId: string, ownerId:
     differences: { created: {}, updated: {}, destroyed: {} }, events_appended: 0, errors: [], notes: [], duration_ms: 0,
   };
 }
+
+/** A run in progress: filled as the connections are reconciled, so a run stopped midway still reports what it did. */
+export interface RunContext {
+  runId: string;
+  errors: string[];
+  notes: string[];
+  stores: StoreReport[];
+}

@@ -4,9 +4,9 @@ import { ConnectionsModule } from '../connections/connections.module.js';
 import { EventLogModule } from '../event-log/event-log.module.js';
 import { ProjectionModule } from '../projection/projection.module.js';
 import { ProjectionStoreModule } from '../projection/projection-store.module.js';
-import { ReadModelRepository } from '../query/read-model.repository.js';
-import { QueryModule } from '../query/query.module.js';
+import { ReadModelModule } from '../query/read-model.module.js';
 import { UpstreamModule } from '../upstream/upstream.module.js';
+import { ConnectionReconciler } from './connection.reconciler.js';
 import { ProjectionCatchUp } from './projection-catch-up.js';
 import { ReconcileController } from './reconcile.controller.js';
 import { ReconcileRepository } from './reconcile.repository.js';
@@ -14,7 +14,7 @@ import { ReconcileScheduler } from './reconcile.scheduler.js';
 import { ReconcileService } from './reconcile.service.js';
 import { SnapshotFetcher } from './snapshot.fetcher.js';
 
-const SERVICE_PROVIDERS = [ReconcileService, ReconcileRepository, SnapshotFetcher, ProjectionCatchUp];
+const SERVICE_PROVIDERS = [ReconcileService, ConnectionReconciler, ReconcileRepository, SnapshotFetcher, ProjectionCatchUp];
 
 /** Reconcile: the service and its reports; in the daemon also its schedule and API. */
 @Module({})
@@ -22,22 +22,19 @@ export class ReconcileModule {
   static forDaemon(): DynamicModule {
     return {
       module: ReconcileModule,
-      imports: [ConnectionsModule, UpstreamModule, EventLogModule, ProjectionModule, QueryModule, ScheduleModule.forRoot()],
+      imports: [ConnectionsModule, UpstreamModule, EventLogModule, ProjectionModule, ReadModelModule, ScheduleModule.forRoot()],
       controllers: [ReconcileController],
       providers: [...SERVICE_PROVIDERS, ReconcileScheduler],
       exports: [ReconcileService, ReconcileScheduler],
     };
   }
 
-  /**
-   * For a one-shot command: the projections' store without their loop. The read model's repository
-   * is provided here directly, since QueryModule would start the change feed's listener.
-   */
+  /** For a one-shot command: the projections' store without their loop, and the read model without the change feed. */
   static forCommand(): DynamicModule {
     return {
       module: ReconcileModule,
-      imports: [ConnectionsModule, UpstreamModule, EventLogModule, ProjectionStoreModule],
-      providers: [...SERVICE_PROVIDERS, ReadModelRepository],
+      imports: [ConnectionsModule, UpstreamModule, EventLogModule, ProjectionStoreModule, ReadModelModule],
+      providers: SERVICE_PROVIDERS,
       exports: [ReconcileService],
     };
   }

@@ -11,10 +11,12 @@ import { EventLogRepository } from '../event-log/event-log.repository.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
+import { ProjectionStatusRepository } from '../projection/projection-status.repository.js';
 import { ReadModelRepository } from '../query/read-model.repository.js';
 import { UpstreamUnavailableError } from '../upstream/upstream.errors.js';
 import { ProjectionCatchUp } from './projection-catch-up.js';
 import { ReconcileRepository } from './reconcile.repository.js';
+import { ConnectionReconciler } from './connection.reconciler.js';
 import { ReconcileService } from './reconcile.service.js';
 import type { SnapshotResource } from './snapshot-diff.js';
 import { StoreNotOfConnectionError } from './snapshot.fetcher.js';
@@ -75,11 +77,13 @@ describe('ReconcileService.run (PostgreSQL)', () => {
         tokens: { accessToken: 'a', refreshToken: 'r', createdAt: new Date(), expiresIn: 3600, ownerId },
       });
     }
-    projections = new ProjectionRepository(dataSource);
+    projections = new ProjectionRepository();
     runs = new ReconcileRepository(dataSource);
     const fetcher = { fetch: (connection: Connection, storeId: string) => fetch(connection, storeId) } as unknown as SnapshotFetcher;
-    service = new ReconcileService(connections, fetcher, new ReadModelRepository(dataSource), new EventLogRepository(dataSource), runs,
-      new ProjectionCatchUp(dataSource, projections), new EventEmitter2(), new MetricsService(), loadConfig({ STORE_IDS: '1' }), null);
+    const metrics = new MetricsService();
+    const reconciler = new ConnectionReconciler(connections, fetcher, new ReadModelRepository(dataSource), new EventLogRepository(dataSource), runs,
+      new EventEmitter2(), metrics, loadConfig({ STORE_IDS: '1' }), null);
+    service = new ReconcileService(connections, reconciler, runs, new ProjectionCatchUp(dataSource, projections, new ProjectionStatusRepository(dataSource)), metrics);
   });
 
   afterEach(async () => {

@@ -4,6 +4,7 @@ import { DataSource, QueryRunner } from 'typeorm';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import type { ProjectionDefinition } from '../projection/projection-definitions.js';
 import { PAGE_ENTRIES, ProjectionRepository } from '../projection/projection.repository.js';
+import { ProjectionStatusRepository } from '../projection/projection-status.repository.js';
 import { ShadowSchemaRepository } from './shadow-schema.repository.js';
 
 const MAX_REPORTED = 1000;
@@ -49,6 +50,7 @@ export class RebuildService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly projections: ProjectionRepository,
+    private readonly statuses: ProjectionStatusRepository,
     private readonly shadows: ShadowSchemaRepository,
   ) {}
 
@@ -80,7 +82,7 @@ export class RebuildService {
         await this.shadows.swap(runner, projection, shadow);
         await runner.commitTransaction();
         await this.shadows.dropRetired(runner, projection);
-        const status = await this.projections.status(projection);
+        const status = await this.statuses.status(projection);
         this.logger.log(`replayed ${projection.name}: ${applied + tail} entries, ${status.parked} parked, ${published} change(s) published`);
         return { projection: projection.name, applied: applied + tail, parked: status.parked, seconds: (Date.now() - started) / 1000 };
       } catch (error) {

@@ -9,8 +9,8 @@ import { UpstreamClient } from '../upstream/upstream-client.js';
 import { Subscription, SubscriptionRepository } from './subscription.repository.js';
 import { UPSTREAM_SETTINGS } from '../upstream/upstream-settings.js';
 import type { UpstreamSettings } from '../upstream/upstream-settings.js';
+import { REDACTED } from '../observability/redacted.js';
 
-const REDACTED = '[redacted]';
 const MAX_ERROR_CHARS = 500;
 /** After a new endpoint is registered, the connection's older webhook keys keep working this long. */
 const KEY_ROTATION_OVERLAP_SECONDS = 24 * 3600;

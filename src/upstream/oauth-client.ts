@@ -9,6 +9,7 @@ import { OAuthGrantError, UpstreamUnavailableError } from './upstream.errors.js'
 import type { UpstreamSettings } from './upstream-settings.js';
 import { UPSTREAM_TIMINGS } from './upstream-timings.js';
 import type { UpstreamTimings } from './upstream-timings.js';
+import { REDACTED } from '../observability/redacted.js';
 
 /** The application as the token endpoint knows it; the refresher passes the connection's own auth URL. */
 export type OAuthApplication = Pick<UpstreamSettings, 'authUrl' | 'clientId' | 'clientSecret'>;
@@ -186,7 +187,7 @@ function redact(text: string | undefined, secrets: (string | undefined)[]): stri
   if (text === undefined || text === '') return undefined;
   let clean = text;
   for (const secret of secrets) {
-    if (secret) clean = clean.split(secret).join('[redacted]');
+    if (secret) clean = clean.split(secret).join(REDACTED);
   }
   return clean.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, 300);
 }

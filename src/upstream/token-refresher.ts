@@ -137,7 +137,6 @@ export class TokenRefresher {
     return { reauthorization: reason };
   }
 
-  /** The configured application, at the authorization server the connection was made with. */
   /** This process's application, only for connections made with its authorization server: the secret goes nowhere else. */
   private application(connection: Connection): OAuthApplication {
     if (this.settings === null) throw new NoUpstreamApplicationError();

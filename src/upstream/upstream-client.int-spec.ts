@@ -20,6 +20,7 @@ import type { TokenAnswer } from '../emulator/oauth/oauth-server.service.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
+import { ProjectionStatusRepository } from '../projection/projection-status.repository.js';
 import { RebuildService } from '../replay/rebuild.service.js';
 import { ShadowSchemaRepository } from '../replay/shadow-schema.repository.js';
 import { ObservabilityModule } from '../observability/observability.module.js';
@@ -488,7 +489,8 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
       });
       try {
         await inside;
-        const rebuild = new RebuildService(primary.dataSource, new ProjectionRepository(primary.dataSource), new ShadowSchemaRepository());
+        const rebuild = new RebuildService(primary.dataSource, new ProjectionRepository(), new ProjectionStatusRepository(primary.dataSource),
+          new ShadowSchemaRepository());
 
         const report = await rebuild.replay(menu);
 

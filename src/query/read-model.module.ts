@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { ReadModelRepository } from './read-model.repository.js';
+
+/**
+ * The read model's repository alone: what reconcile compares with, for the daemon and for a
+ * one-shot command. Importing it starts nothing (QueryModule also brings the change feed and its listener).
+ */
+@Module({
+  providers: [ReadModelRepository],
+  exports: [ReadModelRepository],
+})
+export class ReadModelModule {}
