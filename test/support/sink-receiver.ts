@@ -30,6 +30,9 @@ export class SinkReceiver {
   script: ReceiverAction[] = [];
   /** Every request answered this way while set (a target down for a stretch). */
   always?: ReceiverAction;
+  /** Requests being handled now, and the most there ever were at once (one batch in flight per sink: 1). */
+  inFlight = 0;
+  maxInFlight = 0;
   private server?: Server;
   url = '';
 
@@ -52,6 +55,8 @@ export class SinkReceiver {
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight);
+    response.once('close', () => this.inFlight--);
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');

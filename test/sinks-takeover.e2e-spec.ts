@@ -1,0 +1,121 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { insertChanges, newestByResource } from './support/change-log-factory.js';
+import { DaemonProcess } from './support/daemon-process.js';
+import { eventually } from './support/eventually.js';
+import { api, API_TOKEN, RunningDaemon, startDaemon } from './support/http.js';
+import { SinkReceiver } from './support/sink-receiver.js';
+
+/**
+ * CONTRACT §11: one sink dispatcher per database (an advisory lock), a standby that takes over
+ * when the active daemon dies; and a sink whose cursor fell behind the change log's compaction
+ * horizon, which first publishes the current state of every resource it follows, then goes on.
+ */
+type Json = any;
+
+const ACTIVE = 'this daemon is the active sink dispatcher';
+const BEHIND = 'sink cursor is older than the change log keeps';
+
+const post = (url: string, path: string, body: unknown) =>
+  api(url, path, API_TOKEN, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+const resources = (ownerId: string, count: number, round: number) =>
+  Array.from({ length: count }, (_, n) => ({ type: n % 3 === 0 ? 'collection' : 'product', id: `${ownerId}-${n}`, ownerId,
+    attributes: { round, n } }));
+
+function expectConverged(receiver: SinkReceiver, expected: Map<string, Json>): void {
+  expect(new Map([...receiver.catalogue].map(([key, change]) => [key, change.change_id])))
+    .toEqual(new Map([...expected].map(([key, change]) => [key, change.change_id])));
+}
+
+async function createSink(url: string, receiver: SinkReceiver, body: Json): Promise<Json> {
+  const created = await post(url, '/api/v1/sinks', { kind: 'http', url: receiver.url, ...body });
+  expect(created.status).toBe(201);
+  receiver.secrets = [created.json.data.secret];
+  return created.json.data;
+}
+
+describe('the sink dispatcher across daemons, and a sink behind the compaction horizon (CONTRACT §11)', () => {
+  const receivers: SinkReceiver[] = [];
+  const receiver = async () => {
+    const started = await new SinkReceiver().start();
+    receivers.push(started);
+    return started;
+  };
+
+  afterAll(async () => {
+    await DaemonProcess.killAll();
+    await Promise.all(receivers.map((r) => r.close()));
+  });
+
+  it('a standby daemon takes the dispatcher over when the active one dies: every change arrives, never two batches at once', async () => {
+    const first = await startDaemon();
+    const dir = await mkdtemp(path.join(tmpdir(), 'menu-sync-standby-'));
+    let second: DaemonProcess | undefined;
+    try {
+      await eventually(async () => expect(first.process.logs).toContain(ACTIVE), 10000, 50);
+      const { PORT: _port, DATA_DIR: _dataDir, ...env } = first.process.env;
+      second = await DaemonProcess.start({ cwd: dir, env: { ...env, DATA_DIR: dir } });
+      const target = await receiver();
+      target.always = { status: 204, delayMs: 100 };
+      const sink = await createSink(second.url, target, { owner_ids: ['t1'], batch_size: 5 });
+      const inserted = await insertChanges(first.database.url, resources('t1', 150, 1));
+      await eventually(async () => expect(target.acknowledgedChanges.length).toBeGreaterThanOrEqual(20), 20000, 10);
+      // The second daemon stood by while the first delivered.
+      expect(second.logs).not.toContain(ACTIVE);
+
+      first.process.kill('SIGKILL');
+      await first.process.waitForExit(10000);
+      await eventually(async () => expect(second!.logs).toContain(ACTIVE), 15000, 50);
+      await eventually(async () => {
+        const acknowledged = new Set(target.acknowledgedChanges.map((change) => change.change_id));
+        expect(inserted.filter((change) => !acknowledged.has(change.change_id))).toEqual([]);
+      }, 30000, 100);
+      expectConverged(target, newestByResource(inserted));
+      // One batch in flight per sink, across both daemons and the takeover.
+      expect(target.maxInFlight).toBe(1);
+      expect((await api(second.url, `/api/v1/sinks/${sink.id}`)).json.data).toMatchObject({ state: 'active', lag: 0 });
+    } finally {
+      second?.kill('SIGTERM');
+      await second?.waitForExit(15000);
+      await first.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe('retention', () => {
+    let app: RunningDaemon;
+
+    beforeAll(async () => {
+      app = await startDaemon({ CHANGES_RETENTION: '1s' });
+    }, 120_000);
+
+    afterAll(async () => {
+      await app?.close();
+    });
+
+    it('a sink whose cursor fell behind the compaction horizon publishes the current state of every resource, then goes on', async () => {
+      const target = await receiver();
+      const sink = await createSink(app.url, target, { owner_ids: ['h1'], batch_size: 50 });
+      const first = await insertChanges(app.database.url, resources('h1', 10, 1));
+      await eventually(async () => expectConverged(target, newestByResource(first)), 20000, 50);
+
+      // The target goes down; meanwhile every resource changes twice, and five new ones appear.
+      target.always = { status: 503 };
+      const second = await insertChanges(app.database.url, resources('h1', 15, 2));
+      const third = await insertChanges(app.database.url, resources('h1', 5, 3));
+      // Compaction (everything older than 1 s but the newest of each resource) removes changes
+      // after the sink's cursor: the next attempt finds the cursor behind the horizon.
+      await eventually(async () => expect(app.process.logs).toContain(BEHIND), 30000, 100);
+      target.always = undefined;
+
+      const all = [...first, ...second, ...third];
+      await eventually(async () => expectConverged(target, newestByResource(all)), 60000, 100);
+      // After the state from the start, nothing more: the sink goes on from the head.
+      expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data).toMatchObject({ state: 'active', lag: 0 });
+      const more = await insertChanges(app.database.url, resources('h1', 2, 4));
+      await eventually(async () => expectConverged(target, newestByResource([...all, ...more])), 20000, 50);
+    });
+  });
+});
