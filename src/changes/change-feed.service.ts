@@ -38,7 +38,7 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     const cursor = field === 'after' ? after : lastEventId;
     if (cursor === undefined) return START;
     const position = decodeChangeCursor(cursor, field);
-    if (comparePositions(position, START) > 0 && comparePositions(position, await this.changes.compactionHorizon()) < 0) {
+    if (expired(position, await this.changes.compactionHorizon())) {
       throw new ExpiredChangeCursorError(field);
     }
     return position;
@@ -48,7 +48,9 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
   async page(query: ChangesQuery, closed?: AbortSignal): Promise<{ data: Change[]; next_cursor: string }> {
     const filter = this.filter(query);
     const deadline = Date.now() + query.wait * 1000;
-    let page = await this.changes.readAfter(await this.start(query.after), filter);
+    const from = await this.start(query.after);
+    let page = await this.changes.readAfter(from, filter);
+    if (expired(from, page.compactedTo)) throw new ExpiredChangeCursorError('after');
     while (page.changes.length === 0 && Date.now() < deadline && !closed?.aborted) {
       await this.notifier.wait(deadline - Date.now(), closed);
       page = await this.changes.readAfter(page.next, filter);
@@ -66,6 +68,12 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     try {
       while (!signal.aborted) {
         const page = await this.changes.readAfter(position, filter);
+        if (expired(position, page.compactedTo)) {
+          // Compaction passed this reader while it followed: end the stream; its reconnection
+          // with Last-Event-ID is answered 410, and it bootstraps again.
+          this.logger.warn({ msg: 'change stream ended: compaction passed its position' });
+          return;
+        }
         for (const entry of page.changes) {
           if (signal.aborted) return;
           sink.push(entry.change, encodeChangeCursor(entry.position));
@@ -93,4 +101,9 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
       ownerIds: query.owner_id === undefined ? undefined : [query.owner_id],
     };
   }
+}
+
+/** Changes after `position` were compacted away (START, the start of the log, never expires). */
+function expired(position: ChangePosition, compactedTo: ChangePosition): boolean {
+  return comparePositions(position, START) > 0 && comparePositions(position, compactedTo) < 0;
 }

@@ -31,6 +31,8 @@ export interface ChangePage {
   changes: ChangeEntry[];
   /** Where the next read starts: past every change read, or past the readable log when the filters left fewer than `limit`. */
   next: ChangePosition;
+  /** The compaction horizon in the snapshot the changes were read in: a cursor below it has lost changes. */
+  compactedTo: ChangePosition;
 }
 
 export interface ChangeFilter {

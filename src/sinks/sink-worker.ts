@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Change, ChangeEntry, ChangePosition } from '../changes/change.js';
+import type { Change, ChangeEntry, ChangePage, ChangePosition } from '../changes/change.js';
 import { START } from '../changes/change.js';
 import { comparePositions } from '../changes/change-cursor.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
@@ -25,6 +25,15 @@ export interface SinkWorkerDeps {
 
 const LAG_EVERY_MS = 1000;
 
+/** A page read ahead, and what it was read for: it serves a round whose sink reads the same. */
+interface ReadAhead {
+  key: string;
+  page: Promise<ChangePage | null>;
+}
+
+const readKey = (sink: Sink) =>
+  JSON.stringify([sink.cursor, sink.epoch, sink.batchSize, sink.types, sink.ownerIds]);
+
 /**
  * The delivery loop of one sink: read the changes after its cursor, deliver them as one batch,
  * move the cursor only once the target acknowledged, else back off. Each sink has its own loop,
@@ -36,6 +45,9 @@ export class SinkWorker {
   private wakeUp?: () => void;
   private woken = false;
   private lagMeasuredAt = 0;
+  private lagTookMs = 0;
+  private known: Sink | null = null;
+  private ahead: ReadAhead | null = null;
   private lastLag = -1;
   readonly done: Promise<void>;
 
@@ -73,8 +85,11 @@ export class SinkWorker {
 
   /** One round; answers how long to wait before the next (0: at once). */
   private async step(): Promise<number> {
+    // The row the last acknowledgement returned is current unless the sink was changed since (wake).
+    const known = this.woken ? null : this.known;
+    this.known = null;
     this.woken = false;
-    const sink = await this.deps.repository.find(this.sinkId);
+    const sink = known ?? await this.deps.repository.find(this.sinkId);
     if (sink === null || sink.state === 'disabled') {
       this.stopController.abort();
       return 0;
@@ -84,33 +99,45 @@ export class SinkWorker {
       return Math.min(sink.nextAttemptAt.getTime() - now, 1000);
     }
     await this.measureLag(sink);
-    if (await this.behindHorizon(sink)) return 0;
-    const types = sink.types ?? this.deps.defaultTypes;
-    const page = await this.deps.changeLog.readAfter(sink.cursor, {
-      limit: sink.batchSize, types, ...(sink.ownerIds === null ? {} : { ownerIds: sink.ownerIds }),
-    });
+    const ahead = this.ahead;
+    this.ahead = null;
+    const page = (ahead !== null && ahead.key === readKey(sink) ? await ahead.page : null) ?? await this.read(sink);
+    if (await this.behindHorizon(sink, page.compactedTo)) return 0;
     const batch = sink.inflight === null ? page.changes
       : page.changes.filter((entry) => comparePositions(entry.position, sink.inflight!) <= 0);
     if (batch.length === 0) {
       if (this.lastLag !== 0) await this.measureLag(sink, true);
       if (comparePositions(page.next, sink.cursor) > 0) {
-        await this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false);
+        this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false);
         return 0;
       }
       return this.woken ? 0 : this.deps.idlePollMs;
     }
-    return this.deliver(sink, batch);
+    return this.deliver(sink, batch, batch.length === sink.batchSize);
   }
 
-  private async deliver(sink: Sink, batch: ChangeEntry[]): Promise<number> {
+  /**
+   * A batch's webhook-id comes from (sink, epoch, cursor, last change): a retry must send the same
+   * batch. A full batch is found again as it was by reading after the same cursor (what lies below
+   * the readers' horizon does not change but by compaction, which restarts the sink in a new
+   * epoch); a short one could grow with changes that arrived since, so its end is recorded before
+   * it is sent, and a retry after a crash sends exactly it.
+   */
+  private async deliver(sink: Sink, batch: ChangeEntry[], full: boolean): Promise<number> {
     const last = batch[batch.length - 1].position;
-    if (sink.inflight === null) await this.deps.repository.setInflight(sink.id, sink.cursor, last);
+    if (sink.inflight === null && !full) await this.deps.repository.setInflight(sink.id, sink.cursor, last);
+    // Catching up, the next page is read while the target handles this batch (read only: the
+    // cursor still moves only after the acknowledgement, and one batch is in flight).
+    const next = { ...sink, cursor: last };
+    // A failed read ahead answers null: the next round reads again.
+    const ahead = full ? { key: readKey(next), page: this.read(next).catch(() => null) } : null;
     const started = process.hrtime.bigint();
     const outcome = await this.send(sink, batch.map((entry) => entry.change), last);
     this.deps.metrics.sinkDeliverySeconds.observe({ sink: sink.id }, Number(process.hrtime.bigint() - started) / 1e9);
     if (outcome.kind === 'ok') {
       this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'ok' });
-      await this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
+      this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
+      this.ahead = ahead;
       return 0;
     }
     if (this.stopped) return 0;
@@ -156,25 +183,37 @@ export class SinkWorker {
     });
   }
 
+  /** The page after the sink's cursor, of the changes it follows. */
+  private read(sink: Sink): Promise<ChangePage> {
+    const types = sink.types ?? this.deps.defaultTypes;
+    return this.deps.changeLog.readAfter(sink.cursor, {
+      limit: sink.batchSize, types, ...(sink.ownerIds === null ? {} : { ownerIds: sink.ownerIds }),
+    });
+  }
+
   /**
-   * A cursor below the compaction horizon has lost changes in between; what compaction kept is the
-   * newest change of every resource, so starting over from the start publishes the current state
-   * of every resource the sink follows, then everything after it (CONTRACT §11).
+   * A cursor below the compaction horizon (read with the page, in its snapshot) has lost changes
+   * in between; what compaction kept is the newest change of every resource, so starting over from
+   * the start publishes the current state of every resource the sink follows, then everything
+   * after it (CONTRACT §11).
    */
-  private async behindHorizon(sink: Sink): Promise<boolean> {
-    if (comparePositions(sink.cursor, START) === 0) return false;
-    const horizon = await this.deps.changeLog.compactionHorizon();
-    if (comparePositions(sink.cursor, horizon) >= 0) return false;
+  private async behindHorizon(sink: Sink, compactedTo: ChangePosition): Promise<boolean> {
+    if (comparePositions(sink.cursor, START) === 0 || comparePositions(sink.cursor, compactedTo) >= 0) return false;
     this.logger.warn({ msg: 'sink cursor is older than the change log keeps: publishing the current state from the start', sink: sink.id });
     await this.deps.repository.restartFrom(sink.id, sink.cursor, START);
     return true;
   }
 
-  /** At most once a second while delivering; at once when the sink has caught up. */
+  /**
+   * At most once a second while delivering, and never more than a twentieth of the time (counting
+   * a backlog of a million changes takes a while); at once when the sink has caught up.
+   */
   private async measureLag(sink: Sink, now = false): Promise<void> {
-    if (!now && Date.now() - this.lagMeasuredAt < LAG_EVERY_MS) return;
-    this.lagMeasuredAt = Date.now();
+    if (!now && Date.now() - this.lagMeasuredAt < Math.max(LAG_EVERY_MS, 20 * this.lagTookMs)) return;
+    const started = Date.now();
     this.lastLag = await this.deps.repository.lag(sink, sink.types ?? this.deps.defaultTypes, sink.ownerIds);
+    this.lagMeasuredAt = Date.now();
+    this.lagTookMs = this.lagMeasuredAt - started;
     this.deps.metrics.sinkLag.set({ sink: sink.id }, this.lastLag);
   }
 

@@ -153,17 +153,18 @@ export class SinkRepository {
   /**
    * The target acknowledged everything up to `to` (or nothing needed sending up to there).
    * Compare-and-set on the cursor: a sink replayed meanwhile keeps its new cursor, and two
-   * dispatchers can never both move it. Answers whether it moved.
+   * dispatchers can never both move it. Answers the sink as it is now if the cursor moved (the
+   * next round needs it: one statement less per batch), else null.
    */
-  async recordSuccess(id: string, from: ChangePosition, to: ChangePosition, delivered: boolean): Promise<boolean> {
-    const [, count] = await this.dataSource.query(
+  async recordSuccess(id: string, from: ChangePosition, to: ChangePosition, delivered: boolean): Promise<Sink | null> {
+    const [rows] = await this.dataSource.query(
       `UPDATE sinks SET cursor_xid = $4, cursor_seq = $5, inflight_xid = NULL, inflight_seq = NULL, attempts = 0,
          next_attempt_at = NULL, failing_since = NULL, last_error = NULL,
          last_success_at = CASE WHEN $6 THEN now() ELSE last_success_at END,
          state = CASE WHEN state = 'disabled' THEN state ELSE 'active' END
-       WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3`,
+       WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3 ${RETURNING}`,
       [id, ...pos(from), ...pos(to), delivered]);
-    return count > 0;
+    return rows[0] === undefined ? null : this.toSink(rows[0]);
   }
 
   /** Moves the cursor back to `to` (a sink behind the compaction horizon), if it is still at `from`. */
