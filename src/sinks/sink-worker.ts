@@ -48,6 +48,7 @@ export class SinkWorker {
   private lagTookMs = 0;
   private known: Sink | null = null;
   private ahead: ReadAhead | null = null;
+  private recording: Promise<Sink | null> | null = null;
   private lastLag = -1;
   readonly done: Promise<void>;
 
@@ -81,6 +82,7 @@ export class SinkWorker {
         await this.sleep(1000);
       }
     }
+    await this.settle().catch((error) => this.logger.error({ msg: 'sink cursor move failed', sink: this.sinkId, err: error }));
   }
 
   /** One round; answers how long to wait before the next (0: at once). */
@@ -89,7 +91,7 @@ export class SinkWorker {
     const known = this.woken ? null : this.known;
     this.known = null;
     this.woken = false;
-    const sink = known ?? await this.deps.repository.find(this.sinkId);
+    const sink = known ?? (await this.settle(), await this.deps.repository.find(this.sinkId));
     if (sink === null || sink.state === 'disabled') {
       this.stopController.abort();
       return 0;
@@ -108,6 +110,7 @@ export class SinkWorker {
     if (batch.length === 0) {
       if (this.lastLag !== 0) await this.measureLag(sink, true);
       if (comparePositions(page.next, sink.cursor) > 0) {
+        if ((await this.settle()) === null) return 0;
         this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false);
         return 0;
       }
@@ -125,7 +128,10 @@ export class SinkWorker {
    */
   private async deliver(sink: Sink, batch: ChangeEntry[], full: boolean): Promise<number> {
     const last = batch[batch.length - 1].position;
-    if (sink.inflight === null && !full) await this.deps.repository.setInflight(sink.id, sink.cursor, last);
+    if (sink.inflight === null && !full) {
+      if ((await this.settle()) === null) return 0;
+      await this.deps.repository.setInflight(sink.id, sink.cursor, last);
+    }
     // Catching up, the next page is read while the target handles this batch (read only: the
     // cursor still moves only after the acknowledgement, and one batch is in flight).
     const next = { ...sink, cursor: last };
@@ -134,9 +140,22 @@ export class SinkWorker {
     const started = process.hrtime.bigint();
     const outcome = await this.send(sink, batch.map((entry) => entry.change), last);
     this.deps.metrics.sinkDeliverySeconds.observe({ sink: sink.id }, Number(process.hrtime.bigint() - started) / 1e9);
+    // The cursor move of the batch before (if still being written) comes first: compare-and-set
+    // from where it left the cursor. If it found the cursor moved (a replay), this batch's is void.
+    if ((await this.settle()) === null) return 0;
     if (outcome.kind === 'ok') {
       this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'ok' });
-      this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
+      const recorded = this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
+      if (ahead === null) {
+        this.known = await recorded;
+        return 0;
+      }
+      // Catching up: the next batch goes out while this cursor move is written. The target has
+      // acknowledged this one, so still one batch in flight; a crash before the move commits
+      // resends both batches under the same ids (at-least-once).
+      recorded.catch(() => undefined);
+      this.recording = recorded;
+      this.known = { ...sink, cursor: last, inflight: null, attempts: 0, nextAttemptAt: null, failingSince: null, lastError: null };
       this.ahead = ahead;
       return 0;
     }
@@ -183,6 +202,25 @@ export class SinkWorker {
     });
   }
 
+  /**
+   * Waits for the cursor move still being written (catching up), if any: the sink as it left it,
+   * null if it found the cursor moved meanwhile (the round goes on from a fresh read), undefined
+   * if none was pending.
+   */
+  private async settle(): Promise<Sink | null | undefined> {
+    const recording = this.recording;
+    if (recording === null) return undefined;
+    this.recording = null;
+    try {
+      const sink = await recording;
+      if (sink === null) this.known = null;
+      return sink;
+    } catch (error) {
+      this.known = null;
+      throw error;
+    }
+  }
+
   /** The page after the sink's cursor, of the changes it follows. */
   private read(sink: Sink): Promise<ChangePage> {
     const types = sink.types ?? this.deps.defaultTypes;
@@ -200,6 +238,7 @@ export class SinkWorker {
   private async behindHorizon(sink: Sink, compactedTo: ChangePosition): Promise<boolean> {
     if (comparePositions(sink.cursor, START) === 0 || comparePositions(sink.cursor, compactedTo) >= 0) return false;
     this.logger.warn({ msg: 'sink cursor is older than the change log keeps: publishing the current state from the start', sink: sink.id });
+    if ((await this.settle()) === null) return true;
     await this.deps.repository.restartFrom(sink.id, sink.cursor, START);
     return true;
   }
