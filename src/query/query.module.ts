@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ChangesModule } from '../changes/changes.module.js';
 import { MenuController } from './menu.controller.js';
+import { MenuDocumentCache } from './menu-document.cache.js';
 import { MenuDocumentRepository } from './menu-document.repository.js';
 import { OrdersController } from './orders.controller.js';
 import { ReadModelModule } from './read-model.module.js';
@@ -10,7 +11,7 @@ import { ResourceQueryService } from './resource-query.service.js';
 @Module({
   imports: [ChangesModule, ReadModelModule],
   controllers: [MenuController, OrdersController],
-  providers: [ResourceQueryService, MenuDocumentRepository],
+  providers: [ResourceQueryService, MenuDocumentRepository, MenuDocumentCache],
   exports: [ResourceQueryService],
 })
 export class QueryModule {}

@@ -6,6 +6,7 @@ import { BadRequestError, NotFoundError } from '../common/app-error.js';
 import type { ApiResource } from '../projection/api-resource.js';
 import { ReadModelRepository, ResourceRow } from './read-model.repository.js';
 import { RESOURCE_TABLES, ResourceTable, tableByName } from '../projection/resource-tables.js';
+import { MenuDocumentCache } from './menu-document.cache.js';
 import { MenuDocumentRepository, MenuForm, trailerJson } from './menu-document.repository.js';
 import { ListQuery } from './resource-query.dto.js';
 
@@ -15,7 +16,7 @@ export type { ApiResource };
 @Injectable()
 export class ResourceQueryService {
   constructor(private readonly rows: ReadModelRepository, private readonly documents: MenuDocumentRepository,
-    private readonly changes: ChangeLogRepository) {}
+    private readonly changes: ChangeLogRepository, private readonly cache: MenuDocumentCache) {}
 
   /**
    * A page, with the change-log cursor read in the same snapshot (`changes_cursor`, CONTRACT §11):
@@ -81,7 +82,8 @@ export class ResourceQueryService {
    * `/menu`: every live collection and product of an owner, products expanded (or, `normalized`,
    * products, traits and trait options each listed once). The ETag is the owner's menu version,
    * which the projector bumps in the same transaction as any change to the owner's rows, so an
-   * `If-None-Match` that matches costs one index lookup and no body. The body streams in chunks.
+   * `If-None-Match` that matches costs one index lookup and no body. The body streams in chunks,
+   * and is kept (MenuDocumentCache) for the next reads of the same version.
    */
   async menu(ownerId: string, form: MenuForm, ifNoneMatch: string | undefined, asOf?: Date): Promise<MenuAnswer> {
     if (asOf !== undefined) {
@@ -91,8 +93,11 @@ export class ResourceQueryService {
       if (matches(ifNoneMatch, etag)) return { etag, notModified: true };
       return { etag, notModified: false, changesCursor: null, chunks: this.menuAsOf(ownerId, form, asOf) };
     }
-    const current = menuEtag(await this.documents.ownerVersion(ownerId), form);
+    const version = await this.documents.ownerVersion(ownerId);
+    const current = menuEtag(version, form);
     if (matches(ifNoneMatch, current)) return { etag: current, notModified: true };
+    const cached = this.cache.get(ownerId, form, version);
+    if (cached !== undefined) return { etag: current, notModified: false, changesCursor: cached.changesCursor, chunks: cached.chunks };
     const snapshot = await this.documents.open(ownerId, form, async (db) =>
       ({ changes_cursor: encodeChangeCursor(await this.changes.positionInSnapshot(db)) }));
     const etag = menuEtag(snapshot.version, form);
@@ -100,8 +105,9 @@ export class ResourceQueryService {
       await snapshot.close();
       return { etag, notModified: true };
     }
-    return { etag, notModified: false, changesCursor: snapshot.trailer.changes_cursor as string, chunks: snapshot.chunks,
-      close: snapshot.close };
+    const changesCursor = snapshot.trailer.changes_cursor as string;
+    return { etag, notModified: false, changesCursor, close: snapshot.close,
+      chunks: this.cache.keep(ownerId, form, snapshot.version, changesCursor, snapshot.chunks) };
   }
 
   /** The menu as of an instant, folded from the log a chunk of products at a time, serialised chunk by chunk. */
@@ -210,7 +216,7 @@ const MENU_CHUNK = 200;
 
 export type MenuAnswer =
   | { etag: string; notModified: true }
-  | { etag: string; notModified: false; changesCursor: string | null; chunks: AsyncGenerator<string>; close?: () => Promise<void> };
+  | { etag: string; notModified: false; changesCursor: string | null; chunks: AsyncIterable<string | Buffer> | Iterable<Buffer>; close?: () => Promise<void> };
 
 function menuEtag(version: string, form: MenuForm, asOf?: Date): string {
   return `"menu-${version}-${form === 'normalized' ? 'n' : 'e'}${asOf === undefined ? '' : `-${asOf.getTime()}`}"`;

@@ -1,0 +1,57 @@
+import { loadConfig } from '../config/app-config.js';
+import { MenuDocumentCache } from './menu-document.cache.js';
+
+async function* body(...chunks: string[]): AsyncGenerator<string> {
+  yield* chunks;
+}
+
+async function drain(chunks: AsyncIterable<Buffer>): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const chunk of chunks) parts.push(chunk);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+const mb = (n: number) => 'x'.repeat(n * 1024 * 1024);
+
+describe('MenuDocumentCache', () => {
+  it('passes a body through and serves it again for the same owner, form and version only', async () => {
+    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_MB: '8' }));
+    expect(await drain(cache.keep('7', 'expanded', 'v1', 'c1', body('{"a":', '1}')))).toBe('{"a":1}');
+    const hit = cache.get('7', 'expanded', 'v1')!;
+    expect(Buffer.concat(hit.chunks).toString('utf8')).toBe('{"a":1}');
+    expect(hit.changesCursor).toBe('c1');
+    expect(cache.get('7', 'normalized', 'v1')).toBeUndefined();
+    expect(cache.get('8', 'expanded', 'v1')).toBeUndefined();
+    // Another version drops it: the owner's menu changed.
+    expect(cache.get('7', 'expanded', 'v2')).toBeUndefined();
+    expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
+  });
+
+  it('keeps nothing of a body whose reader stopped halfway, nor of one larger than a quarter of the memory', async () => {
+    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_MB: '8' }));
+    const reading = cache.keep('7', 'expanded', 'v1', 'c1', body('{"a":', '1}'));
+    await reading.next();
+    await reading.return(undefined);
+    expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
+    expect((await drain(cache.keep('7', 'expanded', 'v1', 'c1', body(mb(1), mb(1), '!')))).length).toBe(2 * 1024 * 1024 + 1);
+    expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
+  });
+
+  it('drops the least recently used bodies beyond MENU_CACHE_MB, and bodies older than half the change retention', async () => {
+    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_MB: '8', CHANGES_RETENTION: '2m' }));
+    for (const owner of ['1', '2', '3']) await drain(cache.keep(owner, 'expanded', 'v', 'c', body(mb(2))));
+    expect(cache.get('1', 'expanded', 'v')).toBeDefined();
+    await drain(cache.keep('4', 'expanded', 'v', 'c', body(mb(2))));
+    await drain(cache.keep('5', 'expanded', 'v', 'c', body(mb(1))));
+    // 9 MB asked for 8: the least recently used (2, as 1 was just read) is out.
+    expect(cache.get('2', 'expanded', 'v')).toBeUndefined();
+    for (const owner of ['1', '3', '4', '5']) expect(cache.get(owner, 'expanded', 'v')).toBeDefined();
+    expect(cache.get('1', 'expanded', 'v', Date.now() + 61_000)).toBeUndefined();
+  });
+
+  it('with MENU_CACHE_MB=0 keeps nothing', async () => {
+    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_MB: '0' }));
+    expect(await drain(cache.keep('7', 'expanded', 'v1', 'c1', body('{}')))).toBe('{}');
+    expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
+  });
+});
