@@ -149,32 +149,54 @@ async function measureReads({ base, duration, asOf, ids, withIngress, webhookKey
   const cycle = (paths) => { let n = 0; return () => paths[n++ % paths.length]; };
   const out = {};
   out.liveId = await cannon({ base, duration, connections: 10, path: cycle(ids.big.map((id) => `/api/v1/products/${id}`)) });
+  progress(out, 'liveId');
   out.livePage = await cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${BIG_OWNER}&limit=100` });
+  progress(out, 'livePage');
   out.asOfId = await cannon({ base, duration, connections: 10, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) });
+  progress(out, 'asOfId');
   out.asOfPage = await cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` });
+  progress(out, 'asOfPage');
   // The first read builds the body (the daemon then keeps it while the owner's menu is unchanged).
   out.menu2kFirst = await timed(1, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`));
+  progress(out, 'menu2kFirst');
   out.menu2k = await cannon({ base, amount: 20, connections: 1, path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}` });
+  progress(out, 'menu2k');
   out.menu2kBytes = (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).bytes;
   const etag = (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).etag;
   out.notModified = await cannon({ base, duration, connections: 10, path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}`, headers: { 'if-none-match': etag } });
+  progress(out, 'notModified');
   out.menu10k = await timed(3, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`));
+  progress(out, 'menu10k');
   out.menu10kNormalized = await timed(2, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}&form=normalized`));
+  progress(out, 'menu10kNormalized');
   out.menuAsOf = withIngress ? await timed(3, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}&as_of=${at}`)) : null;
   if (withIngress) {
     // While /menu of 10,000 products is built again and again: /health/live and ingress answer as when idle.
     out.healthIdle = await cannon({ base, duration, connections: 1, path: () => '/health/live' });
+    progress(out, 'healthIdle');
     const nextBody = eventBodies();
     const ingress = () => cannon({ base, duration, connections: 10, method: 'POST', path: () => `/webhooks/${webhookKey}`, body: nextBody,
       headers: { 'content-type': 'application/json' } });
     out.ingressIdle = await ingress();
+    progress(out, 'ingressIdle');
     const heavy = heavyMenuReads(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`, 2);
     await sleep(300);
     out.healthBusy = await cannon({ base, duration, connections: 1, path: () => '/health/live' });
+    progress(out, 'healthBusy');
     out.ingressBusy = await ingress();
+    progress(out, 'ingressBusy');
     out.heavyMenus = await heavy.stop();
+    progress(out, 'heavyMenus');
   }
   return out;
+}
+
+/** One line per measurement, so a run that fails shows where. */
+function progress(out, name) {
+  const value = out[name];
+  const summary = value === null || typeof value !== 'object' ? value
+    : 'rps' in value ? `${value.rps} req/s, p99 ${value.p99} ms` : 'ms' in value ? `${value.ms.join(' / ')} ms` : '';
+  log(`    ${name}: ${summary}`);
 }
 
 /** `workers` loops of GET url until stopped; how many completed. */
@@ -191,8 +213,12 @@ function heavyMenuReads(url, workers) {
 }
 
 async function get(url, headers = {}) {
-  const response = await fetch(url, { headers, signal: AbortSignal.timeout(120_000) });
-  const body = await response.arrayBuffer();
+  const started = performance.now();
+  const response = await fetch(url, { headers, signal: AbortSignal.timeout(120_000) })
+    .catch((error) => { throw new Error(`GET ${url}: ${error.message} after ${Math.round(performance.now() - started)} ms`); });
+  const body = await response.arrayBuffer().catch((error) => {
+    throw new Error(`GET ${url}: ${error.message} after ${Math.round(performance.now() - started)} ms (reading the body)`);
+  });
   if (response.status !== 200) throw new Error(`GET ${url}: ${response.status}`);
   return { bytes: body.byteLength, etag: response.headers.get('etag') };
 }
