@@ -1,4 +1,4 @@
-import { comparePositions, decodeChangeCursor, encodeChangeCursor, MalformedChangeCursorError } from './change-cursor.js';
+import { compactedAway, comparePositions, decodeChangeCursor, encodeChangeCursor, MalformedChangeCursorError } from './change-cursor.js';
 
 describe('change cursors', () => {
   it('round-trip a position as a URL-safe string', () => {
@@ -24,5 +24,14 @@ describe('change cursors', () => {
     expect(comparePositions({ transactionId: '9', seq: '100' }, { transactionId: '10', seq: '1' })).toBe(-1);
     expect(comparePositions({ transactionId: '10', seq: '2' }, { transactionId: '10', seq: '1' })).toBe(1);
     expect(comparePositions({ transactionId: '10', seq: '1' }, { transactionId: '10', seq: '1' })).toBe(0);
+  });
+
+  it('a position below the compaction horizon has lost changes; the start of the log and the horizon itself have not', () => {
+    const horizon = { transactionId: '10', seq: '5' };
+    expect(compactedAway({ transactionId: '10', seq: '4' }, horizon)).toBe(true);
+    expect(compactedAway({ transactionId: '9', seq: '99' }, horizon)).toBe(true);
+    expect(compactedAway(horizon, horizon)).toBe(false);
+    expect(compactedAway({ transactionId: '11', seq: '1' }, horizon)).toBe(false);
+    expect(compactedAway({ transactionId: '0', seq: '0' }, horizon)).toBe(false);
   });
 });

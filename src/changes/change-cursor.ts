@@ -1,5 +1,5 @@
 import { AppError } from '../common/app-error.js';
-import { ChangePosition } from './change.js';
+import { ChangePosition, START } from './change.js';
 
 /** A cursor that is not one this daemon gave out: 400 naming the field it came in. */
 export class MalformedChangeCursorError extends AppError {
@@ -38,4 +38,9 @@ export function comparePositions(a: ChangePosition, b: ChangePosition): number {
   if (ax !== bx) return ax < bx ? -1 : 1;
   const [as, bs] = [BigInt(a.seq), BigInt(b.seq)];
   return as === bs ? 0 : as < bs ? -1 : 1;
+}
+
+/** Whether changes after `position` were compacted away (START, the start of the log, never is). */
+export function compactedAway(position: ChangePosition, compactedTo: ChangePosition): boolean {
+  return comparePositions(position, START) > 0 && comparePositions(position, compactedTo) < 0;
 }

@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { Change, ChangeFilter, ChangePosition, START } from './change.js';
-import { comparePositions, decodeChangeCursor, encodeChangeCursor, ExpiredChangeCursorError } from './change-cursor.js';
+import { compactedAway, decodeChangeCursor, encodeChangeCursor, ExpiredChangeCursorError } from './change-cursor.js';
 import { ChangeLogRepository } from './change-log.repository.js';
 import { ChangeNotifier } from './change-notifier.service.js';
 import { ChangesQuery, TYPE_NAMES } from './changes.dto.js';
@@ -34,13 +34,8 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
    * below the compaction horizon is 410: the changes after it are no longer all there.
    */
   async start(after: string | undefined, lastEventId?: string): Promise<ChangePosition> {
-    const field = lastEventId !== undefined && lastEventId !== '' ? 'Last-Event-ID' : 'after';
-    const cursor = field === 'after' ? after : lastEventId;
-    if (cursor === undefined) return START;
-    const position = decodeChangeCursor(cursor, field);
-    if (expired(position, await this.changes.compactionHorizon())) {
-      throw new ExpiredChangeCursorError(field);
-    }
+    const { position, field } = cursorOf(after, lastEventId);
+    if (compactedAway(position, await this.changes.compactionHorizon())) throw new ExpiredChangeCursorError(field);
     return position;
   }
 
@@ -48,9 +43,10 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
   async page(query: ChangesQuery, closed?: AbortSignal): Promise<{ data: Change[]; next_cursor: string }> {
     const filter = this.filter(query);
     const deadline = Date.now() + query.wait * 1000;
-    const from = await this.start(query.after);
+    // The page carries the compaction horizon of its own snapshot: no separate look at it (start()).
+    const { position: from, field } = cursorOf(query.after);
     let page = await this.changes.readAfter(from, filter);
-    if (expired(from, page.compactedTo)) throw new ExpiredChangeCursorError('after');
+    if (compactedAway(from, page.compactedTo)) throw new ExpiredChangeCursorError(field);
     while (page.changes.length === 0 && Date.now() < deadline && !closed?.aborted) {
       await this.notifier.wait(deadline - Date.now(), closed);
       page = await this.changes.readAfter(page.next, filter);
@@ -68,7 +64,7 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     try {
       while (!signal.aborted) {
         const page = await this.changes.readAfter(position, filter);
-        if (expired(position, page.compactedTo)) {
+        if (compactedAway(position, page.compactedTo)) {
           // Compaction passed this reader while it followed: end the stream; its reconnection
           // with Last-Event-ID is answered 410, and it bootstraps again.
           this.logger.warn({ msg: 'change stream ended: compaction passed its position' });
@@ -103,7 +99,10 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
   }
 }
 
-/** Changes after `position` were compacted away (START, the start of the log, never expires). */
-function expired(position: ChangePosition, compactedTo: ChangePosition): boolean {
-  return comparePositions(position, START) > 0 && comparePositions(position, compactedTo) < 0;
+/** The cursor a reader gave (`Last-Event-ID` before `after`) and which field it came in; none: the start. */
+function cursorOf(after: string | undefined, lastEventId?: string): { position: ChangePosition; field: 'after' | 'Last-Event-ID' } {
+  const field = lastEventId !== undefined && lastEventId !== '' ? 'Last-Event-ID' : 'after';
+  const cursor = field === 'after' ? after : lastEventId;
+  return { position: cursor === undefined ? START : decodeChangeCursor(cursor, field), field };
 }
+

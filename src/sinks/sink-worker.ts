@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { Change, ChangeEntry, ChangePage, ChangePosition } from '../changes/change.js';
 import { START } from '../changes/change.js';
-import { comparePositions } from '../changes/change-cursor.js';
+import { compactedAway, comparePositions } from '../changes/change-cursor.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { backoffDelayMs } from './backoff.js';
@@ -91,7 +91,11 @@ export class SinkWorker {
     const known = this.woken ? null : this.known;
     this.known = null;
     this.woken = false;
-    const sink = known ?? (await this.settle(), await this.deps.repository.find(this.sinkId));
+    let sink = known;
+    if (sink === null) {
+      await this.settle();
+      sink = await this.deps.repository.find(this.sinkId);
+    }
     if (sink === null || sink.state === 'disabled') {
       this.stopController.abort();
       return 0;
@@ -110,7 +114,7 @@ export class SinkWorker {
     if (batch.length === 0) {
       if (this.lastLag !== 0) await this.measureLag(sink, true);
       if (comparePositions(page.next, sink.cursor) > 0) {
-        if ((await this.settle()) === null) return 0;
+        if (!(await this.settle())) return 0;
         this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false);
         return 0;
       }
@@ -129,7 +133,7 @@ export class SinkWorker {
   private async deliver(sink: Sink, batch: ChangeEntry[], full: boolean): Promise<number> {
     const last = batch[batch.length - 1].position;
     if (sink.inflight === null && !full) {
-      if ((await this.settle()) === null) return 0;
+      if (!(await this.settle())) return 0;
       await this.deps.repository.setInflight(sink.id, sink.cursor, last);
     }
     // Catching up, the next page is read while the target handles this batch (read only: the
@@ -142,7 +146,7 @@ export class SinkWorker {
     this.deps.metrics.sinkDeliverySeconds.observe({ sink: sink.id }, Number(process.hrtime.bigint() - started) / 1e9);
     // The cursor move of the batch before (if still being written) comes first: compare-and-set
     // from where it left the cursor. If it found the cursor moved (a replay), this batch's is void.
-    if ((await this.settle()) === null) return 0;
+    if (!(await this.settle())) return 0;
     if (outcome.kind === 'ok') {
       this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'ok' });
       const recorded = this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
@@ -203,18 +207,18 @@ export class SinkWorker {
   }
 
   /**
-   * Waits for the cursor move still being written (catching up), if any: the sink as it left it,
-   * null if it found the cursor moved meanwhile (the round goes on from a fresh read), undefined
-   * if none was pending.
+   * Waits for the cursor move still being written (catching up), if any. False if it found the
+   * cursor moved meanwhile (a replay): what this round was about to write is void, and the next
+   * round reads the sink afresh.
    */
-  private async settle(): Promise<Sink | null | undefined> {
+  private async settle(): Promise<boolean> {
     const recording = this.recording;
-    if (recording === null) return undefined;
+    if (recording === null) return true;
     this.recording = null;
     try {
-      const sink = await recording;
-      if (sink === null) this.known = null;
-      return sink;
+      if ((await recording) !== null) return true;
+      this.known = null;
+      return false;
     } catch (error) {
       this.known = null;
       throw error;
@@ -236,9 +240,9 @@ export class SinkWorker {
    * after it (CONTRACT §11).
    */
   private async behindHorizon(sink: Sink, compactedTo: ChangePosition): Promise<boolean> {
-    if (comparePositions(sink.cursor, START) === 0 || comparePositions(sink.cursor, compactedTo) >= 0) return false;
+    if (!compactedAway(sink.cursor, compactedTo)) return false;
     this.logger.warn({ msg: 'sink cursor is older than the change log keeps: publishing the current state from the start', sink: sink.id });
-    if ((await this.settle()) === null) return true;
+    if (!(await this.settle())) return true;
     await this.deps.repository.restartFrom(sink.id, sink.cursor, START);
     return true;
   }
