@@ -6,7 +6,7 @@
 //   DATABASE_URL=postgres://... PORT=3200 [HOST=127.0.0.1] [POOL_SIZE=10] node bench/query-baseline-server.js
 import { createServer } from 'node:http';
 import pg from 'pg';
-import { menuSections } from '../dist/src/query/menu-document.repository.js';
+import { expandedChunk, menuSections } from '../dist/src/query/menu-document.repository.js';
 import { asOfStatement } from './lib/query-statements.js';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10),
@@ -42,11 +42,18 @@ async function handle(request, response) {
     }
     const parts = [];
     for (const section of menuSections(form)) {
+      if (section.traits !== undefined) {
+        // Expanded products: the trait texts spliced in by id, as the daemon does.
+        const traits = new Map((await pool.query(section.traits, [owner])).rows.map((row) => [row.id, Buffer.from(row.doc)]));
+        const { rows } = await pool.query(section.sql, [owner]);
+        parts.push(Buffer.concat([Buffer.from(`"${section.key}":[`), expandedChunk(rows, traits, true), Buffer.from(']')]));
+        continue;
+      }
       const { rows: [{ items }] } = await pool.query(`SELECT coalesce(string_agg(doc, ',' ORDER BY n), '') AS items
         FROM (SELECT doc, row_number() OVER () AS n FROM (${section.sql}) s) t`, [owner]);
-      parts.push(`"${section.key}":[${items}]`);
+      parts.push(Buffer.from(`"${section.key}":[${items}]`));
     }
-    return send(response, 200, `{${parts.join(',')}}`, { etag });
+    return send(response, 200, Buffer.concat([Buffer.from('{'), ...parts.flatMap((part, i) => (i === 0 ? [part] : [Buffer.from(','), part])), Buffer.from('}')]), { etag });
   }
   const byId = /^\/api\/v1\/products\/([^/]+)$/.exec(url.pathname);
   if (byId) {

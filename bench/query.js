@@ -9,14 +9,17 @@
 // Then EXPLAIN (ANALYZE, BUFFERS) of the hot statements into bench/explain/.
 //
 //   node bench/run.js query [--events=1m|3m|1m,3m] [--duration=5]
+//   While working on one read: --keep-database once (the filled, projected database is kept and
+//   named), then --database=NAME --only=asOfPage,liveId to measure those reads again in seconds.
 import { randomBytes } from 'node:crypto';
+import { get as httpGet } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { createMigratedDatabase, databaseUrl, dropDatabase } from './lib/database.js';
+import { createMigratedDatabase, databaseUrl, dropDatabase, keepDatabase as leaveDatabase } from './lib/database.js';
 import { eventBodies } from './lib/events.js';
 import { firstCreatedAt } from './lib/projection-events.js';
 import { asOfStatement } from './lib/query-statements.js';
@@ -35,14 +38,15 @@ const TARGET = { menu2kP99Ms: 150, menu10kMs: 1000, notModifiedRps: 2000, notMod
 export const description = 'query API reads (/menu, 304, as_of, live) on 1M/3M events vs bare node:http + pg with the same SQL';
 export const defaults = { duration: 5, events: '1m' };
 
-export async function run({ duration = defaults.duration, events = defaults.events, logDir }) {
+export async function run({ duration = defaults.duration, events = defaults.events, logDir, database, keepDatabase = false, only }) {
   mkdirSync(logDir, { recursive: true });
   const sizes = String(events).split(',').map((size) => {
     if (!/^\d+[km]$/.test(size)) throw new Error(`--events must be sizes like 1m, 3m or 1m,3m (got ${size})`);
     return size;
   });
   const results = [];
-  for (const size of sizes) results.push(await measureSize(size, duration, logDir));
+  if (database !== undefined && sizes.length !== 1) throw new Error('--database measures one kept database: give one --events size');
+  for (const size of sizes) results.push(await measureSize(size, duration, logDir, { database, keepDatabase, only }));
   const tables = results.flatMap((result) => result.tables);
   if (results.length === 2) {
     const [small, large] = results;
@@ -54,19 +58,19 @@ export async function run({ duration = defaults.duration, events = defaults.even
     results: results.map(({ tables: _, ...rest }) => rest), tables };
 }
 
-async function measureSize(size, duration, logDir) {
+async function measureSize(size, duration, logDir, { database: kept, keepDatabase, only }) {
   const events = Number(size.slice(0, -1)) * (size.endsWith('m') ? 1_000_000 : 1_000);
   const webhookKey = `bench_${randomBytes(12).toString('hex')}`;
   const env = { ...process.env, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), WEBHOOK_KEYS: webhookKey, HOST: '127.0.0.1',
     LOG_LEVEL: 'warn', SANDBOX: 'false', RECONCILE_CRON: 'off' };
-  const database = await createMigratedDatabase({ cwd: ROOT, env, suffix: `query_${size}` });
+  const database = kept ?? await createMigratedDatabase({ cwd: ROOT, env, suffix: `query_${size}` });
   const url = databaseUrl(database);
   const client = new pg.Client({ connectionString: url, application_name: 'menu-sync-bench' });
   await client.connect();
   const services = [];
   try {
-    const filled = await fill(client, events);
-    const span = await fillSmallOwner(client, events);
+    const filled = kept === undefined ? await fill(client, events) : null;
+    const span = kept === undefined ? await fillSmallOwner(client, events) : await smallOwnerSpan(client, events);
     const daemonPort = await freePort();
     const daemon = startService('node', ['dist/src/main.js', 'serve'], { cwd: ROOT, env: { ...env, DATABASE_URL: url, PORT: String(daemonPort) },
       logFile: join(logDir, `query-${size}-daemon.log`) });
@@ -74,7 +78,7 @@ async function measureSize(size, duration, logDir) {
     const daemonBase = `http://127.0.0.1:${daemonPort}`;
     await waitReady(daemon, `${daemonBase}/health/live`, 60_000);
     const projected = await waitProjected(client, events + SMALL.products * SMALL.revisions);
-    await client.query('VACUUM (ANALYZE) event_log, proj_menu.products, proj_menu.traits, proj_menu.trait_options, proj_menu.collections');
+    if (kept === undefined) await client.query('VACUUM (ANALYZE) event_log, proj_menu.products, proj_menu.traits, proj_menu.trait_options, proj_menu.collections');
     const baselinePort = await freePort();
     const baseline = startService('node', [join(HERE, 'query-baseline-server.js')], { cwd: ROOT,
       env: { ...process.env, DATABASE_URL: url, PORT: String(baselinePort) }, logFile: join(logDir, `query-${size}-baseline.log`) });
@@ -86,7 +90,11 @@ async function measureSize(size, duration, logDir) {
     const measured = {};
     for (const [name, base] of [['daemon', daemonBase], ['baseline', baselineBase]]) {
       log(`  ${size} ${name}: measuring`);
-      measured[name] = await measureReads({ base, duration, asOf, ids, withIngress: name === 'daemon', webhookKey });
+      measured[name] = await measureReads({ base, duration, asOf, ids, withIngress: name === 'daemon', webhookKey, only });
+    }
+    if (only !== undefined) {
+      measured.daemon.peakRssMiB = round(memoryOf(daemon.pid).peakRssMiB, 1);
+      return { size, events, daemon: measured.daemon, baseline: measured.baseline, tables: [onlyTable(size, only, measured)] };
     }
     measured.daemon.peakRssMiB = round(memoryOf(daemon.pid).peakRssMiB, 1);
     writeExplains(size, await explains(client, asOf, ids));
@@ -95,8 +103,27 @@ async function measureSize(size, duration, logDir) {
   } finally {
     for (const service of services) await stopService(service);
     await client.end().catch(() => undefined);
-    await dropDatabase(database);
+    if (kept === undefined && !keepDatabase) await dropDatabase(database);
+    else {
+      leaveDatabase(database);
+      log(`  the database is kept: --database=${database}`);
+    }
   }
+}
+
+/** The as_of instant of a kept database: the middle of owner q2000's span, as fillSmallOwner chose it. */
+async function smallOwnerSpan(client) {
+  const { rows: [row] } = await client.query(
+    `SELECT min(occurred_at) AS first, max(occurred_at) AS last FROM event_log WHERE owner_id = $1`, [SMALL_OWNER]);
+  return { middle: new Date((row.first.getTime() + row.last.getTime()) / 2).toISOString() };
+}
+
+/** --only: the chosen measurements, daemon next to baseline. */
+function onlyTable(size, only, { daemon, baseline }) {
+  const cell = (value) => (value === undefined || value === null ? '-' : 'rps' in value ? `${value.rps} req/s, p50 ${value.p50}, p99 ${value.p99} ms`
+    : 'ms' in value ? `${value.ms.join(' / ')} ms` : String(value));
+  return { title: `query ${size}: ${only.join(', ')} (daemon peak RSS ${daemon.peakRssMiB} MiB)`, columns: ['read', 'daemon', 'baseline'],
+    rows: only.map((name) => [name, cell(daemon[name]), cell(baseline[name])]) };
 }
 
 /** Owner q2000: 2,000 products, each created then updated 4 times, spread over the log's time span. */
@@ -144,50 +171,43 @@ async function sampleIds(client) {
   return { big: await pick(BIG_OWNER), small: await pick(SMALL_OWNER) };
 }
 
-async function measureReads({ base, duration, asOf, ids, withIngress, webhookKey }) {
+async function measureReads({ base, duration, asOf, ids, withIngress, webhookKey, only }) {
   const at = encodeURIComponent(asOf);
   const cycle = (paths) => { let n = 0; return () => paths[n++ % paths.length]; };
   const out = {};
-  out.liveId = await cannon({ base, duration, connections: 10, path: cycle(ids.big.map((id) => `/api/v1/products/${id}`)) });
-  progress(out, 'liveId');
-  out.livePage = await cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${BIG_OWNER}&limit=100` });
-  progress(out, 'livePage');
-  out.asOfId = await cannon({ base, duration, connections: 10, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) });
-  progress(out, 'asOfId');
-  out.asOfPage = await cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` });
-  progress(out, 'asOfPage');
+  const measure = async (name, how) => {
+    if (only !== undefined && !only.includes(name)) return;
+    out[name] = await how();
+    progress(out, name);
+  };
+  await measure('liveId', () => cannon({ base, duration, connections: 10, path: cycle(ids.big.map((id) => `/api/v1/products/${id}`)) }));
+  await measure('livePage', () => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${BIG_OWNER}&limit=100` }));
+  await measure('asOfId', () => cannon({ base, duration, connections: 10, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) }));
+  await measure('asOfPage', () => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` }));
   // The first read builds the body (the daemon then keeps it while the owner's menu is unchanged).
-  out.menu2kFirst = await timed(1, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`));
-  progress(out, 'menu2kFirst');
-  out.menu2k = await cannon({ base, amount: 20, connections: 1, path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}` });
-  progress(out, 'menu2k');
-  out.menu2kBytes = (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).bytes;
-  const etag = (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).etag;
-  out.notModified = await cannon({ base, duration, connections: 10, path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}`, headers: { 'if-none-match': etag } });
-  progress(out, 'notModified');
-  out.menu10k = await timed(3, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`));
-  progress(out, 'menu10k');
-  out.menu10kNormalized = await timed(2, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}&form=normalized`));
-  progress(out, 'menu10kNormalized');
-  out.menuAsOf = withIngress ? await timed(3, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}&as_of=${at}`)) : null;
-  if (withIngress) {
-    // While /menu of 10,000 products is built again and again: /health/live and ingress answer as when idle.
-    out.healthIdle = await cannon({ base, duration, connections: 1, path: () => '/health/live' });
-    progress(out, 'healthIdle');
-    const nextBody = eventBodies();
-    const ingress = () => cannon({ base, duration, connections: 10, method: 'POST', path: () => `/webhooks/${webhookKey}`, body: nextBody,
-      headers: { 'content-type': 'application/json' } });
-    out.ingressIdle = await ingress();
-    progress(out, 'ingressIdle');
-    const heavy = heavyMenuReads(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`, 2);
-    await sleep(300);
-    out.healthBusy = await cannon({ base, duration, connections: 1, path: () => '/health/live' });
-    progress(out, 'healthBusy');
-    out.ingressBusy = await ingress();
-    progress(out, 'ingressBusy');
-    out.heavyMenus = await heavy.stop();
-    progress(out, 'heavyMenus');
-  }
+  await measure('menu2kFirst', () => timed(1, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)));
+  await measure('menu2k', () => cannon({ base, amount: 20, connections: 1, path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}` }));
+  await measure('menu2kBytes', async () => (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).bytes);
+  await measure('notModified', async () => {
+    const etag = (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).etag;
+    return cannon({ base, duration, connections: 10, path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}`, headers: { 'if-none-match': etag } });
+  });
+  await measure('menu10k', () => timed(3, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`)));
+  await measure('menu10kNormalized', () => timed(2, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}&form=normalized`)));
+  if (!withIngress) return out;
+  await measure('menuAsOf', () => timed(3, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}&as_of=${at}`)));
+  if (only !== undefined && !only.includes('ingressBusy')) return out;
+  // While /menu of 10,000 products is built again and again: /health/live and ingress answer as when idle.
+  await measure('healthIdle', () => cannon({ base, duration, connections: 1, path: () => '/health/live' }));
+  const nextBody = eventBodies();
+  const ingress = () => cannon({ base, duration, connections: 10, method: 'POST', path: () => `/webhooks/${webhookKey}`, body: nextBody,
+    headers: { 'content-type': 'application/json' } });
+  await measure('ingressIdle', ingress);
+  const heavy = heavyMenuReads(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`, 2);
+  await sleep(300);
+  await measure('healthBusy', () => cannon({ base, duration, connections: 1, path: () => '/health/live' }));
+  await measure('ingressBusy', ingress);
+  await measure('heavyMenus', () => heavy.stop());
   return out;
 }
 
@@ -212,15 +232,26 @@ function heavyMenuReads(url, workers) {
   return { stop: async () => { stopped = true; await Promise.all(loops); return completed; } };
 }
 
-async function get(url, headers = {}) {
+/**
+ * GET url, counting the body's bytes as they arrive (node:http, nothing kept): fetch's
+ * arrayBuffer() of a 93 MB body took ~1 s of the client's own time, which the figures are not about.
+ */
+function get(url, headers = {}) {
   const started = performance.now();
-  const response = await fetch(url, { headers, signal: AbortSignal.timeout(120_000) })
-    .catch((error) => { throw new Error(`GET ${url}: ${error.message} after ${Math.round(performance.now() - started)} ms`); });
-  const body = await response.arrayBuffer().catch((error) => {
-    throw new Error(`GET ${url}: ${error.message} after ${Math.round(performance.now() - started)} ms (reading the body)`);
+  const failed = (error, what = '') => new Error(`GET ${url}: ${error.message} after ${Math.round(performance.now() - started)} ms${what}`);
+  return new Promise((resolve, reject) => {
+    const request = httpGet(url, { headers, timeout: 120_000 }, (response) => {
+      let bytes = 0;
+      response.on('data', (chunk) => { bytes += chunk.length; });
+      response.on('error', (error) => reject(failed(error, ' (reading the body)')));
+      response.on('end', () => {
+        if (response.statusCode !== 200) reject(new Error(`GET ${url}: ${response.statusCode}`));
+        else resolve({ bytes, etag: response.headers.etag ?? null });
+      });
+    });
+    request.on('timeout', () => request.destroy(new Error('timed out')));
+    request.on('error', (error) => reject(failed(error)));
   });
-  if (response.status !== 200) throw new Error(`GET ${url}: ${response.status}`);
-  return { bytes: body.byteLength, etag: response.headers.get('etag') };
 }
 
 async function timed(times, fn) {
@@ -256,7 +287,10 @@ async function explains(client, asOf, ids) {
   const byId = await asOfStatement({ ids: [ids.small[0]], includeDeleted: true, asOf: new Date(asOf) });
   await explain('as-of-by-id', byId.sql, byId.params);
   for (const form of ['expanded', 'normalized']) {
-    for (const section of menuSections(form)) await explain(`menu-${form}-${section.key}`, section.sql, [SMALL_OWNER]);
+    for (const section of menuSections(form)) {
+      await explain(`menu-${form}-${section.key}`, section.sql, [SMALL_OWNER]);
+      if (section.traits !== undefined) await explain(`menu-${form}-${section.key}-traits`, section.traits, [SMALL_OWNER]);
+    }
   }
   await explain('menu-version', `SELECT version FROM proj_menu.owner_versions WHERE owner_id = $1`, [SMALL_OWNER]);
   return plans;

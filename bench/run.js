@@ -45,13 +45,16 @@ function parseArgs(argv) {
     else if (name === 'quiet-wait') options.quietWait = Number(value);
     else if (name === 'events') options.events = value;
     else if (name === 'observe') options.observe = value;
+    else if (name === 'database') options.database = value;
+    else if (name === 'keep-database') options.keepDatabase = true;
+    else if (name === 'only') options.only = value.split(',');
     else throw new Error(`unknown option --${name}`);
   }
   return { names, options };
 }
 
 function usage() {
-  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)] [--observe=feed|poll (projection)]`;
+  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)] [--observe=feed|poll (projection)] [--keep-database | --database=NAME (query: keep the filled database, or measure one kept before)] [--only=liveId,asOfPage,... (query: these measurements alone, no targets table)]`;
 }
 
 function formatTable({ title, columns, rows }) {

@@ -55,6 +55,11 @@ export async function dropDatabase(name) {
   created.delete(name);
 }
 
+/** Leaves `name` in place when the process ends (bench/query --keep-database). */
+export function keepDatabase(name) {
+  created.delete(name);
+}
+
 /** Drops every database this process created and has not dropped yet. */
 export async function dropAllDatabases() {
   for (const name of [...created]) {

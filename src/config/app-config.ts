@@ -251,12 +251,18 @@ export class AppConfig {
   @Matches(DURATION, { message: 'CHANGES_RETENTION must be a duration such as 30d, 12h, 15m or 30s' })
   CHANGES_RETENTION = '30d';
 
-  /** Memory for serialised live `/menu` bodies, reused while an owner's menu is unchanged; 0: none kept. */
+  /** Disk space for serialised live `/menu` bodies, reused while an owner's menu is unchanged; 0: none kept. */
   @Transform(int)
-  @IsInt({ message: 'MENU_CACHE_MB must be an integer from 0 to 4096' })
+  @IsInt({ message: 'MENU_CACHE_MB must be an integer from 0 to 65536' })
   @Min(0)
-  @Max(4096)
-  MENU_CACHE_MB = 96;
+  @Max(65536)
+  MENU_CACHE_MB = 1024;
+
+  /** Where the kept `/menu` bodies go (a directory of this process's own is made in it); the system's temporary directory by default. */
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  MENU_CACHE_DIR?: string;
 
   get changeTypes(): string[] {
     return [...new Set(this.CHANGES_TYPES.filter((name) => name !== 'none').map((name) => CHANGE_TYPE_NAMES[name]))];

@@ -1,13 +1,27 @@
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig } from '../config/app-config.js';
 import { MenuDocumentCache } from './menu-document.cache.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'menu-cache-spec-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const cacheOf = (env: Record<string, string>) => new MenuDocumentCache(loadConfig({ MENU_CACHE_DIR: dir, ...env }));
+
+/** The files the cache holds (bodies being written end in .part). */
+const files = () => readdirSync(dir).flatMap((sub) => readdirSync(join(dir, sub)));
 
 async function* body(...chunks: string[]): AsyncGenerator<string> {
   yield* chunks;
 }
 
-async function drain(chunks: AsyncIterable<Buffer>): Promise<string> {
+async function drain(chunks: AsyncIterable<Buffer | string>): Promise<string> {
   const parts: Buffer[] = [];
-  for await (const chunk of chunks) parts.push(chunk);
+  for await (const chunk of chunks) parts.push(Buffer.from(chunk));
   return Buffer.concat(parts).toString('utf8');
 }
 
@@ -15,10 +29,10 @@ const mb = (n: number) => 'x'.repeat(n * 1024 * 1024);
 
 describe('MenuDocumentCache', () => {
   it('passes a body through and serves it again for the same owner, form and version only', async () => {
-    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_MB: '8' }));
+    const cache = cacheOf({ MENU_CACHE_MB: '8' });
     expect(await drain(cache.keep('7', 'expanded', 'v1', 'c1', body('{"a":', '1}')))).toBe('{"a":1}');
     const hit = cache.get('7', 'expanded', 'v1')!;
-    expect(Buffer.concat(hit.chunks).toString('utf8')).toBe('{"a":1}');
+    expect(await drain((await cache.read(hit))!)).toBe('{"a":1}');
     expect(hit.changesCursor).toBe('c1');
     expect(cache.get('7', 'normalized', 'v1')).toBeUndefined();
     expect(cache.get('8', 'expanded', 'v1')).toBeUndefined();
@@ -27,18 +41,20 @@ describe('MenuDocumentCache', () => {
     expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
   });
 
-  it('keeps nothing of a body whose reader stopped halfway, nor of one larger than a quarter of the memory', async () => {
-    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_MB: '8' }));
+  it('keeps nothing of a body whose reader stopped halfway, nor of one larger than half of MENU_CACHE_MB', async () => {
+    const cache = cacheOf({ MENU_CACHE_MB: '8' });
     const reading = cache.keep('7', 'expanded', 'v1', 'c1', body('{"a":', '1}'));
     await reading.next();
     await reading.return(undefined);
     expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
-    expect((await drain(cache.keep('7', 'expanded', 'v1', 'c1', body(mb(1), mb(1), '!')))).length).toBe(2 * 1024 * 1024 + 1);
+    expect(files()).toEqual([]);
+    expect((await drain(cache.keep('7', 'expanded', 'v1', 'c1', body(mb(2), mb(2), '!')))).length).toBe(4 * 1024 * 1024 + 1);
     expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
+    expect(files()).toEqual([]);
   });
 
   it('drops the least recently used bodies beyond MENU_CACHE_MB, and bodies older than half the change retention', async () => {
-    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_MB: '8', CHANGES_RETENTION: '2m' }));
+    const cache = cacheOf({ MENU_CACHE_MB: '8', CHANGES_RETENTION: '2m' });
     for (const owner of ['1', '2', '3']) await drain(cache.keep(owner, 'expanded', 'v', 'c', body(mb(2))));
     expect(cache.get('1', 'expanded', 'v')).toBeDefined();
     await drain(cache.keep('4', 'expanded', 'v', 'c', body(mb(2))));
@@ -47,10 +63,26 @@ describe('MenuDocumentCache', () => {
     expect(cache.get('2', 'expanded', 'v')).toBeUndefined();
     for (const owner of ['1', '3', '4', '5']) expect(cache.get(owner, 'expanded', 'v')).toBeDefined();
     expect(cache.get('1', 'expanded', 'v', Date.now() + 61_000)).toBeUndefined();
+    // Dropped bodies' files go too (unlinked without waiting).
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(files()).toHaveLength(3);
+  });
+
+  it('serves a body read before it was dropped to its end, and removes its directory when the module stops', async () => {
+    const cache = cacheOf({ MENU_CACHE_MB: '8' });
+    await drain(cache.keep('1', 'expanded', 'v1', 'c', body(mb(1), '!')));
+    const stream = (await cache.read(cache.get('1', 'expanded', 'v1')!))!;
+    expect(cache.get('1', 'expanded', 'v2')).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(files()).toEqual([]);
+    expect((await drain(stream)).length).toBe(1024 * 1024 + 1);
+    const [own] = readdirSync(dir);
+    cache.onModuleDestroy();
+    expect(existsSync(join(dir, own))).toBe(false);
   });
 
   it('with MENU_CACHE_MB=0 keeps nothing', async () => {
-    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_MB: '0' }));
+    const cache = cacheOf({ MENU_CACHE_MB: '0' });
     expect(await drain(cache.keep('7', 'expanded', 'v1', 'c1', body('{}')))).toBe('{}');
     expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
   });

@@ -1,12 +1,17 @@
-import { Injectable } from '@nestjs/common';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import type { MenuForm } from './menu-document.repository.js';
 
-/** A whole `/menu` body as it was streamed, and the owner version it shows. */
+/** A whole `/menu` body as it was streamed, kept in a file, and the owner version it shows. */
 export interface CachedMenu {
   version: string;
   changesCursor: string;
-  chunks: Buffer[];
+  file: string;
   bytes: number;
   storedAt: number;
 }
@@ -19,20 +24,28 @@ const MAX_AGE_MS = 5 * 60_000;
  * is unchanged: the projector bumps that version in the same transaction as any change to the
  * owner's rows, so a body of the current version is byte for byte what a new build would stream,
  * and its `changes_cursor` loses nothing to a follower (a change of this owner after it would
- * have bumped the version). Bounded by MENU_CACHE_MB in all, least recently used out first; a
- * body larger than a quarter of it streams without being kept.
+ * have bumped the version).
+ *
+ * Bodies are kept in files (in a directory of MENU_CACHE_DIR made for this process and removed
+ * when it stops), not in memory: a 10,000-product menu is 85 MB, and the page cache serves it as
+ * well as the heap would without counting against the process. Bounded by MENU_CACHE_MB in all,
+ * least recently used out first; a body larger than half of it streams without being kept.
  */
 @Injectable()
-export class MenuDocumentCache {
+export class MenuDocumentCache implements OnModuleDestroy {
   private readonly entries = new Map<string, CachedMenu>();
   private bytes = 0;
   private readonly maxBytes: number;
   private readonly maxAgeMs: number;
+  private readonly parent: string;
+  private dir: string | undefined;
+  private serial = 0;
 
   constructor(config: AppConfig) {
     this.maxBytes = config.MENU_CACHE_MB * 1024 * 1024;
     // A cursor older than the retention could be behind the compaction horizon (410 for a follower).
     this.maxAgeMs = Math.min(MAX_AGE_MS, config.changesRetentionMs / 2);
+    this.parent = config.MENU_CACHE_DIR ?? tmpdir();
   }
 
   /** The body of `version`, if kept. */
@@ -51,27 +64,45 @@ export class MenuDocumentCache {
   }
 
   /**
+   * The kept body as a stream, or undefined when its file is gone (dropped since `get`). The file
+   * is open once this resolves, so dropping it afterwards does not cut a body being sent.
+   */
+  async read(entry: CachedMenu): Promise<Readable | undefined> {
+    const handle = await open(entry.file, 'r').catch(() => undefined);
+    return handle?.createReadStream({ highWaterMark: 1024 * 1024 });
+  }
+
+  /**
    * Passes a body's chunks through as it streams and keeps it once it streamed whole (a client
    * gone halfway keeps nothing). The body must be of `version`, read in one snapshot.
    */
-  async *keep(ownerId: string, form: MenuForm, version: string, changesCursor: string, chunks: AsyncIterable<string>): AsyncGenerator<Buffer> {
-    const limit = this.maxBytes / 4;
-    let kept: Buffer[] | null = [];
-    let bytes = 0;
+  async *keep(ownerId: string, form: MenuForm, version: string, changesCursor: string, chunks: AsyncIterable<string | Buffer>): AsyncGenerator<Buffer> {
+    const limit = this.maxBytes / 2;
     const storedAt = Date.now();
-    for await (const chunk of chunks) {
-      const buffer = Buffer.from(chunk, 'utf8');
-      if (kept !== null) {
-        bytes += buffer.length;
-        if (bytes > limit) kept = null;
-        else kept.push(buffer);
+    let file: { path: string; handle: FileHandle } | undefined = limit > 0 ? await this.create() : undefined;
+    let bytes = 0;
+    let whole = false;
+    try {
+      for await (const chunk of chunks) {
+        const buffer = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+        if (file !== undefined) {
+          bytes += buffer.length;
+          if (bytes > limit) file = await this.discard(file);
+          else await file.handle.write(buffer);
+        }
+        yield buffer;
       }
-      yield buffer;
+      whole = true;
+    } finally {
+      if (file !== undefined && !whole) await this.discard(file);
     }
-    if (kept === null) return;
+    if (file === undefined) return;
+    await file.handle.close();
+    const path = file.path.replace(/\.part$/, '.json');
+    await rename(file.path, path);
     const key = keyOf(ownerId, form);
     this.remove(key);
-    this.entries.set(key, { version, changesCursor, chunks: kept, bytes, storedAt });
+    this.entries.set(key, { version, changesCursor, file: path, bytes, storedAt });
     this.bytes += bytes;
     for (const [oldest] of this.entries) {
       if (this.bytes <= this.maxBytes) break;
@@ -79,11 +110,28 @@ export class MenuDocumentCache {
     }
   }
 
+  onModuleDestroy(): void {
+    if (this.dir !== undefined) rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private async create(): Promise<{ path: string; handle: FileHandle }> {
+    this.dir ??= mkdtempSync(join(this.parent, 'menu-sync-menus-'));
+    const path = join(this.dir, `${++this.serial}.part`);
+    return { path, handle: await open(path, 'wx') };
+  }
+
+  private async discard(file: { path: string; handle: FileHandle }): Promise<undefined> {
+    await file.handle.close().catch(() => undefined);
+    await unlink(file.path).catch(() => undefined);
+    return undefined;
+  }
+
   private remove(key: string): void {
     const entry = this.entries.get(key);
     if (entry === undefined) return;
     this.entries.delete(key);
     this.bytes -= entry.bytes;
+    void unlink(entry.file).catch(() => undefined);
   }
 }
 

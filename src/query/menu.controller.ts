@@ -31,7 +31,7 @@ export class MenuController {
       return;
     }
     if (answer.changesCursor !== null) reply.header('X-Changes-Cursor', answer.changesCursor);
-    const body = Readable.from(answer.chunks, { objectMode: false });
+    const body = answer.chunks instanceof Readable ? answer.chunks : Readable.from(answer.chunks, { objectMode: false });
     // A client gone before the first chunk: the snapshot's connection is released all the same.
     body.once('close', () => void answer.close?.());
     await reply.status(200).type('application/json; charset=utf-8').send(body);

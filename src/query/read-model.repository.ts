@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import type pg from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
 import { CHANGE_COLUMNS, NEWEST_FIRST, ORDERS_PROJECTION, subjectOf } from '../projection/projection-definitions.js';
 import { ResourceTable } from '../projection/resource-tables.js';
 
@@ -57,6 +59,15 @@ export class ReadModelRepository {
     });
   }
 
+  /**
+   * A statement on the data source's pool without TypeORM's query runner (built, broadcast to
+   * subscribers and released per call): the hot reads by id and page spend a fifth less CPU.
+   */
+  async query<T = ResourceRow>(sql: string, params: unknown[]): Promise<T[]> {
+    const pool = (this.dataSource.driver as PostgresDriver).master as pg.Pool;
+    return (await pool.query(sql, params)).rows;
+  }
+
   async find(table: ResourceTable, filter: RowFilter, db?: EntityManager): Promise<ResourceRow[]> {
     if (filter.asOf && table.schema === 'proj_menu') return this.findMenuAsOf(table, filter, filter.asOf);
     const params: unknown[] = [];
@@ -69,12 +80,10 @@ export class ReadModelRepository {
     if (filter.updatedSince !== undefined) where.push(`occurred_at >= ${param(filter.updatedSince)}`);
     if (filter.afterSortKey !== undefined) where.push(`sort_key > ${param(filter.afterSortKey)}`);
     const limit = filter.limit === undefined ? '' : `LIMIT ${param(filter.limit)}`;
-    return (db ?? this.dataSource).query(
-      `SELECT id, sort_key, owner_id, attributes, relationships, deleted, occurred_at, event_id, position::text AS position
+    const sql = `SELECT id, sort_key, owner_id, attributes, relationships, deleted, occurred_at, event_id, position::text AS position
          FROM ${source} ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-        ORDER BY sort_key ${limit}`,
-      params,
-    );
+        ORDER BY sort_key ${limit}`;
+    return db === undefined ? this.query(sql, params) : db.query(sql, params);
   }
 
   private asOfSource(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {
@@ -120,7 +129,7 @@ export class ReadModelRepository {
          SELECT t.id, ${menuSortKey('t.id')} FROM unnest(${param(tail)}::text[]) AS t(id)
           WHERE ${after === undefined ? 'true' : `${menuSortKey('t.id')} > ${after}`}
             AND NOT EXISTS (SELECT 1 FROM ${live} c WHERE ${[sameSubject('c.id', 't.id'), ...candidate].join(' AND ')})`;
-    return this.dataSource.query(
+    return this.query(
       `WITH candidates AS (
          SELECT c.id, c.sort_key FROM ${live} c ${where(candidate)}${unprojected}),
        page AS MATERIALIZED (
@@ -142,17 +151,24 @@ export class ReadModelRepository {
     );
   }
 
-  /** Ids of `table`'s type (matching the filter's owner and ids) in log entries past the projector's checkpoint. */
+  /**
+   * Ids of `table`'s type (matching the filter's owner and ids) in log entries past the projector's
+   * checkpoint. The checkpoint is read first and given as values: compared with a subquery's
+   * unknown result, the planner expected a third of the log and compiled the scan with JIT (some
+   * 20 ms, and ~90 ms in all, on each `as_of` read); with the values it expects the few entries there are.
+   */
   private async unprojectedIds(table: ResourceTable, filter: RowFilter): Promise<string[]> {
-    const params: unknown[] = [table.type];
+    const [checkpoint] = await this.query<{ transaction_id: string; position: string }>(
+      `SELECT transaction_id::text, position::text FROM ${table.schema}.checkpoint`, []);
+    if (checkpoint === undefined) return [];
+    const params: unknown[] = [table.type, checkpoint.transaction_id, checkpoint.position];
     const conditions = [
       ...(filter.ownerId === undefined ? [] : [`e.owner_id = $${params.push(filter.ownerId)}`]),
       ...(filter.ids === undefined ? [] : [`e.subject_id = ANY($${params.push(filter.ids)}::text[])`]),
     ];
-    const rows: Array<{ id: string }> = await this.dataSource.query(
+    const rows = await this.query<{ id: string }>(
       `SELECT DISTINCT e.subject_id AS id FROM event_log e
-        WHERE e.transaction_id >= (SELECT transaction_id FROM ${table.schema}.checkpoint)
-          AND (e.transaction_id, e.position) > (SELECT transaction_id, position FROM ${table.schema}.checkpoint)
+        WHERE e.transaction_id >= $2::xid8 AND (e.transaction_id, e.position) > ($2::xid8, $3::bigint)
           AND e.subject_type = $1 ${conditions.map((condition) => `AND ${condition}`).join(' ')}`, params);
     return rows.map((row) => row.id);
   }

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { encodeChangeCursor } from '../changes/change-cursor.js';
@@ -97,7 +98,8 @@ export class ResourceQueryService {
     const current = menuEtag(version, form);
     if (matches(ifNoneMatch, current)) return { etag: current, notModified: true };
     const cached = this.cache.get(ownerId, form, version);
-    if (cached !== undefined) return { etag: current, notModified: false, changesCursor: cached.changesCursor, chunks: cached.chunks };
+    const kept = cached === undefined ? undefined : await this.cache.read(cached);
+    if (cached !== undefined && kept !== undefined) return { etag: current, notModified: false, changesCursor: cached.changesCursor, chunks: kept };
     const snapshot = await this.documents.open(ownerId, form, async (db) =>
       ({ changes_cursor: encodeChangeCursor(await this.changes.positionInSnapshot(db)) }));
     const etag = menuEtag(snapshot.version, form);
@@ -216,7 +218,7 @@ const MENU_CHUNK = 200;
 
 export type MenuAnswer =
   | { etag: string; notModified: true }
-  | { etag: string; notModified: false; changesCursor: string | null; chunks: AsyncIterable<string | Buffer> | Iterable<Buffer>; close?: () => Promise<void> };
+  | { etag: string; notModified: false; changesCursor: string | null; chunks: AsyncIterable<string | Buffer> | Readable; close?: () => Promise<void> };
 
 function menuEtag(version: string, form: MenuForm, asOf?: Date): string {
   return `"menu-${version}-${form === 'normalized' ? 'n' : 'e'}${asOf === undefined ? '' : `-${asOf.getTime()}`}"`;
