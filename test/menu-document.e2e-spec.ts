@@ -151,7 +151,7 @@ describe('GET /api/v1/menu streamed, with the owner version as its ETag', () => 
   it('If-None-Match with the ETag → 304 without a body; the ETag changes exactly when the owner\'s content does', async () => {
     const first = await menu();
     const etag = first.headers.get('etag')!;
-    // Read again unchanged (kept in memory since the first read): the same document, byte for byte, and cursor.
+    // Read again unchanged (kept since the first read): the same document, byte for byte, and cursor.
     const again = await menu();
     expect(again.text).toBe(first.text);
     expect(again.headers.get('etag')).toBe(etag);

@@ -112,28 +112,32 @@ export class ResourceQueryService {
       chunks: this.cache.keep(ownerId, form, snapshot.version, changesCursor, snapshot.chunks) };
   }
 
-  /** The menu as of an instant, folded from the log a chunk of products at a time, serialised chunk by chunk. */
+  /**
+   * The menu as of an instant, folded from the log a chunk of products at a time, serialised chunk
+   * by chunk. Each trait and trait option is folded once per document (products share them), a
+   * few lookups at a time, and the next chunk of products is folded while this one is expanded.
+   */
   private async *menuAsOf(ownerId: string, form: MenuForm, asOf: Date): AsyncGenerator<string> {
     const collections = await this.rows.find(RESOURCE_TABLES.collection, { ownerId, asOf });
     yield `{"collections":${JSON.stringify(collections.map((row) => toResource(RESOURCE_TABLES.collection, row)))},"products":[`;
-    const traitIds = new Set<string>();
-    let after: string | undefined;
+    const folded = new FoldedChildren(this, asOf);
+    const chunkAfter = (after: string | undefined) => readAhead(this.rows.find(RESOURCE_TABLES.product, { ownerId, asOf, afterSortKey: after, limit: MENU_CHUNK }));
+    let next = chunkAfter(undefined);
     let first = true;
     for (;;) {
-      const rows = await this.rows.find(RESOURCE_TABLES.product, { ownerId, asOf, afterSortKey: after, limit: MENU_CHUNK });
+      const rows = await next;
       if (rows.length === 0) break;
-      after = rows[rows.length - 1].sort_key;
+      next = rows.length < MENU_CHUNK ? Promise.resolve([]) : chunkAfter(rows[rows.length - 1].sort_key);
       const products = rows.map((row) => toResource(RESOURCE_TABLES.product, row));
-      if (form === 'normalized') for (const product of products) for (const id of linkIds(product, 'traits')) traitIds.add(id);
-      const items = form === 'normalized' ? products : await this.expandTraits(products, asOf);
+      const items = form === 'normalized' ? products : await folded.expand(products);
+      if (form === 'normalized') await folded.traits(products.flatMap((product) => linkIds(product, 'traits')));
       yield `${first ? '' : ','}${JSON.stringify(items).slice(1, -1)}`;
       first = false;
-      if (rows.length < MENU_CHUNK) break;
     }
     if (form === 'normalized') {
-      const traits = sortById(await this.children(RESOURCE_TABLES.trait, [...traitIds], asOf));
+      const traits = sortById(folded.allTraits());
       yield `],"traits":${JSON.stringify(traits)},"trait_options":`;
-      const options = await this.children(RESOURCE_TABLES.trait_option, traits.flatMap((trait) => linkIds(trait, 'trait_options')), asOf);
+      const options = await folded.options(traits.flatMap((trait) => linkIds(trait, 'trait_options')));
       yield `${JSON.stringify(sortById(options))}${trailerJson({ changes_cursor: null })}}`;
     } else {
       yield `]${trailerJson({ changes_cursor: null })}}`;
@@ -155,13 +159,15 @@ export class ResourceQueryService {
     }));
   }
 
-  private async children(table: ResourceTable, ids: string[], asOf?: Date): Promise<ApiResource[]> {
+  /** @internal the resources of `ids` (unknown and deleted ones left out), looked up `concurrency` chunks at a time. */
+  async children(table: ResourceTable, ids: string[], asOf?: Date, concurrency = 1): Promise<ApiResource[]> {
     const unique = [...new Set(ids)];
-    if (unique.length === 0) return [];
+    const chunks: string[][] = [];
+    for (let i = 0; i < unique.length; i += CHILDREN_CHUNK) chunks.push(unique.slice(i, i + CHILDREN_CHUNK));
     const found: ApiResource[] = [];
-    for (let i = 0; i < unique.length; i += 1000) {
-      const rows = await this.rows.find(table, { ids: unique.slice(i, i + 1000), asOf });
-      found.push(...rows.map((row) => toResource(table, row)));
+    for (let i = 0; i < chunks.length; i += concurrency) {
+      const rows = await Promise.all(chunks.slice(i, i + concurrency).map((chunk) => this.rows.find(table, { ids: chunk, asOf })));
+      found.push(...rows.flat().map((row) => toResource(table, row)));
     }
     return found;
   }
@@ -214,7 +220,66 @@ function sortById(resources: ApiResource[]): ApiResource[] {
 }
 
 /** Products per chunk of an `as_of` menu: each chunk is folded, expanded and serialised on its own. */
-const MENU_CHUNK = 200;
+const MENU_CHUNK = 250;
+/** Ids per `as_of` lookup of children, and lookups in flight at once for a menu. */
+const CHILDREN_CHUNK = 500;
+const MENU_LOOKUPS = 3;
+
+/** A read started ahead, which nobody may await if the reader goes away: its failure must not go unhandled. */
+function readAhead<T>(read: Promise<T>): Promise<T> {
+  read.catch(() => undefined);
+  return read;
+}
+
+/** The traits and trait options of one `as_of` menu, each folded once (unknown and deleted ones kept as absent). */
+class FoldedChildren {
+  private readonly traitsById = new Map<string, ApiResource | null>();
+  private readonly optionsById = new Map<string, ApiResource | null>();
+
+  constructor(private readonly service: ResourceQueryService, private readonly asOf: Date) {}
+
+  /** Products with their traits (and the traits' options) expanded, as `expandTraits` does. */
+  async expand(products: ApiResource[]): Promise<ApiResource[]> {
+    const traits = await this.traits(products.flatMap((product) => linkIds(product, 'traits')));
+    await this.options(traits.flatMap((trait) => linkIds(trait, 'trait_options')));
+    const expandedTraits = new Map<string, ApiResource>();
+    const expanded = (trait: ApiResource) => {
+      let done = expandedTraits.get(trait.id);
+      if (done === undefined) {
+        done = { ...trait, trait_options: pickFolded(this.optionsById, linkIds(trait, 'trait_options')) };
+        expandedTraits.set(trait.id, done);
+      }
+      return done;
+    };
+    return products.map((product) => ({ ...product, traits: pickFolded(this.traitsById, linkIds(product, 'traits')).map(expanded) }));
+  }
+
+  traits(ids: string[]): Promise<ApiResource[]> {
+    return this.fold(RESOURCE_TABLES.trait, this.traitsById, ids);
+  }
+
+  options(ids: string[]): Promise<ApiResource[]> {
+    return this.fold(RESOURCE_TABLES.trait_option, this.optionsById, ids);
+  }
+
+  allTraits(): ApiResource[] {
+    return [...this.traitsById.values()].filter((trait): trait is ApiResource => trait !== null);
+  }
+
+  private async fold(table: ResourceTable, known: Map<string, ApiResource | null>, ids: string[]): Promise<ApiResource[]> {
+    const missing = [...new Set(ids)].filter((id) => !known.has(id));
+    for (const id of missing) known.set(id, null);
+    for (const resource of await this.service.children(table, missing, this.asOf, MENU_LOOKUPS)) known.set(resource.id, resource);
+    return pickFolded(known, [...new Set(ids)]);
+  }
+}
+
+function pickFolded(known: Map<string, ApiResource | null>, ids: string[]): ApiResource[] {
+  return ids.flatMap((id) => {
+    const found = known.get(id);
+    return found === undefined || found === null ? [] : [found];
+  });
+}
 
 export type MenuAnswer =
   | { etag: string; notModified: true }
