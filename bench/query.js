@@ -13,6 +13,7 @@
 //   named), then --database=NAME --only=asOfPage,liveId to measure those reads again in seconds.
 import { randomBytes } from 'node:crypto';
 import { get as httpGet } from 'node:http';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -120,7 +121,7 @@ async function smallOwnerSpan(client) {
 
 /** --only: the chosen measurements, daemon next to baseline. */
 function onlyTable(size, only, { daemon, baseline }) {
-  const cell = (value) => (value === undefined || value === null ? '-' : 'rps' in value ? `${value.rps} req/s, p50 ${value.p50}, p99 ${value.p99} ms`
+  const cell = (value) => (value === undefined || value === null ? '-' : typeof value !== 'object' ? String(value) : 'rps' in value ? `${value.rps} req/s, p50 ${value.p50}, p99 ${value.p99} ms`
     : 'ms' in value ? `${value.ms.join(' / ')} ms` : String(value));
   return { title: `query ${size}: ${only.join(', ')} (daemon peak RSS ${daemon.peakRssMiB} MiB)`, columns: ['read', 'daemon', 'baseline'],
     rows: only.map((name) => [name, cell(daemon[name]), cell(baseline[name])]) };
@@ -219,17 +220,31 @@ function progress(out, name) {
   log(`    ${name}: ${summary}`);
 }
 
-/** `workers` loops of GET url until stopped; how many completed. */
+/**
+ * `workers` loops of GET url until stopped, in a worker thread (receiving 93 MB bodies back to
+ * back must not slow the event loop that autocannon measures ingress on); how many completed.
+ */
 function heavyMenuReads(url, workers) {
+  const worker = new Worker(new URL(import.meta.url), { workerData: { heavyMenuReads: { url, workers } } });
+  const done = new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  return { stop: async () => { worker.postMessage('stop'); const completed = await done; await worker.terminate(); return completed; } };
+}
+
+if (!isMainThread && workerData?.heavyMenuReads) {
+  const { url, workers } = workerData.heavyMenuReads;
   let stopped = false;
   let completed = 0;
+  parentPort.once('message', () => { stopped = true; });
   const loops = Array.from({ length: workers }, async () => {
     while (!stopped) {
       await get(url);
       completed++;
     }
   });
-  return { stop: async () => { stopped = true; await Promise.all(loops); return completed; } };
+  Promise.all(loops).then(() => parentPort.postMessage(completed));
 }
 
 /**

@@ -16,7 +16,6 @@ export function answer(reply: FastifyReply, resource: ApiResource): ApiResource 
 @ApiTags('menu')
 @ApiBearerAuth()
 @UseGuards(ApiTokenGuard)
-@UseInterceptors(ChangesCursorHeader)
 @Controller('api/v1')
 export class MenuController {
   constructor(private readonly resources: ResourceQueryService) {}
@@ -38,21 +37,25 @@ export class MenuController {
   }
 
   @Get('collections')
+  @UseInterceptors(ChangesCursorHeader)
   collections(@Query() query: ListQuery) {
     return this.resources.list('collections', query);
   }
 
   @Get('products')
+  @UseInterceptors(ChangesCursorHeader)
   products(@Query() query: ListQuery) {
     return this.resources.list('products', query);
   }
 
   @Get('traits')
+  @UseInterceptors(ChangesCursorHeader)
   traits(@Query() query: ListQuery) {
     return this.resources.list('traits', query);
   }
 
   @Get('trait_options')
+  @UseInterceptors(ChangesCursorHeader)
   traitOptions(@Query() query: ListQuery) {
     return this.resources.list('trait_options', query);
   }
