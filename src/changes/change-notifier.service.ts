@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
+import { sharedPool } from '../database/postgres-connection.js';
 import { CHANGES_CHANNEL } from '../projection/published-changes.js';
 import { ChangeLogRepository } from './change-log.repository.js';
 
@@ -70,8 +70,7 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
   }
 
   private async listen(): Promise<void> {
-    const pool = (this.dataSource.driver as PostgresDriver).master as pg.Pool;
-    const client = await pool.connect();
+    const client = await sharedPool(this.dataSource).connect();
     this.client = client;
     client.on('notification', () => this.onNotified());
     client.on('error', (error) => {

@@ -1,5 +1,11 @@
 import type pg from 'pg';
-import type { QueryRunner } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
+
+/** The node-postgres pool under a TypeORM data source: for statements that skip the query runner. */
+export function sharedPool(dataSource: DataSource): pg.Pool {
+  return (dataSource.driver as PostgresDriver).master as pg.Pool;
+}
 
 /**
  * The node-postgres client under a connected TypeORM query runner, for what the runner cannot

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
+import { sharedPool } from '../database/postgres-connection.js';
 import { AppendResult, LogCheckpoint, LogEntry, LogEntrySummary, LogFilter, LogPage, NewLogEntry } from './log-entry.js';
 
 const COLUMNS = [
@@ -97,8 +97,7 @@ export class EventLogRepository {
    */
   private get pool(): pg.Pool {
     if (!this.appendPool) {
-      const driver = this.dataSource.driver as PostgresDriver;
-      const shared = driver.master as pg.Pool;
+      const shared = sharedPool(this.dataSource);
       this.appendPool = new pg.Pool({ ...shared.options, max: APPEND_CONNECTIONS, allowExitOnIdle: true });
       // An idle connection that the server ends (restart, terminate) must not crash the process.
       this.appendPool.on('error', () => undefined);

@@ -31,8 +31,8 @@ describe('MenuDocumentCache', () => {
   it('passes a body through and serves it again for the same owner, form and version only', async () => {
     const cache = cacheOf({ MENU_CACHE_MB: '8' });
     expect(await drain(cache.keep('7', 'expanded', 'v1', 'c1', body('{"a":', '1}')))).toBe('{"a":1}');
-    const hit = cache.get('7', 'expanded', 'v1')!;
-    expect(await drain((await cache.read(hit))!)).toBe('{"a":1}');
+    const hit = (await cache.open('7', 'expanded', 'v1'))!;
+    expect(await drain(hit.body)).toBe('{"a":1}');
     expect(hit.changesCursor).toBe('c1');
     expect(cache.get('7', 'normalized', 'v1')).toBeUndefined();
     expect(cache.get('8', 'expanded', 'v1')).toBeUndefined();
@@ -71,7 +71,7 @@ describe('MenuDocumentCache', () => {
   it('serves a body read before it was dropped to its end, and removes its directory when the module stops', async () => {
     const cache = cacheOf({ MENU_CACHE_MB: '8' });
     await drain(cache.keep('1', 'expanded', 'v1', 'c', body(mb(1), '!')));
-    const stream = (await cache.read(cache.get('1', 'expanded', 'v1')!))!;
+    const stream = (await cache.open('1', 'expanded', 'v1'))!.body;
     expect(cache.get('1', 'expanded', 'v2')).toBeUndefined();
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(files()).toEqual([]);

@@ -48,7 +48,7 @@ export class MenuDocumentCache implements OnModuleDestroy {
     this.parent = config.MENU_CACHE_DIR ?? tmpdir();
   }
 
-  /** The body of `version`, if kept. */
+  /** The entry of `version`, if kept (most recently used from now on). */
   get(ownerId: string, form: MenuForm, version: string, now = Date.now()): CachedMenu | undefined {
     const key = keyOf(ownerId, form);
     const entry = this.entries.get(key);
@@ -64,12 +64,15 @@ export class MenuDocumentCache implements OnModuleDestroy {
   }
 
   /**
-   * The kept body as a stream, or undefined when its file is gone (dropped since `get`). The file
-   * is open once this resolves, so dropping it afterwards does not cut a body being sent.
+   * The kept body of `version` as a stream, with its `changes_cursor`; undefined when none is kept
+   * (or its file is gone). The file is open once this resolves, so dropping it afterwards does not
+   * cut a body being sent.
    */
-  async read(entry: CachedMenu): Promise<Readable | undefined> {
+  async open(ownerId: string, form: MenuForm, version: string): Promise<{ changesCursor: string; body: Readable } | undefined> {
+    const entry = this.get(ownerId, form, version);
+    if (entry === undefined) return undefined;
     const handle = await open(entry.file, 'r').catch(() => undefined);
-    return handle?.createReadStream({ highWaterMark: 1024 * 1024 });
+    return handle === undefined ? undefined : { changesCursor: entry.changesCursor, body: handle.createReadStream({ highWaterMark: 1024 * 1024 }) };
   }
 
   /**

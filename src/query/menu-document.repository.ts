@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
+import { readAhead } from '../common/read-ahead.js';
 
 export type MenuForm = 'expanded' | 'normalized';
 
@@ -222,12 +223,6 @@ export function expandedChunk(rows: SectionRow[], traits: ReadonlyMap<string, Bu
 /** `,"key":value` for each field, to close a document with. */
 export function trailerJson(fields: Record<string, unknown>): string {
   return Object.entries(fields).map(([key, value]) => `,${JSON.stringify(key)}:${JSON.stringify(value)}`).join('');
-}
-
-/** A read started ahead, which nobody may await if the reader goes away: its failure must not go unhandled. */
-function readAhead<T>(read: Promise<T>): Promise<T> {
-  read.catch(() => undefined);
-  return read;
 }
 
 function fetchRows<T>(runner: QueryRunner, cursor: string, rows: number): Promise<T[]> {

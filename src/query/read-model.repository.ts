@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type pg from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
+import { sharedPool } from '../database/postgres-connection.js';
 import { CHANGE_COLUMNS, NEWEST_FIRST, ORDERS_PROJECTION, subjectOf } from '../projection/projection-definitions.js';
 import { ResourceTable } from '../projection/resource-tables.js';
 
@@ -64,8 +63,7 @@ export class ReadModelRepository {
    * subscribers and released per call): the hot reads by id and page spend a fifth less CPU.
    */
   async query<T = ResourceRow>(sql: string, params: unknown[]): Promise<T[]> {
-    const pool = (this.dataSource.driver as PostgresDriver).master as pg.Pool;
-    return (await pool.query(sql, params)).rows;
+    return (await sharedPool(this.dataSource).query(sql, params)).rows;
   }
 
   async find(table: ResourceTable, filter: RowFilter, db?: EntityManager): Promise<ResourceRow[]> {

@@ -4,6 +4,7 @@ import type { EntityManager } from 'typeorm';
 import { encodeChangeCursor } from '../changes/change-cursor.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { BadRequestError, NotFoundError } from '../common/app-error.js';
+import { readAhead } from '../common/read-ahead.js';
 import type { ApiResource } from '../projection/api-resource.js';
 import { ReadModelRepository, ResourceRow } from './read-model.repository.js';
 import { RESOURCE_TABLES, ResourceTable, tableByName } from '../projection/resource-tables.js';
@@ -59,7 +60,7 @@ export class ResourceQueryService {
   async product(id: string, expand: boolean, asOf?: Date): Promise<ApiResource> {
     const product = await this.get('products', id, asOf);
     if (!expand || product.deleted) return product;
-    const [expanded] = await this.expandTraits([product], asOf);
+    const [expanded] = await this.folder(asOf).expand([product]);
     return expanded;
   }
 
@@ -97,9 +98,8 @@ export class ResourceQueryService {
     const version = await this.documents.ownerVersion(ownerId);
     const current = menuEtag(version, form);
     if (matches(ifNoneMatch, current)) return { etag: current, notModified: true };
-    const cached = this.cache.get(ownerId, form, version);
-    const kept = cached === undefined ? undefined : await this.cache.read(cached);
-    if (cached !== undefined && kept !== undefined) return { etag: current, notModified: false, changesCursor: cached.changesCursor, chunks: kept };
+    const kept = await this.cache.open(ownerId, form, version);
+    if (kept !== undefined) return { etag: current, notModified: false, changesCursor: kept.changesCursor, chunks: kept.body };
     const snapshot = await this.documents.open(ownerId, form, async (db) =>
       ({ changes_cursor: encodeChangeCursor(await this.changes.positionInSnapshot(db)) }));
     const etag = menuEtag(snapshot.version, form);
@@ -120,7 +120,7 @@ export class ResourceQueryService {
   private async *menuAsOf(ownerId: string, form: MenuForm, asOf: Date): AsyncGenerator<string> {
     const collections = await this.rows.find(RESOURCE_TABLES.collection, { ownerId, asOf });
     yield `{"collections":${JSON.stringify(collections.map((row) => toResource(RESOURCE_TABLES.collection, row)))},"products":[`;
-    const folded = new FoldedChildren(this, asOf);
+    const folded = this.folder(asOf, MENU_LOOKUPS);
     const chunkAfter = (after: string | undefined) => readAhead(this.rows.find(RESOURCE_TABLES.product, { ownerId, asOf, afterSortKey: after, limit: MENU_CHUNK }));
     let next = chunkAfter(undefined);
     let first = true;
@@ -144,23 +144,13 @@ export class ResourceQueryService {
     }
   }
 
-  /** Follows product → traits → trait options, leaving out unknown and deleted ones, in relationship order. */
-  private async expandTraits(products: ApiResource[], asOf?: Date): Promise<ApiResource[]> {
-    const traits = await this.children(RESOURCE_TABLES.trait, products.flatMap((p) => linkIds(p, 'traits')), asOf);
-    const options = await this.children(RESOURCE_TABLES.trait_option, traits.flatMap((t) => linkIds(t, 'trait_options')), asOf);
-    const traitsById = byId(traits);
-    const optionsById = byId(options);
-    return products.map((product) => ({
-      ...product,
-      traits: pick(traitsById, linkIds(product, 'traits')).map((trait) => ({
-        ...trait,
-        trait_options: pick(optionsById, linkIds(trait, 'trait_options')),
-      })),
-    }));
+  /** Traits and trait options folded (live or `as_of`) once each, for expanding products. */
+  private folder(asOf: Date | undefined, concurrency = 1): TraitExpansion {
+    return new TraitExpansion((table, ids) => this.children(table, ids, asOf, concurrency));
   }
 
-  /** @internal the resources of `ids` (unknown and deleted ones left out), looked up `concurrency` chunks at a time. */
-  async children(table: ResourceTable, ids: string[], asOf?: Date, concurrency = 1): Promise<ApiResource[]> {
+  /** The resources of `ids` (unknown and deleted ones left out), looked up `concurrency` chunks at a time. */
+  private async children(table: ResourceTable, ids: string[], asOf?: Date, concurrency = 1): Promise<ApiResource[]> {
     const unique = [...new Set(ids)];
     const chunks: string[][] = [];
     for (let i = 0; i < unique.length; i += CHILDREN_CHUNK) chunks.push(unique.slice(i, i + CHILDREN_CHUNK));
@@ -206,10 +196,11 @@ function byId(resources: ApiResource[]): Map<string, ApiResource> {
   return new Map(resources.map((resource) => [resource.id, resource]));
 }
 
-function pick(resources: Map<string, ApiResource>, ids: string[]): ApiResource[] {
+/** The resources of `ids` in order; ids absent from the map, or known to be absent (null), left out. */
+function pick(resources: ReadonlyMap<string, ApiResource | null>, ids: string[]): ApiResource[] {
   return ids.flatMap((id) => {
     const found = resources.get(id);
-    return found === undefined ? [] : [found];
+    return found === undefined || found === null ? [] : [found];
   });
 }
 
@@ -221,24 +212,24 @@ function sortById(resources: ApiResource[]): ApiResource[] {
 
 /** Products per chunk of an `as_of` menu: each chunk is folded, expanded and serialised on its own. */
 const MENU_CHUNK = 250;
-/** Ids per `as_of` lookup of children, and lookups in flight at once for a menu. */
+/** Ids per lookup of children, and lookups in flight at once for an `as_of` menu. */
 const CHILDREN_CHUNK = 500;
 const MENU_LOOKUPS = 3;
 
-/** A read started ahead, which nobody may await if the reader goes away: its failure must not go unhandled. */
-function readAhead<T>(read: Promise<T>): Promise<T> {
-  read.catch(() => undefined);
-  return read;
-}
-
-/** The traits and trait options of one `as_of` menu, each folded once (unknown and deleted ones kept as absent). */
-class FoldedChildren {
+/**
+ * The traits and trait options of one expansion (a product, or a whole `as_of` menu), each looked
+ * up once (unknown and deleted ones remembered as absent).
+ */
+class TraitExpansion {
   private readonly traitsById = new Map<string, ApiResource | null>();
   private readonly optionsById = new Map<string, ApiResource | null>();
 
-  constructor(private readonly service: ResourceQueryService, private readonly asOf: Date) {}
+  constructor(private readonly lookup: (table: ResourceTable, ids: string[]) => Promise<ApiResource[]>) {}
 
-  /** Products with their traits (and the traits' options) expanded, as `expandTraits` does. */
+  /**
+   * Follows product → traits → trait options in relationship order (repeats kept, unknown and
+   * deleted ones left out); a trait shared by products of the call is expanded once.
+   */
   async expand(products: ApiResource[]): Promise<ApiResource[]> {
     const traits = await this.traits(products.flatMap((product) => linkIds(product, 'traits')));
     await this.options(traits.flatMap((trait) => linkIds(trait, 'trait_options')));
@@ -246,12 +237,12 @@ class FoldedChildren {
     const expanded = (trait: ApiResource) => {
       let done = expandedTraits.get(trait.id);
       if (done === undefined) {
-        done = { ...trait, trait_options: pickFolded(this.optionsById, linkIds(trait, 'trait_options')) };
+        done = { ...trait, trait_options: pick(this.optionsById, linkIds(trait, 'trait_options')) };
         expandedTraits.set(trait.id, done);
       }
       return done;
     };
-    return products.map((product) => ({ ...product, traits: pickFolded(this.traitsById, linkIds(product, 'traits')).map(expanded) }));
+    return products.map((product) => ({ ...product, traits: pick(this.traitsById, linkIds(product, 'traits')).map(expanded) }));
   }
 
   traits(ids: string[]): Promise<ApiResource[]> {
@@ -269,16 +260,9 @@ class FoldedChildren {
   private async fold(table: ResourceTable, known: Map<string, ApiResource | null>, ids: string[]): Promise<ApiResource[]> {
     const missing = [...new Set(ids)].filter((id) => !known.has(id));
     for (const id of missing) known.set(id, null);
-    for (const resource of await this.service.children(table, missing, this.asOf, MENU_LOOKUPS)) known.set(resource.id, resource);
-    return pickFolded(known, [...new Set(ids)]);
+    for (const resource of await this.lookup(table, missing)) known.set(resource.id, resource);
+    return pick(known, [...new Set(ids)]);
   }
-}
-
-function pickFolded(known: Map<string, ApiResource | null>, ids: string[]): ApiResource[] {
-  return ids.flatMap((id) => {
-    const found = known.get(id);
-    return found === undefined || found === null ? [] : [found];
-  });
 }
 
 export type MenuAnswer =
