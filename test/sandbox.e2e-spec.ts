@@ -72,8 +72,9 @@ describe('`npm start` with an empty environment: the sandbox', () => {
     expect(firstEmulator).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(daemon.logs).toMatch(/embedded PostgreSQL/);
     expect(daemon.logs).toContain(`sandbox: the built-in emulator at ${firstEmulator} is the upstream`);
-    // How to make changes: through the emulator's control API.
-    expect(daemon.logs).toContain(`${firstEmulator}/_emulator/products`);
+    // How to make changes: through the emulator's control API (logged once the sandbox sees the
+    // connection, which may be a moment after the API lists it).
+    await eventually(async () => expect(daemon.logs).toContain(`${firstEmulator}/_emulator/products`), 10_000, 100);
 
     const products = await eventually(async () => {
       const listed = await demoProducts(daemon);

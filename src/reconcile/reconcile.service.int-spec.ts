@@ -48,12 +48,25 @@ describe('ReconcileService.run (PostgreSQL)', () => {
   let fetch: Fetch;
   let connections: ConnectionRepository;
 
-  /** Applies the whole log, as the daemon's projector would between runs. */
+  /**
+   * Applies the whole log, as the daemon's projector would between runs. A page stops short of
+   * entries whose transactions may still be in flight anywhere on the server (test files run in
+   * parallel on one cluster), so it applies until no projection lags, not until a page is empty.
+   */
   async function project(): Promise<void> {
+    const statuses = new ProjectionStatusRepository(dataSource);
     const runner = dataSource.createQueryRunner();
     await runner.connect();
     try {
-      for (const projection of PROJECTIONS) while ((await projections.applyPage(runner, projection, 1000)).entries > 0);
+      for (const projection of PROJECTIONS) {
+        const deadline = Date.now() + 10_000;
+        for (;;) {
+          while ((await projections.applyPage(runner, projection, 1000)).entries > 0);
+          if (await statuses.lag((await statuses.status(projection)).checkpoint) === 0) break;
+          if (Date.now() > deadline) throw new Error(`projection ${projection.name} did not catch up with the log`);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
     } finally {
       await runner.release();
     }
