@@ -73,7 +73,8 @@ async function measureSize(size, duration, logDir, { database: kept, keepDatabas
     const filled = kept === undefined ? await fill(client, events) : null;
     const span = kept === undefined ? await fillSmallOwner(client, events) : await smallOwnerSpan(client, events);
     const daemonPort = await freePort();
-    const daemon = startService('node', ['dist/src/main.js', 'serve'], { cwd: ROOT, env: { ...env, DATABASE_URL: url, PORT: String(daemonPort) },
+    // As `npm start` and the Docker image run it (package.json, Dockerfile).
+    const daemon = startService('node', ['--max-semi-space-size=64', 'dist/src/main.js', 'serve'], { cwd: ROOT, env: { ...env, DATABASE_URL: url, PORT: String(daemonPort) },
       logFile: join(logDir, `query-${size}-daemon.log`) });
     services.push(daemon);
     const daemonBase = `http://127.0.0.1:${daemonPort}`;

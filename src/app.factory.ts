@@ -9,6 +9,7 @@ import { LogController } from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
+import { ApiTokenGuard } from './common/api-token.guard.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
 import { clientErrorProblem, frameworkErrorProblem, registerInputChecks } from './common/request-input.js';
@@ -19,6 +20,8 @@ import { IngressService } from './ingress/ingress.service.js';
 import { MetricsService } from './observability/metrics.service.js';
 import { PinoNestLogger } from './observability/logger.js';
 import { requestContext } from './observability/request-context.js';
+import { installDirectReads } from './query/direct-reads.js';
+import { ResourceQueryService } from './query/resource-query.service.js';
 import type { UpstreamSettings } from './upstream/upstream-settings.js';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -54,6 +57,7 @@ export async function createHttpApp({ config, databaseUrl, logger, upstream }: H
     logger: new PinoNestLogger(logger),
   });
   configureFastify(app.getHttpAdapter().getInstance(), config, logger, app.get(MetricsService));
+  installDirectReads(app.getHttpAdapter().getInstance(), app.get(ResourceQueryService), new ApiTokenGuard(app.get(AppConfig)));
   app.useGlobalFilters(new ProblemDetailsFilter());
   app.useGlobalPipes(createValidationPipe());
   const document = SwaggerModule.createDocument(app, new DocumentBuilder()

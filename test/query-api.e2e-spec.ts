@@ -821,6 +821,40 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
     });
   });
 
+  describe('plain reads, answered outside Nest\'s pipeline (query/direct-reads.ts), answer as the pipeline does', () => {
+    // A plain query takes the direct path; the same read with a parameter that changes nothing
+    // (updated_since at the epoch, expand on a tombstone or an unknown id) goes through Nest's pipeline.
+    const answerOf = (answer: Answer) => ({ status: answer.status, type: answer.headers.get('content-type'),
+      cursor: answer.headers.get('x-changes-cursor'), body: answer.json });
+
+    beforeAll(async () => {
+      await postAll(['29001', '29002', '29003'].map((id) => menuEvent('created', product(id), { at: at(1), ownerId: 'direct' })));
+      await post(destroyedEvent('product', '29003', { at: at(2), ownerId: 'direct' }));
+      await caughtUp();
+    });
+
+    it('pages, with their X-Changes-Cursor', async () => {
+      const epoch = 'updated_since=1970-01-01T00:00:00.000Z';
+      const first = answerOf(await get('/api/v1/products?owner_id=direct&limit=2'));
+      expect(first.body.next_cursor).toEqual(expect.any(String));
+      for (const query of ['owner_id=direct&limit=2', `include_deleted=true&owner_id=direct&cursor=${first.body.next_cursor}`]) {
+        const plain = answerOf(await get(`/api/v1/products?${query}`));
+        expect(plain.status).toBe(200);
+        expect(plain.cursor).toBe(plain.body.changes_cursor);
+        expect(plain.body.data.length).toBeGreaterThan(0);
+        expect(answerOf(await get(`/api/v1/products?${query}&${epoch}`))).toEqual(plain);
+      }
+    });
+
+    it('a tombstone (410) and an unknown id (404)', async () => {
+      for (const [id, status] of [['29003', 410], ['29999', 404]] as const) {
+        const plain = answerOf(await get(`/api/v1/products/${id}`));
+        expect(plain.status).toBe(status);
+        expect(answerOf(await get(`/api/v1/products/${id}?expand=traits`))).toEqual(plain);
+      }
+    });
+  });
+
   it('/api/docs-json lists the /api/v1 paths (no token needed)', async () => {
     const answer = await api(app.url, '/api/docs-json', null);
     expect(answer.status).toBe(200);

@@ -21,6 +21,18 @@ type Queryable = DataSource | EntityManager | QueryRunner;
 
 const COLUMNS = `seq::text AS seq, transaction_id::text AS transaction_id, change_id, type, id, owner_id, op, resource, at`;
 
+/**
+ * The newest change a snapshot sees (no row: the log is empty), as text columns `transaction_id`
+ * and `seq`. A statement may join it to its own reads to have both in one snapshot.
+ */
+export const NEWEST_CHANGE_POSITION =
+  `SELECT c.transaction_id::text AS transaction_id, c.seq::text AS seq FROM change_log c ORDER BY c.transaction_id DESC, c.seq DESC LIMIT 1`;
+
+/** A row of NEWEST_CHANGE_POSITION (null columns or no row: START). */
+export function changePosition(row: { transaction_id: string | null; seq: string | null } | undefined): ChangePosition {
+  return row?.transaction_id != null && row.seq != null ? { transactionId: row.transaction_id, seq: row.seq } : START;
+}
+
 /** The change log's reads and its compaction. Writes happen inside the read-model statements (ProjectionRepository, rebuild swap). */
 @Injectable()
 export class ChangeLogRepository {
@@ -84,9 +96,8 @@ export class ChangeLogRepository {
    * it has a transaction id until it commits (see ChangeLogWriterLock): the writers' transaction ids are in commit order.
    */
   async positionInSnapshot(db: Queryable): Promise<ChangePosition> {
-    const [row]: Array<{ transaction_id: string; seq: string }> = await db.query(
-      `SELECT c.transaction_id::text AS transaction_id, c.seq::text AS seq FROM change_log c ORDER BY c.transaction_id DESC, c.seq DESC LIMIT 1`);
-    return row ? { transactionId: row.transaction_id, seq: row.seq } : START;
+    const [row]: Array<{ transaction_id: string; seq: string }> = await db.query(NEWEST_CHANGE_POSITION);
+    return changePosition(row);
   }
 
   /** The highest position compaction deleted: cursors below it are expired. */

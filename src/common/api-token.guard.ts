@@ -21,9 +21,14 @@ export class ApiTokenGuard implements CanActivate {
   }
 
   canActivate(context: ExecutionContext): boolean {
-    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    this.check(context.switchToHttp().getRequest<FastifyRequest>());
+    return true;
+  }
+
+  /** Throws UnauthorizedError unless the request may use the API (also for routes outside Nest's pipeline). */
+  check(request: FastifyRequest): void {
     if (this.tokens.length === 0) {
-      if (LOOPBACK.test(request.socket.remoteAddress ?? '')) return true;
+      if (LOOPBACK.test(request.socket.remoteAddress ?? '')) return;
       throw new UnauthorizedError('API_TOKENS is not set, so the API answers loopback clients only.');
     }
     const token = this.presented(request);
@@ -32,7 +37,6 @@ export class ApiTokenGuard implements CanActivate {
     if (!this.tokens.some((candidate) => timingSafeEqual(candidate, presented))) {
       throw new UnauthorizedError('The bearer token is not valid.');
     }
-    return true;
   }
 
   protected presented(request: FastifyRequest): string | undefined {

@@ -13,6 +13,22 @@ export function answer(reply: FastifyReply, resource: ApiResource): ApiResource 
   return resource;
 }
 
+/** `/menu`: 304 on a matching ETag, else the document streamed, with its X-Changes-Cursor when live. */
+export async function sendMenu(reply: FastifyReply, resources: ResourceQueryService, query: MenuQuery,
+  ifNoneMatch: string | undefined): Promise<void> {
+  const answer = await resources.menu(query.owner_id, query.form, ifNoneMatch, query.as_of);
+  reply.header('ETag', answer.etag);
+  if (answer.notModified) {
+    await reply.status(304).send();
+    return;
+  }
+  if (answer.changesCursor !== null) reply.header('X-Changes-Cursor', answer.changesCursor);
+  const body = answer.chunks instanceof Readable ? answer.chunks : Readable.from(answer.chunks, { objectMode: false });
+  // A client gone before the first chunk: the snapshot's connection is released all the same.
+  body.once('close', () => void answer.close?.());
+  await reply.status(200).type('application/json; charset=utf-8').send(body);
+}
+
 @ApiTags('menu')
 @ApiBearerAuth()
 @UseGuards(ApiTokenGuard)
@@ -23,17 +39,7 @@ export class MenuController {
   @Get('menu')
   async menu(@Query() query: MenuQuery, @Headers('if-none-match') ifNoneMatch: string | undefined,
     @Res() reply: FastifyReply): Promise<void> {
-    const answer = await this.resources.menu(query.owner_id, query.form, ifNoneMatch, query.as_of);
-    reply.header('ETag', answer.etag);
-    if (answer.notModified) {
-      await reply.status(304).send();
-      return;
-    }
-    if (answer.changesCursor !== null) reply.header('X-Changes-Cursor', answer.changesCursor);
-    const body = answer.chunks instanceof Readable ? answer.chunks : Readable.from(answer.chunks, { objectMode: false });
-    // A client gone before the first chunk: the snapshot's connection is released all the same.
-    body.once('close', () => void answer.close?.());
-    await reply.status(200).type('application/json; charset=utf-8').send(body);
+    await sendMenu(reply, this.resources, query, ifNoneMatch);
   }
 
   @Get('collections')

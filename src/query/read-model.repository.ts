@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
+import type { ChangePosition } from '../changes/change.js';
+import { changePosition, NEWEST_CHANGE_POSITION } from '../changes/change-log.repository.js';
 import { sharedPool } from '../database/postgres-connection.js';
 import { CHANGE_COLUMNS, NEWEST_FIRST, ORDERS_PROJECTION, subjectOf } from '../projection/projection-definitions.js';
 import { ResourceTable } from '../projection/resource-tables.js';
@@ -48,17 +50,6 @@ export class ReadModelRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   /**
-   * Runs `work` in one read-only REPEATABLE READ transaction: every read through its manager sees
-   * one snapshot (a page and the change-log cursor consistent with it, say).
-   */
-  inSnapshot<T>(work: (db: EntityManager) => Promise<T>): Promise<T> {
-    return this.dataSource.transaction('REPEATABLE READ', async (db) => {
-      await db.query('SET TRANSACTION READ ONLY');
-      return work(db);
-    });
-  }
-
-  /**
    * A statement on the data source's pool without TypeORM's query runner (built, broadcast to
    * subscribers and released per call): the hot reads by id and page spend a fifth less CPU.
    */
@@ -66,8 +57,32 @@ export class ReadModelRepository {
     return (await sharedPool(this.dataSource).query(sql, params)).rows;
   }
 
-  async find(table: ResourceTable, filter: RowFilter, db?: EntityManager): Promise<ResourceRow[]> {
+  async find(table: ResourceTable, filter: RowFilter): Promise<ResourceRow[]> {
     if (filter.asOf && table.schema === 'proj_menu') return this.findMenuAsOf(table, filter, filter.asOf);
+    const { sql, params } = this.statement(table, filter);
+    return this.query(sql, params);
+  }
+
+  /**
+   * A live page and the change log's newest position, in one statement and so one snapshot (a
+   * following of the feed from that position misses nothing the page lacks and repeats nothing it
+   * has): one round trip, where a read-only transaction around two statements took five.
+   */
+  async findWithChangePosition(table: ResourceTable, filter: Omit<RowFilter, 'asOf'>): Promise<{ rows: ResourceRow[]; position: ChangePosition }> {
+    const { sql, params } = this.statement(table, filter);
+    const found = await this.query<ResourceRow & { change_transaction_id: string | null; change_seq: string | null }>(
+      `SELECT page.*, newest.transaction_id AS change_transaction_id, newest.seq AS change_seq
+         FROM (SELECT) AS one
+         LEFT JOIN (${NEWEST_CHANGE_POSITION}) AS newest ON true
+         LEFT JOIN (${sql}) AS page ON true
+        ORDER BY page.sort_key`, params);
+    const position = changePosition({ transaction_id: found[0]?.change_transaction_id ?? null, seq: found[0]?.change_seq ?? null });
+    const rows = found.filter((row) => row.id !== null).map(({ change_transaction_id: _, change_seq: __, ...row }) => row);
+    return { rows, position };
+  }
+
+  /** The statement of `find` (live, or orders `as_of`). */
+  private statement(table: ResourceTable, filter: RowFilter): { sql: string; params: unknown[] } {
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
     const source = filter.asOf ? this.asOfSource(table, filter, param) : `${table.schema}.${table.name}`;
@@ -81,7 +96,7 @@ export class ReadModelRepository {
     const sql = `SELECT id, sort_key, owner_id, attributes, relationships, deleted, occurred_at, event_id, position::text AS position
          FROM ${source} ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
         ORDER BY sort_key ${limit}`;
-    return db === undefined ? this.query(sql, params) : db.query(sql, params);
+    return { sql, params };
   }
 
   private asOfSource(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {

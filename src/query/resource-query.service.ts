@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream';
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { encodeChangeCursor } from '../changes/change-cursor.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { BadRequestError, NotFoundError } from '../common/app-error.js';
@@ -26,27 +25,16 @@ export class ResourceQueryService {
    */
   async list(name: string, query: ListQuery) {
     const table = this.table(name);
-    if (query.as_of !== undefined) return { ...(await this.listIn(undefined, table, query)), changes_cursor: null };
-    return this.rows.inSnapshot(async (db) => ({
-      ...(await this.listIn(db, table, query)),
-      changes_cursor: encodeChangeCursor(await this.changes.positionInSnapshot(db)),
-    }));
-  }
-
-  private async listIn(db: EntityManager | undefined, table: ResourceTable, query: ListQuery) {
-    const found = await this.rows.find(table, {
+    const filter = {
       ownerId: query.owner_id,
       updatedSince: query.updated_since,
       includeDeleted: query.include_deleted,
       afterSortKey: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
       limit: query.limit,
-      asOf: query.as_of,
-    }, db);
-    const last = found.at(-1);
-    return {
-      data: found.map((row) => toResource(table, row)),
-      next_cursor: found.length === query.limit && last ? Buffer.from(last.sort_key).toString('base64url') : null,
     };
+    if (query.as_of !== undefined) return { ...page(table, query, await this.rows.find(table, { ...filter, asOf: query.as_of })), changes_cursor: null };
+    const { rows, position } = await this.rows.findWithChangePosition(table, filter);
+    return { ...page(table, query, rows), changes_cursor: encodeChangeCursor(position) };
   }
 
   /** The resource, deleted or not; 404 when never seen. */
@@ -167,6 +155,14 @@ export class ResourceQueryService {
     if (!table) throw new NotFoundError(`No resource collection ${name}.`);
     return table;
   }
+}
+
+function page(table: ResourceTable, query: ListQuery, found: ResourceRow[]) {
+  const last = found.at(-1);
+  return {
+    data: found.map((row) => toResource(table, row)),
+    next_cursor: found.length === query.limit && last ? Buffer.from(last.sort_key).toString('base64url') : null,
+  };
 }
 
 function toResource(table: ResourceTable, row: ResourceRow): ApiResource {
