@@ -6,9 +6,12 @@ import { Observable, tap } from 'rxjs';
 @Injectable()
 export class ChangesCursorHeader implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    return next.handle().pipe(tap((body) => {
-      const cursor = (body as { changes_cursor?: unknown } | null)?.changes_cursor;
-      if (typeof cursor === 'string') context.switchToHttp().getResponse<FastifyReply>().header('X-Changes-Cursor', cursor);
-    }));
+    return next.handle().pipe(tap((body) => repeatChangesCursor(context.switchToHttp().getResponse<FastifyReply>(), body)));
   }
+}
+
+/** Sets `X-Changes-Cursor` from the body's `changes_cursor`, when it has one. */
+export function repeatChangesCursor(reply: FastifyReply, body: unknown): void {
+  const cursor = (body as { changes_cursor?: unknown } | null)?.changes_cursor;
+  if (typeof cursor === 'string') reply.header('X-Changes-Cursor', cursor);
 }

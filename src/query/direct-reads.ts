@@ -1,8 +1,9 @@
 import { Logger } from '@nestjs/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify';
+import { repeatChangesCursor } from '../changes/changes-cursor-header.interceptor.js';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
+import { isoInstant } from '../common/iso-date.js';
 import { sendProblem } from '../common/problem-details.filter.js';
-import { isIso8601 } from '../domain/iso-8601.js';
 import { RESOURCE_TABLES } from '../projection/resource-tables.js';
 import { answer, sendMenu } from './menu.controller.js';
 import type { ListQuery, MenuQuery } from './resource-query.dto.js';
@@ -61,7 +62,7 @@ function directRoutes(resources: ResourceQueryService): Map<string, DirectRoute>
       read: (request) => plainListQuery(request.query as Query),
       async serve(_request, reply, query) {
         const page = await resources.list(name, query as unknown as ListQuery);
-        if (page.changes_cursor !== null) reply.header('X-Changes-Cursor', page.changes_cursor);
+        repeatChangesCursor(reply, page);
         return page;
       },
     });
@@ -112,11 +113,10 @@ export function plainAsOfQuery(query: Query): Query | undefined {
   return at === undefined ? undefined : { as_of: at };
 }
 
-/** An ISO 8601 value read as the DTOs' IsoDate reads it; undefined where they would refuse it. */
+/** An ISO 8601 value read as the DTOs read it (IsoDate, then IsDate); undefined where they would refuse it. */
 function instant(value: string): Date | undefined {
-  if (!isIso8601(value, { dateAlone: true })) return undefined;
-  const at = new Date(value);
-  return Number.isNaN(at.getTime()) ? undefined : at;
+  const at = isoInstant(value);
+  return at === undefined || Number.isNaN(at.getTime()) ? undefined : at;
 }
 
 /** `owner_id` (required) and `form` as MenuQuery would accept them; undefined for anything else. */
