@@ -11,15 +11,15 @@ const FETCH_ROWS = 200;
 const FETCH_TRAITS = 2000;
 
 /** A resource as CONTRACT §5 shapes it, built as JSON by PostgreSQL (keys in the API's order). */
-const resource = (alias: string, type: string, extra = '') => `json_build_object(
+export const resourceJson = (alias: string, type: string, extra = '') => `json_build_object(
   'type', '${type}', 'id', ${alias}.id, 'owner_id', ${alias}.owner_id, 'attributes', ${alias}.attributes,
   'relationships', ${alias}.relationships,
   'version', json_build_object('event_id', ${alias}.event_id,
     'occurred_at', to_char(${alias}.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'position', ${alias}.position),
   'deleted', ${alias}.deleted${extra})`;
 
-/** The ids of a to-many relationship in order (string or number ids, as the API's expansion reads them). */
-const links = (relationships: string, name: string) => `(
+/** The ids of a to-many relationship in order (string or number ids, as the API's expansion reads them): rows (id, ord). */
+export const linkedIds = (relationships: string, name: string) => `(
   SELECT link ->> 'id' AS id, ord FROM jsonb_array_elements(
     CASE WHEN jsonb_typeof(${relationships} -> '${name}' -> 'data') = 'array' THEN ${relationships} -> '${name}' -> 'data' ELSE '[]' END)
     WITH ORDINALITY AS l(link, ord)
@@ -29,11 +29,11 @@ const LIVE_PRODUCTS = `proj_menu.products p WHERE p.owner_id = $1 AND NOT p.dele
 
 /** The trait options of trait `t` in relationship order, unknown and deleted ones left out. */
 const TRAIT_OPTIONS = `, 'trait_options', coalesce((
-    SELECT json_agg(${resource('o', 'trait_option')} ORDER BY ol.ord)
-      FROM ${links('t.relationships', 'trait_options')} ol JOIN proj_menu.trait_options o ON o.id = ol.id AND NOT o.deleted), '[]'::json)`;
+    SELECT json_agg(${resourceJson('o', 'trait_option')} ORDER BY ol.ord)
+      FROM ${linkedIds('t.relationships', 'trait_options')} ol JOIN proj_menu.trait_options o ON o.id = ol.id AND NOT o.deleted), '[]'::json)`;
 
 const REFERENCED_TRAITS = `proj_menu.traits t WHERE NOT t.deleted
-  AND t.id IN (SELECT tl.id FROM ${LIVE_PRODUCTS.replace('WHERE', `CROSS JOIN LATERAL ${links('p.relationships', 'traits')} tl WHERE`)})`;
+  AND t.id IN (SELECT tl.id FROM ${LIVE_PRODUCTS.replace('WHERE', `CROSS JOIN LATERAL ${linkedIds('p.relationships', 'traits')} tl WHERE`)})`;
 
 /**
  * Products expanded: each trait the owner's products name is built once by PostgreSQL (with its
@@ -44,10 +44,10 @@ const REFERENCED_TRAITS = `proj_menu.traits t WHERE NOT t.deleted
  */
 const EXPANDED_PRODUCTS = {
   key: 'products',
-  sql: `SELECT ${resource('p', 'product')}::text AS doc,
-               ARRAY(SELECT tl.id FROM ${links('p.relationships', 'traits')} tl ORDER BY tl.ord) AS traits
+  sql: `SELECT ${resourceJson('p', 'product')}::text AS doc,
+               ARRAY(SELECT tl.id FROM ${linkedIds('p.relationships', 'traits')} tl ORDER BY tl.ord) AS traits
           FROM ${LIVE_PRODUCTS} ORDER BY p.sort_key`,
-  traits: `SELECT t.id, ${resource('t', 'trait', TRAIT_OPTIONS)}::text AS doc FROM ${REFERENCED_TRAITS}`,
+  traits: `SELECT t.id, ${resourceJson('t', 'trait', TRAIT_OPTIONS)}::text AS doc FROM ${REFERENCED_TRAITS}`,
 };
 
 /**
@@ -62,17 +62,17 @@ export interface MenuSection {
 
 const SECTIONS: Record<MenuForm, MenuSection[]> = {
   expanded: [
-    { key: 'collections', sql: `SELECT ${resource('c', 'collection')}::text AS doc FROM proj_menu.collections c
+    { key: 'collections', sql: `SELECT ${resourceJson('c', 'collection')}::text AS doc FROM proj_menu.collections c
         WHERE c.owner_id = $1 AND NOT c.deleted ORDER BY c.sort_key` },
     EXPANDED_PRODUCTS,
   ],
   normalized: [
-    { key: 'collections', sql: `SELECT ${resource('c', 'collection')}::text AS doc FROM proj_menu.collections c
+    { key: 'collections', sql: `SELECT ${resourceJson('c', 'collection')}::text AS doc FROM proj_menu.collections c
         WHERE c.owner_id = $1 AND NOT c.deleted ORDER BY c.sort_key` },
-    { key: 'products', sql: `SELECT ${resource('p', 'product')}::text AS doc FROM ${LIVE_PRODUCTS} ORDER BY p.sort_key` },
-    { key: 'traits', sql: `SELECT ${resource('t', 'trait')}::text AS doc FROM ${REFERENCED_TRAITS} ORDER BY t.sort_key` },
-    { key: 'trait_options', sql: `SELECT ${resource('o', 'trait_option')}::text AS doc FROM proj_menu.trait_options o
-        WHERE NOT o.deleted AND o.id IN (SELECT ol.id FROM ${REFERENCED_TRAITS.replace('WHERE', `CROSS JOIN LATERAL ${links('t.relationships', 'trait_options')} ol WHERE`)})
+    { key: 'products', sql: `SELECT ${resourceJson('p', 'product')}::text AS doc FROM ${LIVE_PRODUCTS} ORDER BY p.sort_key` },
+    { key: 'traits', sql: `SELECT ${resourceJson('t', 'trait')}::text AS doc FROM ${REFERENCED_TRAITS} ORDER BY t.sort_key` },
+    { key: 'trait_options', sql: `SELECT ${resourceJson('o', 'trait_option')}::text AS doc FROM proj_menu.trait_options o
+        WHERE NOT o.deleted AND o.id IN (SELECT ol.id FROM ${REFERENCED_TRAITS.replace('WHERE', `CROSS JOIN LATERAL ${linkedIds('t.relationships', 'trait_options')} ol WHERE`)})
         ORDER BY o.sort_key` },
   ],
 };

@@ -53,7 +53,8 @@ const aSpec = fc.record({
  */
 function logEntry(given: Spec): NewLogEntry {
   const spec = given.missing && given.kind !== 'destroyed' ? { ...given, id: `m${given.eventId.slice(0, 8)}` } : given;
-  const resource = { id: spec.id, type: spec.type, attributes: { title: spec.title }, relationships: { x: { data: [] } } };
+  const resource = { id: spec.id, type: spec.type, attributes: { title: spec.title },
+    relationships: { x: { data: spec.title === '' ? [] : [{ id: spec.title.length, type: 'y' }, { id: spec.id, type: 'y' }] } } };
   const included = spec.kind === 'destroyed' || spec.missing ? [] : [resource];
   const payload = JSON.stringify({
     data: { id: spec.eventId, type: 'webhook_event', attributes: { id: spec.seq, created_at: spec.at, event_type: `${spec.type}.${spec.kind}` },
@@ -132,6 +133,14 @@ describe('as_of on menu resources (PostgreSQL)', () => {
                   expect((await walk(rows, table, { ownerId, includeDeleted, asOf }, 2)).map(shape)).toEqual(wanted);
                 }
               }
+              // The same resources as JSON texts built by PostgreSQL (an as_of menu), with the ids `x` links.
+              const live = expected.filter((state) => !state.deleted);
+              expect((await rows.findDocsAsOf(table, { asOf }, 'x')).map((row) => ({ ...JSON.parse(row.doc), links: row.links })))
+                .toEqual(live.map((state) => ({
+                  type, id: state.id, owner_id: state.ownerId, attributes: state.attributes, relationships: state.relationships,
+                  version: { event_id: state.version.eventId, occurred_at: new Date(state.version.occurredAt).toISOString(), position: state.position },
+                  deleted: false, links: ((state.relationships.x as { data: Array<{ id: unknown }> }).data).map((link) => String(link.id)),
+                })));
               for (const id of IDS) {
                 const state = states.get(`${type}\u0000${id}`);
                 expect((await rows.find(table, { ids: [id], includeDeleted: true, asOf })).map(shape))

@@ -6,6 +6,7 @@ import { changePosition, NEWEST_CHANGE_POSITION } from '../changes/change-log.re
 import { sharedPool } from '../database/postgres-connection.js';
 import { CHANGE_COLUMNS, NEWEST_FIRST, ORDERS_PROJECTION, subjectOf } from '../projection/projection-definitions.js';
 import { ResourceTable } from '../projection/resource-tables.js';
+import { linkedIds, resourceJson } from './menu-document.repository.js';
 
 export interface ResourceRow {
   id: string;
@@ -17,6 +18,14 @@ export interface ResourceRow {
   occurred_at: Date;
   event_id: string;
   position: string;
+}
+
+/** A resource as JSON text, and the ids of the to-many relationship asked for (findDocsAsOf). */
+export interface ResourceDoc {
+  id: string;
+  sort_key: string;
+  doc: string;
+  links: string[];
 }
 
 export interface RowFilter {
@@ -58,9 +67,23 @@ export class ReadModelRepository {
   }
 
   async find(table: ResourceTable, filter: RowFilter): Promise<ResourceRow[]> {
-    if (filter.asOf && table.schema === 'proj_menu') return this.findMenuAsOf(table, filter, filter.asOf);
-    const { sql, params } = this.statement(table, filter);
+    const { sql, params } = filter.asOf && table.schema === 'proj_menu' ? await this.menuAsOfStatement(table, filter, filter.asOf)
+      : this.statement(table, filter);
     return this.query(sql, params);
+  }
+
+  /**
+   * Menu resources as of an instant (as `find` reads them), each as its JSON text built by
+   * PostgreSQL in CONTRACT §5's shape, with the ids its to-many relationship `links` names, in
+   * order: for a whole `as_of` menu, whose 20,000-odd resources the process then neither parses
+   * nor serialises, only splices (as the live `/menu` does).
+   */
+  async findDocsAsOf(table: ResourceTable, filter: RowFilter & { asOf: Date }, links?: string): Promise<ResourceDoc[]> {
+    const { sql, params } = await this.menuAsOfStatement(table, filter, filter.asOf);
+    const linked = links === undefined ? `'{}'::text[]` : `ARRAY(SELECT l.id FROM ${linkedIds('f.relationships', links)} l ORDER BY l.ord)`;
+    return this.query<ResourceDoc>(
+      `SELECT f.id, f.sort_key, ${resourceJson('f', table.type)}::text AS doc, ${linked} AS links
+         FROM (${sql}) f ORDER BY f.sort_key`, params);
   }
 
   /**
@@ -108,12 +131,13 @@ export class ReadModelRepository {
    * are walked in id order — the live table's rows (every id that reached the projector, deleted
    * ones too) and the ids of log entries past the projector's checkpoint — and for each, the newest
    * event up to then (not parked) is one backward step in `event_log_subject_version_idx`; it decides
-   * version, owner and `deleted`. Only the rows of the page have their newest create/update parsed
-   * (attributes, relationships); a payload that jsonb refuses reads as no attributes rather than
-   * failing the request. Limitation: the owner filter takes candidates by their live owner, so an id
+   * version, owner and `deleted`. Only the rows of the page read their newest create/update's
+   * attributes and relationships: from the live row when that event is the one it holds (nothing
+   * changed since `as_of`: the usual case for the recent past), else parsed from the event's
+   * payload; a payload that jsonb refuses reads as no attributes rather than failing the request. Limitation: the owner filter takes candidates by their live owner, so an id
    * that belonged to the owner at `as_of` but to another one now is not listed under it.
    */
-  private async findMenuAsOf(table: ResourceTable, filter: RowFilter, asOf: Date): Promise<ResourceRow[]> {
+  private async menuAsOfStatement(table: ResourceTable, filter: RowFilter, asOf: Date): Promise<{ sql: string; params: unknown[] }> {
     const live = `${table.schema}.${table.name}`;
     const tail = await this.unprojectedIds(table, filter);
     const params: unknown[] = [];
@@ -142,8 +166,8 @@ export class ReadModelRepository {
          SELECT t.id, ${menuSortKey('t.id')} FROM unnest(${param(tail)}::text[]) AS t(id)
           WHERE ${after === undefined ? 'true' : `${menuSortKey('t.id')} > ${after}`}
             AND NOT EXISTS (SELECT 1 FROM ${live} c WHERE ${[sameSubject('c.id', 't.id'), ...candidate].join(' AND ')})`;
-    return this.query(
-      `WITH candidates AS (
+    return {
+      sql: `WITH candidates AS (
          SELECT c.id, c.sort_key FROM ${live} c ${where(candidate)}${unprojected}),
        page AS MATERIALIZED (
          SELECT c.id, c.sort_key, n.*,
@@ -152,16 +176,18 @@ export class ReadModelRepository {
            FROM candidates c CROSS JOIN LATERAL (${newest('c.id', kinds(['created', 'updated', 'destroyed']))}) n
           ${where(kept)}
           ORDER BY c.sort_key ${limit})
-       SELECT p.id, p.sort_key, p.owner_id, coalesce(s.resource -> 'attributes', '{}') AS attributes,
-              coalesce(s.resource -> 'relationships', '{}') AS relationships, p.deleted, p.occurred_at, p.event_id,
-              p.position::text AS position
+       SELECT p.id, p.sort_key, p.owner_id,
+              CASE WHEN l.id IS NULL THEN coalesce(s.resource -> 'attributes', '{}') ELSE l.attributes END AS attributes,
+              CASE WHEN l.id IS NULL THEN coalesce(s.resource -> 'relationships', '{}') ELSE l.relationships END AS relationships,
+              p.deleted, p.occurred_at, p.event_id, p.position
          FROM page p
+         LEFT JOIN ${live} l ON l.id = p.id AND l.position = p.data_position AND NOT l.deleted
          LEFT JOIN LATERAL (
            SELECT subject.resource FROM event_log e ${subjectOf('menu_sync_jsonb(e.payload)')}
-            WHERE e.position = p.data_position) AS s ON true
+            WHERE e.position = p.data_position AND l.id IS NULL) AS s ON true
         ORDER BY p.sort_key`,
       params,
-    );
+    };
   }
 
   /**

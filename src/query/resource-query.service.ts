@@ -5,10 +5,10 @@ import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { BadRequestError, NotFoundError } from '../common/app-error.js';
 import { readAhead } from '../common/read-ahead.js';
 import type { ApiResource } from '../projection/api-resource.js';
-import { ReadModelRepository, ResourceRow } from './read-model.repository.js';
+import { ReadModelRepository, ResourceDoc, ResourceRow } from './read-model.repository.js';
 import { RESOURCE_TABLES, ResourceTable, tableByName } from '../projection/resource-tables.js';
 import { MenuDocumentCache } from './menu-document.cache.js';
-import { MenuDocumentRepository, MenuForm, trailerJson } from './menu-document.repository.js';
+import { expandedChunk, MenuDocumentRepository, MenuForm, trailerJson } from './menu-document.repository.js';
 import { ListQuery } from './resource-query.dto.js';
 
 export type { ApiResource };
@@ -101,51 +101,57 @@ export class ResourceQueryService {
   }
 
   /**
-   * The menu as of an instant, folded from the log a chunk of products at a time, serialised chunk
-   * by chunk. Each trait and trait option is folded once per document (products share them), a
-   * few lookups at a time, and the next chunk of products is folded while this one is expanded.
+   * The menu as of an instant, folded from the log a chunk of products at a time, each resource as
+   * the JSON text PostgreSQL builds (findDocsAsOf) and the document spliced from those texts as the
+   * live one is. Each trait (with its options) is folded and its text built once per document
+   * (products share them), a few lookups at a time; the next chunk of products is folded while
+   * this one is expanded.
    */
-  private async *menuAsOf(ownerId: string, form: MenuForm, asOf: Date): AsyncGenerator<string> {
-    const collections = await this.rows.find(RESOURCE_TABLES.collection, { ownerId, asOf });
-    yield `{"collections":${JSON.stringify(collections.map((row) => toResource(RESOURCE_TABLES.collection, row)))},"products":[`;
-    const folded = this.folder(asOf, MENU_LOOKUPS);
-    const chunkAfter = (after: string | undefined) => readAhead(this.rows.find(RESOURCE_TABLES.product, { ownerId, asOf, afterSortKey: after, limit: MENU_CHUNK }));
+  private async *menuAsOf(ownerId: string, form: MenuForm, asOf: Date): AsyncGenerator<string | Buffer> {
+    const collections = await this.rows.findDocsAsOf(RESOURCE_TABLES.collection, { ownerId, asOf });
+    yield `{"collections":[${collections.map((row) => row.doc).join(',')}],"products":[`;
+    const traits = new TraitTexts((table, ids, links) =>
+      this.inChunks(ids, (chunk) => this.rows.findDocsAsOf(table, { ids: chunk, asOf }, links), MENU_LOOKUPS));
+    const chunkAfter = (after: string | undefined) => readAhead(
+      this.rows.findDocsAsOf(RESOURCE_TABLES.product, { ownerId, asOf, afterSortKey: after, limit: MENU_CHUNK }, 'traits'));
     let next = chunkAfter(undefined);
     let first = true;
     for (;;) {
       const rows = await next;
       if (rows.length === 0) break;
       next = rows.length < MENU_CHUNK ? Promise.resolve([]) : chunkAfter(rows[rows.length - 1].sort_key);
-      const products = rows.map((row) => toResource(RESOURCE_TABLES.product, row));
-      const items = form === 'normalized' ? products : await folded.expand(products);
-      if (form === 'normalized') await folded.traits(products.flatMap((product) => linkIds(product, 'traits')));
-      yield `${first ? '' : ','}${JSON.stringify(items).slice(1, -1)}`;
+      await traits.load(rows.flatMap((row) => row.links));
+      yield form === 'normalized' ? `${first ? '' : ','}${rows.map((row) => row.doc).join(',')}`
+        : expandedChunk(rows.map((row) => ({ doc: row.doc, traits: row.links })), traits.expanded, first);
       first = false;
     }
     if (form === 'normalized') {
-      const traits = sortById(folded.allTraits());
-      yield `],"traits":${JSON.stringify(traits)},"trait_options":`;
-      const options = await folded.options(traits.flatMap((trait) => linkIds(trait, 'trait_options')));
-      yield `${JSON.stringify(sortById(options))}${trailerJson({ changes_cursor: null })}}`;
+      const { traits: traitDocs, options } = traits.listed();
+      yield `],"traits":[${traitDocs.join(',')}],"trait_options":[${options.join(',')}]${trailerJson({ changes_cursor: null })}}`;
     } else {
       yield `]${trailerJson({ changes_cursor: null })}}`;
     }
   }
 
   /** Traits and trait options folded (live or `as_of`) once each, for expanding products. */
-  private folder(asOf: Date | undefined, concurrency = 1): TraitExpansion {
-    return new TraitExpansion((table, ids) => this.children(table, ids, asOf, concurrency));
+  private folder(asOf: Date | undefined): TraitExpansion {
+    return new TraitExpansion((table, ids) => this.children(table, ids, asOf));
   }
 
-  /** The resources of `ids` (unknown and deleted ones left out), looked up `concurrency` chunks at a time. */
-  private async children(table: ResourceTable, ids: string[], asOf?: Date, concurrency = 1): Promise<ApiResource[]> {
+  /** The resources of `ids` (unknown and deleted ones left out). */
+  private async children(table: ResourceTable, ids: string[], asOf?: Date): Promise<ApiResource[]> {
+    const rows = await this.inChunks(ids, (chunk) => this.rows.find(table, { ids: chunk, asOf }), 1);
+    return rows.map((row) => toResource(table, row));
+  }
+
+  /** `lookup` of the distinct `ids`, CHILDREN_CHUNK ids a call and `concurrency` calls at a time. */
+  private async inChunks<T>(ids: string[], lookup: (chunk: string[]) => Promise<T[]>, concurrency: number): Promise<T[]> {
     const unique = [...new Set(ids)];
     const chunks: string[][] = [];
     for (let i = 0; i < unique.length; i += CHILDREN_CHUNK) chunks.push(unique.slice(i, i + CHILDREN_CHUNK));
-    const found: ApiResource[] = [];
+    const found: T[] = [];
     for (let i = 0; i < chunks.length; i += concurrency) {
-      const rows = await Promise.all(chunks.slice(i, i + concurrency).map((chunk) => this.rows.find(table, { ids: chunk, asOf })));
-      found.push(...rows.flat().map((row) => toResource(table, row)));
+      for (const rows of await Promise.all(chunks.slice(i, i + concurrency).map(lookup))) found.push(...rows);
     }
     return found;
   }
@@ -200,12 +206,6 @@ function pick(resources: ReadonlyMap<string, ApiResource | null>, ids: string[])
   });
 }
 
-function sortById(resources: ApiResource[]): ApiResource[] {
-  const key = (id: string) => (/^[0-9]{1,30}$/.test(id) ? `0${id.padStart(30, '0')}` : `1${id}`);
-  return resources.map((resource) => [key(resource.id), resource] as const)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, resource]) => resource);
-}
-
 /** Products per chunk of an `as_of` menu: each chunk is folded, expanded and serialised on its own. */
 const MENU_CHUNK = 250;
 /** Ids per lookup of children, and lookups in flight at once for an `as_of` menu. */
@@ -249,15 +249,45 @@ class TraitExpansion {
     return this.fold(RESOURCE_TABLES.trait_option, this.optionsById, ids);
   }
 
-  allTraits(): ApiResource[] {
-    return [...this.traitsById.values()].filter((trait): trait is ApiResource => trait !== null);
-  }
-
   private async fold(table: ResourceTable, known: Map<string, ApiResource | null>, ids: string[]): Promise<ApiResource[]> {
     const missing = [...new Set(ids)].filter((id) => !known.has(id));
     for (const id of missing) known.set(id, null);
     for (const resource of await this.lookup(table, missing)) known.set(resource.id, resource);
     return pick(known, [...new Set(ids)]);
+  }
+}
+
+/**
+ * The traits of an `as_of` menu and their options as JSON texts (ResourceDoc), each looked up once
+ * (unknown and deleted ones left out); `expanded` holds each trait's text with its options spliced
+ * in, in relationship order (repeats kept), ready for expandedChunk.
+ */
+class TraitTexts {
+  readonly expanded = new Map<string, Buffer>();
+  private readonly seen = new Set<string>();
+  private readonly traits: ResourceDoc[] = [];
+  private readonly options = new Map<string, ResourceDoc>();
+
+  constructor(private readonly lookup: (table: ResourceTable, ids: string[], links?: string) => Promise<ResourceDoc[]>) {}
+
+  /** Folds the traits of `ids` not folded yet, and their options. */
+  async load(ids: string[]): Promise<void> {
+    const fresh = [...new Set(ids)].filter((id) => !this.seen.has(id));
+    for (const id of fresh) this.seen.add(id);
+    const traits = await this.lookup(RESOURCE_TABLES.trait, fresh, 'trait_options');
+    const optionIds = traits.flatMap((trait) => trait.links).filter((id) => !this.options.has(id));
+    for (const option of await this.lookup(RESOURCE_TABLES.trait_option, optionIds)) this.options.set(option.id, option);
+    for (const trait of traits) {
+      const options = trait.links.flatMap((id) => this.options.get(id)?.doc ?? []);
+      this.expanded.set(trait.id, Buffer.from(`${trait.doc.slice(0, -1)}, "trait_options" : [${options.join(', ')}]}`, 'utf8'));
+      this.traits.push(trait);
+    }
+  }
+
+  /** The traits folded so far and their options, each listed once in id order (the normalized form). */
+  listed(): { traits: string[]; options: string[] } {
+    const inOrder = (docs: ResourceDoc[]) => docs.sort((a, b) => (a.sort_key < b.sort_key ? -1 : a.sort_key > b.sort_key ? 1 : 0)).map((doc) => doc.doc);
+    return { traits: inOrder([...this.traits]), options: inOrder([...this.options.values()]) };
   }
 }
 
