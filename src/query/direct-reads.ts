@@ -61,9 +61,9 @@ function directRoutes(resources: ResourceQueryService): Map<string, DirectRoute>
     routes.set(`/api/v1/${name}`, {
       read: (request) => plainListQuery(request.query as Query),
       async serve(_request, reply, query) {
-        const page = await resources.list(name, query as unknown as ListQuery);
+        const page = await resources.listText(name, query as unknown as ListQuery);
         repeatChangesCursor(reply, page);
-        return page;
+        return reply.type('application/json; charset=utf-8').send(page.body);
       },
     });
     routes.set(`/api/v1/${name}/:id`, {

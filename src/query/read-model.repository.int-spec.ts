@@ -117,6 +117,21 @@ describe('as_of on menu resources (PostgreSQL)', () => {
           expect(parked.size).toBe(projectedSpecs.filter((spec) => spec.missing && spec.kind !== 'destroyed').length);
           const unparked = entries.filter((entry) => !parked.has(entry.position));
 
+          // A live page as JSON texts (the hot page read) holds what the rows hold, at the same change position.
+          for (const type of TYPES) {
+            const table = RESOURCE_TABLES[type];
+            for (const filter of [{ includeDeleted: true }, { ownerId: 'o1', includeDeleted: false, limit: 2 }]) {
+              const live = await rows.findWithChangePosition(table, filter);
+              const docs = await rows.findDocsWithChangePosition(table, filter);
+              expect(docs.position).toEqual(live.position);
+              expect(docs.rows.map((row) => JSON.parse(row.doc))).toEqual(live.rows.map((row) => ({
+                type, id: row.id, owner_id: row.owner_id, attributes: row.attributes, relationships: row.relationships,
+                version: { event_id: row.event_id, occurred_at: new Date(row.occurred_at).toISOString(), position: Number(row.position) },
+                deleted: row.deleted,
+              })));
+            }
+          }
+
           for (const instant of ['2023-12-31T00:00:00.000Z', ...TIMES]) {
             const asOf = new Date(instant);
             const states = fold(unparked.filter((entry) => new Date(entry.occurredAt) <= asOf)
