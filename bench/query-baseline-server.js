@@ -21,6 +21,11 @@ function resource(row) {
     deleted: row.deleted };
 }
 
+/** A statement as the daemon runs it: prepared under its name when it has one (the as_of statements). */
+function run({ sql, params, name }) {
+  return name === undefined ? pool.query(sql, params) : pool.query({ name, text: sql, values: params });
+}
+
 function send(response, status, text, headers = {}) {
   response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   response.end(text);
@@ -58,17 +63,17 @@ async function handle(request, response) {
   const byId = /^\/api\/v1\/products\/([^/]+)$/.exec(url.pathname);
   if (byId) {
     const id = decodeURIComponent(byId[1]);
-    const { sql, params } = asOf ? await asOfStatement({ ids: [id], includeDeleted: true, asOf: new Date(asOf) })
+    const statement = asOf ? await asOfStatement({ ids: [id], includeDeleted: true, asOf: new Date(asOf) })
       : { sql: `${ROW} WHERE id = $1`, params: [id] };
-    const { rows } = await pool.query(sql, params);
+    const { rows } = await run(statement);
     if (rows.length === 0) return send(response, 404, '{"status":404}');
     return send(response, rows[0].deleted ? 410 : 200, JSON.stringify(resource(rows[0])));
   }
   if (url.pathname === '/api/v1/products') {
     const limit = Number(url.searchParams.get('limit') ?? 100);
-    const { sql, params } = asOf ? await asOfStatement({ ownerId: owner, limit, asOf: new Date(asOf) })
+    const statement = asOf ? await asOfStatement({ ownerId: owner, limit, asOf: new Date(asOf) })
       : { sql: `${ROW} WHERE owner_id = $1 AND NOT deleted ORDER BY sort_key LIMIT $2`, params: [owner, limit] };
-    const { rows } = await pool.query(sql, params);
+    const { rows } = await run(statement);
     const last = rows.at(-1);
     return send(response, 200, JSON.stringify({ data: rows.map(resource),
       next_cursor: rows.length === limit && last ? Buffer.from(last.sort_key).toString('base64url') : null }));

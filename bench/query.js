@@ -301,6 +301,10 @@ async function cannon({ base, duration, amount, connections, path, method = 'GET
     requests: [{ setupRequest: (request) => ({ ...request, path: path(), ...(body ? { body: body() } : {}) }) }],
   });
   const bad = result.non2xx - (headers['if-none-match'] ? result['3xx'] ?? 0 : 0);
+  // A server answering errors fast is not a fast server: such a figure would mean nothing.
+  if (bad > 0 || result.errors + result.timeouts > 0) {
+    throw new Error(`${base}: ${bad} answers not 2XX and ${result.errors + result.timeouts} errors out of ${result.requests.total} requests`);
+  }
   return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max,
     requests: result.requests.total, errors: result.errors + result.timeouts, non2xx: bad };
 }

@@ -4,12 +4,17 @@
 import { ReadModelRepository } from '../../dist/src/query/read-model.repository.js';
 import { RESOURCE_TABLES } from '../../dist/src/projection/resource-tables.js';
 
-/** The products `as_of` statement for a filter ({ ownerId, ids, includeDeleted, limit, afterSortKey, asOf }). */
+/**
+ * The products `as_of` statement for a filter ({ ownerId, ids, includeDeleted, limit, afterSortKey, asOf }):
+ * { sql, params, name }, `name` being the prepared statement's under which the daemon runs it.
+ */
 export async function asOfStatement(filter) {
   const captured = [];
-  const record = (sql, params) => { captured.push({ sql, params }); return Promise.resolve([]); };
-  // The repository queries through TypeORM's data source or, for the hot reads, its pg pool.
-  const recorder = { query: record, driver: { master: { query: async (sql, params) => ({ rows: await record(sql, params) }) } } };
+  const record = (sql, params, name) => { captured.push({ sql, params, name }); return Promise.resolve([]); };
+  // The repository queries through TypeORM's data source or, for the hot reads, its pg pool (the
+  // as_of statements as prepared statements: a config object with their name).
+  const pooled = async (sql, params) => ({ rows: await (typeof sql === 'object' ? record(sql.text, sql.values, sql.name) : record(sql, params)) });
+  const recorder = { query: record, driver: { master: { query: pooled } } };
   // The first statements look up ids past the checkpoint (none here); the last is the page's.
   await new ReadModelRepository(recorder).find(RESOURCE_TABLES.product, filter);
   return captured.at(-1);

@@ -124,6 +124,10 @@ describe('as_of on menu resources (PostgreSQL)', () => {
               const live = await rows.findWithChangePosition(table, filter);
               const docs = await rows.findDocsWithChangePosition(table, filter);
               expect(docs.position).toEqual(live.position);
+              for (const row of live.rows) {
+                const one = await rows.findDoc(table, row.id);
+                expect({ deleted: one?.deleted, doc: one?.doc }).toEqual({ deleted: row.deleted, doc: docs.rows.find((doc) => doc.id === row.id)?.doc });
+              }
               expect(docs.rows.map((row) => JSON.parse(row.doc))).toEqual(live.rows.map((row) => ({
                 type, id: row.id, owner_id: row.owner_id, attributes: row.attributes, relationships: row.relationships,
                 version: { event_id: row.event_id, occurred_at: new Date(row.occurred_at).toISOString(), position: Number(row.position) },
@@ -158,6 +162,10 @@ describe('as_of on menu resources (PostgreSQL)', () => {
                 })));
               for (const id of IDS) {
                 const state = states.get(`${type}\u0000${id}`);
+                const byIdDocs = await rows.findDocsAsOf(table, { ids: [id], includeDeleted: true, asOf });
+                expect(byIdDocs.map((row) => ({ deleted: row.deleted, ...JSON.parse(row.doc) })).map(({ deleted, id: docId, attributes, version }) =>
+                  ({ deleted, id: docId, attributes, event_id: version.event_id })))
+                  .toEqual(state === undefined ? [] : [{ deleted: state.deleted, id, attributes: state.attributes, event_id: state.version.eventId }]);
                 expect((await rows.find(table, { ids: [id], includeDeleted: true, asOf })).map(shape))
                   .toEqual(state === undefined ? [] : [shape(state)]);
               }

@@ -21,13 +21,18 @@ export interface ResourceRow {
   position: string;
 }
 
-/** A resource as JSON text, and the ids of the to-many relationship asked for (findDocsAsOf). */
+/** A resource as JSON text (with what the reader needs beside it: its sort key, whether deleted, the ids it links to). */
 export interface ResourceDoc {
   id: string;
   sort_key: string;
+  deleted: boolean;
   doc: string;
+  /** The ids of the to-many relationship findDocsAsOf was asked for (else empty). */
   links: string[];
 }
+
+/** The columns of a ResourceDoc read from the live tables (alias `r`). */
+const docColumns = (table: ResourceTable) => `id, sort_key, deleted, ${resourceJson('r', table.type)}::text AS doc`;
 
 export interface RowFilter {
   ownerId?: string;
@@ -98,7 +103,7 @@ export class ReadModelRepository {
     const { sql, params } = await this.menuAsOfStatement(table, filter, filter.asOf);
     const linked = links === undefined ? `'{}'::text[]` : `ARRAY(SELECT l.id FROM ${linkedIds('f.relationships', links)} l ORDER BY l.ord)`;
     return this.prepared<ResourceDoc>(
-      `SELECT f.id, f.sort_key, ${resourceJson('f', table.type)}::text AS doc, ${linked} AS links
+      `SELECT f.id, f.sort_key, f.deleted, ${resourceJson('f', table.type)}::text AS doc, ${linked} AS links
          FROM (${sql}) f ORDER BY f.sort_key`, params);
   }
 
@@ -117,7 +122,14 @@ export class ReadModelRepository {
    * the page again took about as much of the process's CPU as the rest of the request.
    */
   async findDocsWithChangePosition(table: ResourceTable, filter: Omit<RowFilter, 'asOf'>): Promise<{ rows: ResourceDoc[]; position: ChangePosition }> {
-    return this.withChangePosition<ResourceDoc>(this.statement(table, filter, `id, sort_key, ${resourceJson('r', table.type)}::text AS doc`));
+    return this.withChangePosition<ResourceDoc>(this.statement(table, filter, docColumns(table)));
+  }
+
+  /** The live resource `id` (deleted or not) as JSON text built by PostgreSQL; undefined when never seen. */
+  async findDoc(table: ResourceTable, id: string): Promise<ResourceDoc | undefined> {
+    const { sql, params } = this.statement(table, { ids: [id], includeDeleted: true }, docColumns(table));
+    const [row] = await this.query<ResourceDoc>(sql, params);
+    return row;
   }
 
   private async withChangePosition<T extends { id: string }>({ sql, params }: { sql: string; params: unknown[] }): Promise<{ rows: T[]; position: ChangePosition }> {

@@ -48,6 +48,22 @@ export class ResourceQueryService {
     return { body: pageText(await this.rows.findDocsAsOf(table, { ...listFilter(query), asOf: query.as_of }), query, null), changes_cursor: null };
   }
 
+  /**
+   * `get` as JSON text built by PostgreSQL (the hot read by id; see direct-reads), with whether it
+   * is deleted (410); orders `as_of` are serialised from `get`.
+   */
+  async getText(name: string, id: string, asOf?: Date): Promise<{ deleted: boolean; body: string }> {
+    const table = this.table(name);
+    if (asOf !== undefined && table.schema !== 'proj_menu') {
+      const resource = await this.get(name, id, asOf);
+      return { deleted: resource.deleted, body: JSON.stringify(resource) };
+    }
+    const [found] = asOf === undefined ? [await this.rows.findDoc(table, id)]
+      : await this.rows.findDocsAsOf(table, { ids: [id], includeDeleted: true, asOf });
+    if (found === undefined) throw new NotFoundError(`No ${table.type} ${id} is known.`);
+    return { deleted: found.deleted, body: found.doc };
+  }
+
   /** The resource, deleted or not; 404 when never seen. */
   async get(name: string, id: string, asOf?: Date): Promise<ApiResource> {
     const table = this.table(name);
