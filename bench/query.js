@@ -89,11 +89,9 @@ async function measureSize(size, duration, logDir, { database: kept, keepDatabas
     await waitReady(baseline, `${baselineBase}/health/live`);
     const asOf = span.middle;
     const ids = await sampleIds(client);
-    const measured = {};
-    for (const [name, base] of [['daemon', daemonBase], ['baseline', baselineBase]]) {
-      log(`  ${size} ${name}: measuring`);
-      measured[name] = await measureReads({ base, duration, asOf, ids, withIngress: name === 'daemon', webhookKey, only });
-    }
+    log(`  ${size}: measuring, each read on the daemon then on the baseline`);
+    const measured = await measureReads({ bases: { daemon: daemonBase, baseline: baselineBase }, duration, asOf, ids, webhookKey, only,
+      daemonPeak: () => round(memoryOf(daemon.pid).peakRssMiB, 1) });
     if (only !== undefined) {
       measured.daemon.peakRssMiB = round(memoryOf(daemon.pid).peakRssMiB, 1);
       return { size, events, daemon: measured.daemon, baseline: measured.baseline, tables: [onlyTable(size, only, measured)] };
@@ -173,57 +171,64 @@ async function sampleIds(client) {
   return { big: await pick(BIG_OWNER), small: await pick(SMALL_OWNER) };
 }
 
-async function measureReads({ base, duration, asOf, ids, withIngress, webhookKey, only }) {
+/**
+ * Each read measured on the daemon and then at once on the baseline (the machine's speed drifts
+ * within a run: measured one server after the other, the daemon's by-id rate, taken first, read
+ * 0.71x at 1M and 1.04x at 3M in one run); then what only the daemon has (menu?as_of, ingress).
+ */
+async function measureReads({ bases, duration, asOf, ids, webhookKey, only, daemonPeak }) {
   const at = encodeURIComponent(asOf);
   const cycle = (paths) => { let n = 0; return () => paths[n++ % paths.length]; };
-  const out = {};
-  const measure = async (name, how) => {
+  const out = { daemon: {}, baseline: {} };
+  const measure = async (name, how, servers = ['daemon', 'baseline']) => {
     if (only !== undefined && !only.includes(name)) return;
-    out[name] = await how();
-    progress(out, name);
+    for (const server of servers) {
+      out[server][name] = await how(bases[server]);
+      progress(server, out[server], name, server === 'daemon' ? daemonPeak() : undefined);
+    }
   };
-  await measure('liveId', () => cannon({ base, duration, connections: 10, path: cycle(ids.big.map((id) => `/api/v1/products/${id}`)) }));
-  await measure('livePage', () => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${BIG_OWNER}&limit=100` }));
-  await measure('asOfId', () => cannon({ base, duration, connections: 10, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) }));
-  await measure('asOfPage', () => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` }));
+  await measure('liveId', (base) => cannon({ base, duration, connections: 10, path: cycle(ids.big.map((id) => `/api/v1/products/${id}`)) }));
+  await measure('livePage', (base) => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${BIG_OWNER}&limit=100` }));
+  await measure('asOfId', (base) => cannon({ base, duration, connections: 10, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) }));
+  await measure('asOfPage', (base) => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` }));
   // One client at a time: what a read costs, rather than how ten of them queue for two cores.
-  await measure('asOfId1', () => cannon({ base, duration, connections: 1, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) }));
-  await measure('asOfPage1', () => cannon({ base, duration, connections: 1, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` }));
+  await measure('asOfId1', (base) => cannon({ base, duration, connections: 1, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) }));
+  await measure('asOfPage1', (base) => cannon({ base, duration, connections: 1, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` }));
   // The first read builds the body (the daemon then keeps it while the owner's menu is unchanged).
-  await measure('menu2kFirst', () => timed(1, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)));
+  await measure('menu2kFirst', (base) => timed(1, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)));
   // Through node:http, as get() reads every body: autocannon's own parser took ~350 ms to take in a
   // 24 MB body that curl reads in ~50 ms, so its figure was the client's.
-  await measure('menu2k', () => timed(20, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)));
-  await measure('menu2kBytes', async () => (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).bytes);
-  await measure('notModified', async () => {
+  await measure('menu2k', (base) => timed(20, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)));
+  await measure('menu2kBytes', async (base) => (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).bytes);
+  await measure('notModified', async (base) => {
     const etag = (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).etag;
     return cannon({ base, duration, connections: 10, path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}`, headers: { 'if-none-match': etag } });
   });
-  await measure('menu10k', () => timed(3, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`)));
-  await measure('menu10kNormalized', () => timed(2, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}&form=normalized`)));
-  if (!withIngress) return out;
-  await measure('menuAsOf', () => timed(3, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}&as_of=${at}`)));
+  await measure('menu10k', (base) => timed(3, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`)));
+  await measure('menu10kNormalized', (base) => timed(2, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}&form=normalized`)));
+  const daemonOnly = ['daemon'];
+  await measure('menuAsOf', (base) => timed(3, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}&as_of=${at}`)), daemonOnly);
   if (only !== undefined && !only.includes('ingressBusy')) return out;
   // While /menu of 10,000 products is built again and again: /health/live and ingress answer as when idle.
-  await measure('healthIdle', () => cannon({ base, duration, connections: 1, path: () => '/health/live' }));
+  await measure('healthIdle', (base) => cannon({ base, duration, connections: 1, path: () => '/health/live' }), daemonOnly);
   const nextBody = eventBodies();
-  const ingress = () => cannon({ base, duration, connections: 10, method: 'POST', path: () => `/webhooks/${webhookKey}`, body: nextBody,
+  const ingress = (base) => cannon({ base, duration, connections: 10, method: 'POST', path: () => `/webhooks/${webhookKey}`, body: nextBody,
     headers: { 'content-type': 'application/json' } });
-  await measure('ingressIdle', ingress);
-  const heavy = heavyMenuReads(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`, 2);
+  await measure('ingressIdle', ingress, daemonOnly);
+  const heavy = heavyMenuReads(`${bases.daemon}/api/v1/menu?owner_id=${BIG_OWNER}`, 2);
   await sleep(300);
-  await measure('healthBusy', () => cannon({ base, duration, connections: 1, path: () => '/health/live' }));
-  await measure('ingressBusy', ingress);
-  await measure('heavyMenus', () => heavy.stop());
+  await measure('healthBusy', (base) => cannon({ base, duration, connections: 1, path: () => '/health/live' }), daemonOnly);
+  await measure('ingressBusy', ingress, daemonOnly);
+  await measure('heavyMenus', () => heavy.stop(), daemonOnly);
   return out;
 }
 
 /** One line per measurement, so a run that fails shows where. */
-function progress(out, name) {
+function progress(server, out, name, peakMiB) {
   const value = out[name];
   const summary = value === null || typeof value !== 'object' ? value
     : 'rps' in value ? `${value.rps} req/s, p99 ${value.p99} ms` : 'ms' in value ? `${value.ms.join(' / ')} ms` : '';
-  log(`    ${name}: ${summary}`);
+  log(`    ${server} ${name}: ${summary}${peakMiB === undefined ? '' : ` (peak RSS so far ${peakMiB} MiB)`}`);
 }
 
 /**

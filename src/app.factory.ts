@@ -6,7 +6,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { LogController } from 'fastify';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
 import { ApiTokenGuard } from './common/api-token.guard.js';
@@ -42,6 +42,9 @@ export async function createHttpApp({ config, databaseUrl, logger, upstream }: H
   const adapter = new FastifyAdapter({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
+    // Fastify's own lines use the root logger, not a child per request (a child with the request id
+    // cost ~5 µs of every request's ~130); the root logger adds the request id (createRootLogger's mixin).
+    childLoggerFactory: (root: FastifyBaseLogger) => root,
     bodyLimit: config.WEBHOOK_MAX_BODY_BYTES,
     genReqId: (request: IncomingMessage) => {
       const header = request.headers['x-request-id'];

@@ -31,6 +31,11 @@ export function createRootLogger(level: string, sync = false, fd: 1 | 2 = 1, for
     base: { service: 'menu-sync' },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
+    // Lines written while a request is handled carry its id (fields given to the line win).
+    mixin: () => {
+      const reqId = requestContext.getStore()?.reqId;
+      return reqId === undefined ? {} : { reqId };
+    },
     serializers: {
       err: pino.stdSerializers.err,
       req: (req: { method?: string; url?: string }) => ({ method: req.method, url: redactPath(req.url) }),
