@@ -75,9 +75,10 @@ export class ReadModelRepository {
   }
 
   /**
-   * As `query`, as a prepared statement named after its text: each pooled connection plans it once
-   * it has run it a few times (PostgreSQL then keeps a generic plan when it costs no more). For the
-   * `as_of` statements, whose planning took about as long as running them for a page.
+   * As `query`, as a prepared statement named after its text: each pooled connection parses it
+   * once, and plans it once it has run it a few times (PostgreSQL then keeps a generic plan when it
+   * costs no more). For the hot reads: planning an `as_of` statement took about as long as running
+   * it for a page, and parsing and planning a read by id was a third of its cost.
    */
   private async prepared<T>(sql: string, params: unknown[]): Promise<T[]> {
     const name = `menu_sync_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
@@ -128,12 +129,12 @@ export class ReadModelRepository {
   /** The live resource `id` (deleted or not) as JSON text built by PostgreSQL; undefined when never seen. */
   async findDoc(table: ResourceTable, id: string): Promise<ResourceDoc | undefined> {
     const { sql, params } = this.statement(table, { ids: [id], includeDeleted: true }, docColumns(table));
-    const [row] = await this.query<ResourceDoc>(sql, params);
+    const [row] = await this.prepared<ResourceDoc>(sql, params);
     return row;
   }
 
   private async withChangePosition<T extends { id: string }>({ sql, params }: { sql: string; params: unknown[] }): Promise<{ rows: T[]; position: ChangePosition }> {
-    const found = await this.query<T & { change_transaction_id: string | null; change_seq: string | null }>(
+    const found = await this.prepared<T & { change_transaction_id: string | null; change_seq: string | null }>(
       `SELECT page.*, newest.transaction_id AS change_transaction_id, newest.seq AS change_seq
          FROM (SELECT) AS one
          LEFT JOIN (${NEWEST_CHANGE_POSITION}) AS newest ON true
