@@ -81,6 +81,7 @@ async function measureSize(size, duration, logDir, { database: kept, keepDatabas
     await waitReady(daemon, `${daemonBase}/health/live`, 60_000);
     const projected = await waitProjected(client, events + SMALL.products * SMALL.revisions);
     if (kept === undefined) await client.query('VACUUM (ANALYZE) event_log, proj_menu.products, proj_menu.traits, proj_menu.trait_options, proj_menu.collections');
+    await settle(client);
     const baselinePort = await freePort();
     const baseline = startService('node', [join(HERE, 'query-baseline-server.js')], { cwd: ROOT,
       env: { ...process.env, DATABASE_URL: url, PORT: String(baselinePort) }, logFile: join(logDir, `query-${size}-baseline.log`) });
@@ -108,6 +109,24 @@ async function measureSize(size, duration, logDir, { database: kept, keepDatabas
       leaveDatabase(database);
       log(`  the database is kept: --database=${database}`);
     }
+  }
+}
+
+/**
+ * Lets the fill's aftermath pass before anything is timed: the dirty pages of a few GB written out
+ * (CHECKPOINT) and autovacuum's workers gone quiet (up to 2 minutes), so that neither server's
+ * figures carry PostgreSQL's background writes (a kept /menu read, 15-50 ms with curl, read
+ * 47-177 ms right after a fill).
+ */
+async function settle(client) {
+  await client.query('CHECKPOINT');
+  const started = performance.now();
+  let quietSince = performance.now();
+  while (performance.now() - started < 120_000) {
+    const { rows: [row] } = await client.query(`SELECT count(*)::int AS busy FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'`);
+    if (row.busy > 0) quietSince = performance.now();
+    else if (performance.now() - quietSince >= 5_000) break;
+    await sleep(500);
   }
 }
 
