@@ -32,5 +32,5 @@ VOLUME ["/var/lib/menu-sync"]
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/health/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["node", "--max-semi-space-size=64", "dist/src/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=32", "dist/src/main.js"]
 CMD ["serve"]

@@ -74,7 +74,7 @@ async function measureSize(size, duration, logDir, { database: kept, keepDatabas
     const span = kept === undefined ? await fillSmallOwner(client, events) : await smallOwnerSpan(client, events);
     const daemonPort = await freePort();
     // As `npm start` and the Docker image run it (package.json, Dockerfile).
-    const daemon = startService('node', ['--max-semi-space-size=64', 'dist/src/main.js', 'serve'], { cwd: ROOT, env: { ...env, DATABASE_URL: url, PORT: String(daemonPort) },
+    const daemon = startService('node', ['--max-semi-space-size=32', 'dist/src/main.js', 'serve'], { cwd: ROOT, env: { ...env, DATABASE_URL: url, PORT: String(daemonPort) },
       logFile: join(logDir, `query-${size}-daemon.log`) });
     services.push(daemon);
     const daemonBase = `http://127.0.0.1:${daemonPort}`;
