@@ -1,11 +1,13 @@
 import { Readable } from 'node:stream';
-import { Controller, Get, Headers, Param, Query, Res, UseGuards, UseInterceptors } from '@nestjs/common';
+import { Controller, Get, Headers, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { ChangesCursorHeader } from '../changes/changes-cursor-header.interceptor.js';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { AsOfQuery, ListQuery, MenuQuery, ProductQuery } from './resource-query.dto.js';
 import { ApiResource, ResourceQueryService } from './resource-query.service.js';
+
+/** What Fastify sends an object as: the answers written as text say the same. */
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** A deleted resource answers 410 with its tombstone as the body. */
 export function answer(reply: FastifyReply, resource: ApiResource): ApiResource {
@@ -26,7 +28,21 @@ export async function sendMenu(reply: FastifyReply, resources: ResourceQueryServ
   const body = answer.chunks instanceof Readable ? answer.chunks : Readable.from(answer.chunks, { objectMode: false });
   // A client gone before the first chunk: the snapshot's connection is released all the same.
   body.once('close', () => void answer.close?.());
-  await reply.status(200).type('application/json; charset=utf-8').send(body);
+  await reply.status(200).type(JSON_TYPE).send(body);
+}
+
+/** A list page (CONTRACT §5), its `changes_cursor` repeated as X-Changes-Cursor (§11). */
+export async function sendPage(reply: FastifyReply, resources: ResourceQueryService, name: string, query: ListQuery): Promise<void> {
+  const page = await resources.list(name, query);
+  if (page.changes_cursor !== null) reply.header('X-Changes-Cursor', page.changes_cursor);
+  await reply.type(JSON_TYPE).send(page.body);
+}
+
+/** A resource by id: 200, or 410 with its tombstone; 404 (thrown) when never seen. */
+export async function sendResource(reply: FastifyReply, resources: ResourceQueryService, name: string, id: string,
+  asOf: Date | undefined): Promise<void> {
+  const found = await resources.getText(name, id, asOf);
+  await reply.status(found.deleted ? 410 : 200).type(JSON_TYPE).send(found.body);
 }
 
 @ApiTags('menu')
@@ -43,32 +59,28 @@ export class MenuController {
   }
 
   @Get('collections')
-  @UseInterceptors(ChangesCursorHeader)
-  collections(@Query() query: ListQuery) {
-    return this.resources.list('collections', query);
+  async collections(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendPage(reply, this.resources, 'collections', query);
   }
 
   @Get('products')
-  @UseInterceptors(ChangesCursorHeader)
-  products(@Query() query: ListQuery) {
-    return this.resources.list('products', query);
+  async products(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendPage(reply, this.resources, 'products', query);
   }
 
   @Get('traits')
-  @UseInterceptors(ChangesCursorHeader)
-  traits(@Query() query: ListQuery) {
-    return this.resources.list('traits', query);
+  async traits(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendPage(reply, this.resources, 'traits', query);
   }
 
   @Get('trait_options')
-  @UseInterceptors(ChangesCursorHeader)
-  traitOptions(@Query() query: ListQuery) {
-    return this.resources.list('trait_options', query);
+  async traitOptions(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendPage(reply, this.resources, 'trait_options', query);
   }
 
   @Get('collections/:id')
-  async collection(@Param('id') id: string, @Query() query: AsOfQuery, @Res({ passthrough: true }) reply: FastifyReply) {
-    return answer(reply, await this.resources.get('collections', id, query.as_of));
+  async collection(@Param('id') id: string, @Query() query: AsOfQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendResource(reply, this.resources, 'collections', id, query.as_of);
   }
 
   @Get('products/:id')
@@ -77,12 +89,12 @@ export class MenuController {
   }
 
   @Get('traits/:id')
-  async trait(@Param('id') id: string, @Query() query: AsOfQuery, @Res({ passthrough: true }) reply: FastifyReply) {
-    return answer(reply, await this.resources.get('traits', id, query.as_of));
+  async trait(@Param('id') id: string, @Query() query: AsOfQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendResource(reply, this.resources, 'traits', id, query.as_of);
   }
 
   @Get('trait_options/:id')
-  async traitOption(@Param('id') id: string, @Query() query: AsOfQuery, @Res({ passthrough: true }) reply: FastifyReply) {
-    return answer(reply, await this.resources.get('trait_options', id, query.as_of));
+  async traitOption(@Param('id') id: string, @Query() query: AsOfQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendResource(reply, this.resources, 'trait_options', id, query.as_of);
   }
 }

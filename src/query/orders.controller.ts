@@ -1,33 +1,31 @@
-import { Controller, Get, UseInterceptors, Param, Query, Res, UseGuards } from '@nestjs/common';
+import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { ChangesCursorHeader } from '../changes/changes-cursor-header.interceptor.js';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
-import { answer } from './menu.controller.js';
+import { answer, sendPage, sendResource } from './menu.controller.js';
 import { AsOfQuery, ListQuery, OrderQuery } from './resource-query.dto.js';
 import { ResourceQueryService } from './resource-query.service.js';
 
 @ApiTags('orders')
 @ApiBearerAuth()
 @UseGuards(ApiTokenGuard)
-@UseInterceptors(ChangesCursorHeader)
 @Controller('api/v1')
 export class OrdersController {
   constructor(private readonly resources: ResourceQueryService) {}
 
   @Get('orders')
-  orders(@Query() query: ListQuery) {
-    return this.resources.list('orders', query);
+  async orders(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendPage(reply, this.resources, 'orders', query);
   }
 
   @Get('order_products')
-  orderProducts(@Query() query: ListQuery) {
-    return this.resources.list('order_products', query);
+  async orderProducts(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendPage(reply, this.resources, 'order_products', query);
   }
 
   @Get('stores')
-  stores(@Query() query: ListQuery) {
-    return this.resources.list('stores', query);
+  async stores(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendPage(reply, this.resources, 'stores', query);
   }
 
   @Get('orders/:id')
@@ -36,12 +34,12 @@ export class OrdersController {
   }
 
   @Get('order_products/:id')
-  async orderProduct(@Param('id') id: string, @Query() query: AsOfQuery, @Res({ passthrough: true }) reply: FastifyReply) {
-    return answer(reply, await this.resources.get('order_products', id, query.as_of));
+  async orderProduct(@Param('id') id: string, @Query() query: AsOfQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendResource(reply, this.resources, 'order_products', id, query.as_of);
   }
 
   @Get('stores/:id')
-  async store(@Param('id') id: string, @Query() query: AsOfQuery, @Res({ passthrough: true }) reply: FastifyReply) {
-    return answer(reply, await this.resources.get('stores', id, query.as_of));
+  async store(@Param('id') id: string, @Query() query: AsOfQuery, @Res() reply: FastifyReply): Promise<void> {
+    await sendResource(reply, this.resources, 'stores', id, query.as_of);
   }
 }

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource } from '../../test/support/database.js';
 import { catchUp } from '../../test/support/projection.js';
+import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import type { LogEntry, NewLogEntry } from '../event-log/log-entry.js';
 import { fold, ResourceState } from '../domain/evolve.js';
@@ -102,6 +103,7 @@ describe('as_of on menu resources (PostgreSQL)', () => {
           const log = new EventLogRepository(dataSource);
           const projections = new ProjectionRepository();
           const rows = new ReadModelRepository(dataSource);
+          const changes = new ChangeLogRepository(dataSource);
           await log.append(projectedSpecs.map(logEntry));
           const runner = dataSource.createQueryRunner();
           await runner.connect();
@@ -121,7 +123,7 @@ describe('as_of on menu resources (PostgreSQL)', () => {
           for (const type of TYPES) {
             const table = RESOURCE_TABLES[type];
             for (const filter of [{ includeDeleted: true }, { ownerId: 'o1', includeDeleted: false, limit: 2 }]) {
-              const live = await rows.findWithChangePosition(table, filter);
+              const live = { rows: await rows.find(table, filter), position: await changes.positionInSnapshot(dataSource) };
               const docs = await rows.findDocsWithChangePosition(table, filter);
               expect(docs.position).toEqual(live.position);
               for (const row of live.rows) {

@@ -109,21 +109,24 @@ export class ReadModelRepository {
   }
 
   /**
-   * A live page and the change log's newest position, in one statement and so one snapshot (a
-   * following of the feed from that position misses nothing the page lacks and repeats nothing it
-   * has): one round trip, where a read-only transaction around two statements took five.
-   */
-  async findWithChangePosition(table: ResourceTable, filter: Omit<RowFilter, 'asOf'>): Promise<{ rows: ResourceRow[]; position: ChangePosition }> {
-    return this.withChangePosition<ResourceRow>(this.statement(table, filter));
-  }
-
-  /**
-   * As findWithChangePosition, each resource as the JSON text PostgreSQL builds in CONTRACT §5's
-   * shape: the page is written out as it comes, where parsing each row's attributes and serialising
-   * the page again took about as much of the process's CPU as the rest of the request.
+   * A live page, each resource as the JSON text PostgreSQL builds in CONTRACT §5's shape, and the
+   * change log's newest position, in one statement and so one snapshot (a following of the feed
+   * from that position misses nothing the page lacks and repeats nothing it has): one round trip,
+   * where a read-only transaction around two statements took five. The texts are written out as
+   * they come: parsing each row's attributes and serialising the page again took about as much of
+   * the process's CPU as the rest of the request.
    */
   async findDocsWithChangePosition(table: ResourceTable, filter: Omit<RowFilter, 'asOf'>): Promise<{ rows: ResourceDoc[]; position: ChangePosition }> {
-    return this.withChangePosition<ResourceDoc>(this.statement(table, filter, docColumns(table)));
+    const { sql, params } = this.statement(table, filter, docColumns(table));
+    const found = await this.prepared<ResourceDoc & { change_transaction_id: string | null; change_seq: string | null }>(
+      `SELECT page.*, newest.transaction_id AS change_transaction_id, newest.seq AS change_seq
+         FROM (SELECT) AS one
+         LEFT JOIN (${NEWEST_CHANGE_POSITION}) AS newest ON true
+         LEFT JOIN (${sql}) AS page ON true
+        ORDER BY page.sort_key`, params);
+    const position = changePosition({ transaction_id: found[0]?.change_transaction_id ?? null, seq: found[0]?.change_seq ?? null });
+    const rows = found.filter((row) => row.id !== null).map(({ change_transaction_id: _, change_seq: __, ...row }) => row);
+    return { rows, position };
   }
 
   /** The live resource `id` (deleted or not) as JSON text built by PostgreSQL; undefined when never seen. */
@@ -131,18 +134,6 @@ export class ReadModelRepository {
     const { sql, params } = this.statement(table, { ids: [id], includeDeleted: true }, docColumns(table));
     const [row] = await this.prepared<ResourceDoc>(sql, params);
     return row;
-  }
-
-  private async withChangePosition<T extends { id: string }>({ sql, params }: { sql: string; params: unknown[] }): Promise<{ rows: T[]; position: ChangePosition }> {
-    const found = await this.prepared<T & { change_transaction_id: string | null; change_seq: string | null }>(
-      `SELECT page.*, newest.transaction_id AS change_transaction_id, newest.seq AS change_seq
-         FROM (SELECT) AS one
-         LEFT JOIN (${NEWEST_CHANGE_POSITION}) AS newest ON true
-         LEFT JOIN (${sql}) AS page ON true
-        ORDER BY page.sort_key`, params);
-    const position = changePosition({ transaction_id: found[0]?.change_transaction_id ?? null, seq: found[0]?.change_seq ?? null });
-    const rows = found.filter((row) => row.id !== null).map(({ change_transaction_id: _, change_seq: __, ...row }) => row as unknown as T);
-    return { rows, position };
   }
 
   /** The statement of `find` (live, or orders `as_of`), selecting `columns` of each row (alias `r`). */
@@ -175,8 +166,9 @@ export class ReadModelRepository {
    * version, owner and `deleted`. Only the rows of the page read their newest create/update's
    * attributes and relationships: from the live row when that event is the one it holds (nothing
    * changed since `as_of`: the usual case for the recent past), else parsed from the event's
-   * payload; a payload that jsonb refuses reads as no attributes rather than failing the request. Limitation: the owner filter takes candidates by their live owner, so an id
-   * that belonged to the owner at `as_of` but to another one now is not listed under it.
+   * payload; a payload that jsonb refuses reads as no attributes rather than failing the request.
+   * Limitation: the owner filter takes candidates by their live owner, so an id that belonged to
+   * the owner at `as_of` but to another one now is not listed under it.
    */
   private async menuAsOfStatement(table: ResourceTable, filter: RowFilter, asOf: Date): Promise<{ sql: string; params: unknown[] }> {
     const live = `${table.schema}.${table.name}`;

@@ -20,37 +20,31 @@ export class ResourceQueryService {
     private readonly changes: ChangeLogRepository, private readonly cache: MenuDocumentCache) {}
 
   /**
-   * A page, with the change-log cursor read in the same snapshot (`changes_cursor`, CONTRACT §11):
-   * following the feed from it misses nothing the page lacks and repeats nothing it has. None with `as_of`.
+   * A page as JSON text, with the change-log cursor read in the same snapshot (`changes_cursor`,
+   * CONTRACT §11): following the feed from it misses nothing the page lacks and repeats nothing it
+   * has; none with `as_of`. Menu resources (live or `as_of`) and live order resources are each the
+   * text PostgreSQL builds, written out without being parsed and serialised again (live pages of
+   * 100 went from 0.7x to 1.0x the bare baseline's rate); orders `as_of` are folded and serialised.
    */
-  async list(name: string, query: ListQuery) {
+  async list(name: string, query: ListQuery): Promise<{ body: string; changes_cursor: string | null }> {
     const table = this.table(name);
     const filter = listFilter(query);
-    if (query.as_of !== undefined) return { ...page(table, query, await this.rows.find(table, { ...filter, asOf: query.as_of })), changes_cursor: null };
-    const { rows, position } = await this.rows.findWithChangePosition(table, filter);
-    return { ...page(table, query, rows), changes_cursor: encodeChangeCursor(position) };
-  }
-
-  /**
-   * A page as `list` answers it, as JSON text: a page of menu resources (live or `as_of`) or a live
-   * one of orders from each resource's text as PostgreSQL builds it, written out without being
-   * parsed and serialised again (the hot page reads; see direct-reads). Live pages of 100 went from
-   * 0.7x to 1.0x the bare baseline's rate.
-   */
-  async listText(name: string, query: ListQuery): Promise<{ body: string; changes_cursor: string | null }> {
-    const table = this.table(name);
     if (query.as_of === undefined) {
-      const { rows, position } = await this.rows.findDocsWithChangePosition(table, listFilter(query));
+      const { rows, position } = await this.rows.findDocsWithChangePosition(table, filter);
       const changesCursor = encodeChangeCursor(position);
-      return { body: pageText(rows, query, changesCursor), changes_cursor: changesCursor };
+      return { body: pageText(rows.map((row) => row.doc), rows, query, changesCursor), changes_cursor: changesCursor };
     }
-    if (table.schema !== 'proj_menu') return { body: JSON.stringify(await this.list(name, query)), changes_cursor: null };
-    return { body: pageText(await this.rows.findDocsAsOf(table, { ...listFilter(query), asOf: query.as_of }), query, null), changes_cursor: null };
+    if (table.schema === 'proj_menu') {
+      const rows = await this.rows.findDocsAsOf(table, { ...filter, asOf: query.as_of });
+      return { body: pageText(rows.map((row) => row.doc), rows, query, null), changes_cursor: null };
+    }
+    const rows = await this.rows.find(table, { ...filter, asOf: query.as_of });
+    return { body: pageText(rows.map((row) => JSON.stringify(toResource(table, row))), rows, query, null), changes_cursor: null };
   }
 
   /**
-   * `get` as JSON text built by PostgreSQL (the hot read by id; see direct-reads), with whether it
-   * is deleted (410); orders `as_of` are serialised from `get`.
+   * `get` as JSON text, with whether it is deleted (410): the text PostgreSQL builds, but for
+   * orders `as_of`, serialised from `get`.
    */
   async getText(name: string, id: string, asOf?: Date): Promise<{ deleted: boolean; body: string }> {
     const table = this.table(name);
@@ -200,24 +194,11 @@ function listFilter(query: ListQuery) {
   };
 }
 
-function page(table: ResourceTable, query: ListQuery, found: ResourceRow[]) {
-  const last = found.at(-1);
-  return {
-    data: found.map((row) => toResource(table, row)),
-    next_cursor: found.length === query.limit && last ? cursorOf(last.sort_key) : null,
-  };
-}
-
-/** `list`'s answer written from the resources' JSON texts. */
-function pageText(rows: ResourceDoc[], query: ListQuery, changesCursor: string | null): string {
+/** `list`'s answer: the resources' JSON texts, and the page's rows for its `next_cursor`. */
+function pageText(docs: string[], rows: Array<{ sort_key: string }>, query: ListQuery, changesCursor: string | null): string {
   const last = rows.at(-1);
-  const nextCursor = rows.length === query.limit && last ? cursorOf(last.sort_key) : null;
-  return `{"data":[${rows.map((row) => row.doc).join(',')}],"next_cursor":${JSON.stringify(nextCursor)},"changes_cursor":${JSON.stringify(changesCursor)}}`;
-}
-
-/** A page's `next_cursor`: the last row's sort key. */
-function cursorOf(sortKey: string): string {
-  return Buffer.from(sortKey).toString('base64url');
+  const nextCursor = rows.length === query.limit && last ? Buffer.from(last.sort_key).toString('base64url') : null;
+  return `{"data":[${docs.join(',')}],"next_cursor":${JSON.stringify(nextCursor)},"changes_cursor":${JSON.stringify(changesCursor)}}`;
 }
 
 function toResource(table: ResourceTable, row: ResourceRow): ApiResource {
