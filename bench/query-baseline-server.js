@@ -49,8 +49,9 @@ async function handle(request, response) {
     for (const section of menuSections(form)) {
       if (section.traits !== undefined) {
         // Expanded products: the trait texts spliced in by id, as the daemon does.
-        const traits = new Map((await pool.query(section.traits, [owner])).rows.map((row) => [row.id, Buffer.from(row.doc)]));
         const { rows } = await pool.query(section.sql, [owner]);
+        const named = [...new Set(rows.flatMap((row) => row.traits))];
+        const traits = new Map((await pool.query(section.traits, [named])).rows.map((row) => [row.id, Buffer.from(row.doc)]));
         parts.push(Buffer.concat([Buffer.from(`"${section.key}":[`), expandedChunk(rows, traits, true), Buffer.from(']')]));
         continue;
       }

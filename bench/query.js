@@ -347,7 +347,11 @@ async function explains(client, asOf, ids) {
   for (const form of ['expanded', 'normalized']) {
     for (const section of menuSections(form)) {
       await explain(`menu-${form}-${section.key}`, section.sql, [SMALL_OWNER]);
-      if (section.traits !== undefined) await explain(`menu-${form}-${section.key}-traits`, section.traits, [SMALL_OWNER]);
+      if (section.traits !== undefined) {
+        // The lookup of the first chunk's traits (the daemon fetches products 200 at a time).
+        const { rows } = await client.query(`${section.sql} LIMIT 200`, [SMALL_OWNER]);
+        await explain(`menu-${form}-${section.key}-traits`, section.traits, [[...new Set(rows.flatMap((row) => row.traits))]]);
+      }
     }
   }
   await explain('menu-version', `SELECT version FROM proj_menu.owner_versions WHERE owner_id = $1`, [SMALL_OWNER]);
