@@ -532,6 +532,8 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
       pollLoop(() => '/api/v1/products?limit=50'),
       pollLoop((i) => `/api/v1/products/${1 + (i % STABLE)}`),
       pollLoop((i) => `/api/v1/products/${1 + ((i + 7) % STABLE)}?expand=traits`),
+      // as_of reads the projection's checkpoint inside its statement (menu_sync_unprojected_menu_ids): across the swap too.
+      pollLoop((i) => `/api/v1/products/${1 + ((i + 3) % STABLE)}?as_of=2100-01-01T00:00:00Z`),
     ];
 
     // When each shadow schema existed (the rebuild proper), seen from the database.
@@ -584,6 +586,7 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
     expect(during(sent).filter((s) => s.status === 202).length).toBeGreaterThan(0);
     expect(during(polls).filter((p) => p.path.startsWith('/api/v1/menu')).length).toBeGreaterThan(0);
     expect(during(polls).filter((p) => p.path.startsWith('/api/v1/products/')).length).toBeGreaterThan(0);
+    expect(during(polls).filter((p) => p.path.includes('as_of=')).length).toBeGreaterThan(0);
 
     // Every delivery accepted, every query answered 200, before, during and after the swap.
     expect(sent.filter((s) => s.status !== 202)).toEqual([]);
@@ -600,6 +603,7 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
     for (const [id, rev] of latest) {
       const answer = await api(app.url, `/api/v1/products/${id}`);
       expect({ id, status: answer.status, title: answer.json?.attributes?.title }).toEqual({ id, status: 200, title: `Product ${id} r${rev}` });
+      expect((await api(app.url, `/api/v1/products/${id}?as_of=2100-01-01T00:00:00Z`)).json).toEqual(answer.json);
     }
   }, 90000);
 

@@ -15,7 +15,7 @@ export async function asOfStatement(filter) {
   // as_of statements as prepared statements: a config object with their name).
   const pooled = async (sql, params) => ({ rows: await (typeof sql === 'object' ? record(sql.text, sql.values, sql.name) : record(sql, params)) });
   const recorder = { query: record, driver: { master: { query: pooled } } };
-  // The first statements look up ids past the checkpoint (none here); the last is the page's.
+  // One statement (the ids past the checkpoint are found inside it).
   await new ReadModelRepository(recorder).find(RESOURCE_TABLES.product, filter);
   return captured.at(-1);
 }

@@ -87,7 +87,7 @@ export class ReadModelRepository {
 
   async find(table: ResourceTable, filter: RowFilter): Promise<ResourceRow[]> {
     if (filter.asOf && table.schema === 'proj_menu') {
-      const { sql, params } = await this.menuAsOfStatement(table, filter, filter.asOf);
+      const { sql, params } = this.menuAsOfStatement(table, filter, filter.asOf);
       return this.prepared(sql, params);
     }
     const { sql, params } = this.statement(table, filter);
@@ -101,7 +101,7 @@ export class ReadModelRepository {
    * nor serialises, only splices (as the live `/menu` does).
    */
   async findDocsAsOf(table: ResourceTable, filter: RowFilter & { asOf: Date }, links?: string): Promise<ResourceDoc[]> {
-    const { sql, params } = await this.menuAsOfStatement(table, filter, filter.asOf);
+    const { sql, params } = this.menuAsOfStatement(table, filter, filter.asOf);
     const linked = links === undefined ? `'{}'::text[]` : `ARRAY(SELECT l.id FROM ${linkedIds('f.relationships', links)} l ORDER BY l.ord)`;
     return this.prepared<ResourceDoc>(
       `SELECT f.id, f.sort_key, f.deleted, ${resourceJson('f', table.type)}::text AS doc, ${linked} AS links
@@ -161,7 +161,8 @@ export class ReadModelRepository {
   /**
    * Menu resources as of an instant, at the cost of the page rather than of the log: candidate ids
    * are walked in id order — the live table's rows (every id that reached the projector, deleted
-   * ones too) and the ids of log entries past the projector's checkpoint — and for each, the newest
+   * ones too) and the ids of log entries past the projector's checkpoint (usually none; found by
+   * `menu_sync_unprojected_menu_ids` in the same statement, so one round trip) — and for each, the newest
    * event up to then (not parked) is one backward step in `event_log_subject_version_idx`; it decides
    * version, owner and `deleted`. Only the rows of the page read their newest create/update's
    * attributes and relationships: from the live row when that event is the one it holds (nothing
@@ -170,9 +171,8 @@ export class ReadModelRepository {
    * Limitation: the owner filter takes candidates by their live owner, so an id that belonged to
    * the owner at `as_of` but to another one now is not listed under it.
    */
-  private async menuAsOfStatement(table: ResourceTable, filter: RowFilter, asOf: Date): Promise<{ sql: string; params: unknown[] }> {
+  private menuAsOfStatement(table: ResourceTable, filter: RowFilter, asOf: Date): { sql: string; params: unknown[] } {
     const live = `${table.schema}.${table.name}`;
-    const tail = await this.unprojectedIds(table, filter);
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
     const type = param(table.type);
@@ -193,22 +193,26 @@ export class ReadModelRepository {
        WHERE e.subject_type = ${type} AND ${sameSubject('e.subject_id', id)} AND e.occurred_at <= ${at} AND ${events}
          AND ${notParked(table)}
        ORDER BY ${NEWEST_INDEXED} LIMIT 1`;
-    // Ids only in entries the projector has not read yet (usually none): added to the walk when present.
-    const unprojected = tail.length === 0 ? '' : `
-         UNION ALL
-         SELECT t.id, ${menuSortKey('t.id')} FROM unnest(${param(tail)}::text[]) AS t(id)
-          WHERE ${after === undefined ? 'true' : `${menuSortKey('t.id')} > ${after}`}
-            AND NOT EXISTS (SELECT 1 FROM ${live} c WHERE ${[sameSubject('c.id', 't.id'), ...candidate].join(' AND ')})`;
-    return {
-      sql: `WITH candidates AS (
-         SELECT c.id, c.sort_key FROM ${live} c ${where(candidate)}${unprojected}),
-       page AS MATERIALIZED (
+    // Each candidate (alias c) with its newest event up to as_of (n), kept or not, in id order.
+    const walk = (candidates: string, conditions: string[]) => `(
          SELECT c.id, c.sort_key, n.*,
                 CASE WHEN n.deleted THEN (SELECT d.position FROM (${newest('c.id', kinds(['created', 'updated']))}) d) ELSE n.position END
                   AS data_position
-           FROM candidates c CROSS JOIN LATERAL (${newest('c.id', kinds(['created', 'updated', 'destroyed']))}) n
-          ${where(kept)}
-          ORDER BY c.sort_key ${limit})
+           FROM ${candidates} CROSS JOIN LATERAL (${newest('c.id', kinds(['created', 'updated', 'destroyed']))}) n
+          ${where([...conditions, ...kept])}
+          ORDER BY c.sort_key ${limit})`;
+    // Ids only in entries the projector has not read yet (usually none). Walked apart from the live
+    // ones and merged after: in one walk over both, the planner gave up the ordered index scan that
+    // stops after a page, and walked every id of the owner.
+    const unprojected = `(
+         SELECT t.id, ${menuSortKey('t.id')} AS sort_key
+           FROM menu_sync_unprojected_menu_ids(${type}, ${owner ?? 'NULL'}, ${ids === undefined ? 'NULL' : `${ids}::text[]`}) AS t(id)
+          WHERE ${after === undefined ? 'true' : `${menuSortKey('t.id')} > ${after}`}
+            AND NOT EXISTS (SELECT 1 FROM ${live} c WHERE ${[sameSubject('c.id', 't.id'), ...candidate].join(' AND ')})) c`;
+    return {
+      sql: `WITH page AS MATERIALIZED (
+         SELECT w.* FROM (${walk(`${live} c`, candidate)} UNION ALL ${walk(unprojected, [])}) w
+          ORDER BY w.sort_key ${limit})
        SELECT p.id, p.sort_key, p.owner_id,
               CASE WHEN l.id IS NULL THEN coalesce(s.resource -> 'attributes', '{}') ELSE l.attributes END AS attributes,
               CASE WHEN l.id IS NULL THEN coalesce(s.resource -> 'relationships', '{}') ELSE l.relationships END AS relationships,
@@ -221,28 +225,6 @@ export class ReadModelRepository {
         ORDER BY p.sort_key`,
       params,
     };
-  }
-
-  /**
-   * Ids of `table`'s type (matching the filter's owner and ids) in log entries past the projector's
-   * checkpoint. The checkpoint is read first and given as values: compared with a subquery's
-   * unknown result, the planner expected a third of the log and compiled the scan with JIT (some
-   * 20 ms, and ~90 ms in all, on each `as_of` read); with the values it expects the few entries there are.
-   */
-  private async unprojectedIds(table: ResourceTable, filter: RowFilter): Promise<string[]> {
-    const [checkpoint] = await this.query<{ transaction_id: string; position: string }>(
-      `SELECT transaction_id::text, position::text FROM ${table.schema}.checkpoint`, []);
-    if (checkpoint === undefined) return [];
-    const params: unknown[] = [table.type, checkpoint.transaction_id, checkpoint.position];
-    const conditions = [
-      ...(filter.ownerId === undefined ? [] : [`e.owner_id = $${params.push(filter.ownerId)}`]),
-      ...(filter.ids === undefined ? [] : [`e.subject_id = ANY($${params.push(filter.ids)}::text[])`]),
-    ];
-    const rows = await this.query<{ id: string }>(
-      `SELECT DISTINCT e.subject_id AS id FROM event_log e
-        WHERE e.transaction_id >= $2::xid8 AND (e.transaction_id, e.position) > ($2::xid8, $3::bigint)
-          AND e.subject_type = $1 ${conditions.map((condition) => `AND ${condition}`).join(' ')}`, params);
-    return rows.map((row) => row.id);
   }
 
   /** Order resources as of an instant: folded from the order events' `included`. */
