@@ -17,7 +17,7 @@ export const SINK_DISPATCHER_LOCK = advisoryLocks.single('sinkDispatcher');
 /** Emitted by the sinks API when a sink was created, changed, replayed or removed. */
 export const SINKS_CHANGED = 'sinks.changed';
 
-/** How often the head of the change log is looked at (new changes wake the workers). */
+/** How often the head of the change log is looked at while there are sinks (new changes wake their workers). */
 const HEAD_POLL_MS = 50;
 /** How often the list of sinks is read again (sinks made through another daemon). */
 const REFRESH_MS = 1000;
@@ -91,8 +91,13 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
             await this.lease.runner!.query('SELECT 1');
             await this.refresh();
           }
-          await this.wakeOnNewChanges();
-          await this.sleep(HEAD_POLL_MS);
+          if (this.workers.size > 0) {
+            await this.wakeOnNewChanges();
+            await this.sleep(HEAD_POLL_MS);
+          } else {
+            // No sink, nobody to wake: the next look is the next refresh (or a sink made here, which wakes this).
+            await this.sleep(Math.max(0, REFRESH_MS - (Date.now() - refreshedAt)));
+          }
         }
       } catch (error) {
         this.state = 'failing';
