@@ -163,7 +163,8 @@ export class ReadModelRepository {
    * are walked in id order — the live table's rows (every id that reached the projector, deleted
    * ones too) and the ids of log entries past the projector's checkpoint (usually none; found by
    * `menu_sync_unprojected_menu_ids` in the same statement, so one round trip) — and for each, the newest
-   * event up to then (not parked) is one backward step in `event_log_subject_version_idx`; it decides
+   * event up to then (not parked) is the live row's own when that row is no newer than `as_of` (and
+   * no unread entry names it), else one backward step in `event_log_subject_version_idx`; it decides
    * version, owner and `deleted`. Only the rows of the page read their newest create/update's
    * attributes and relationships: from the live row when that event is the one it holds (nothing
    * changed since `as_of`: the usual case for the recent past), else parsed from the event's
@@ -194,24 +195,33 @@ export class ReadModelRepository {
          AND ${notParked(table)}
        ORDER BY ${NEWEST_INDEXED} LIMIT 1`;
     // Each candidate (alias c) with its newest event up to as_of (n), kept or not, in id order.
-    const walk = (candidates: string, conditions: string[]) => `(
+    const walk = (candidates: string, conditions: string[], newestEvent: string) => `(
          SELECT c.id, c.sort_key, n.*,
                 CASE WHEN n.deleted THEN (SELECT d.position FROM (${newest('c.id', kinds(['created', 'updated']))}) d) ELSE n.position END
                   AS data_position
-           FROM ${candidates} CROSS JOIN LATERAL (${newest('c.id', kinds(['created', 'updated', 'destroyed']))}) n
+           FROM ${candidates} CROSS JOIN LATERAL (${newestEvent}) n
           ${where([...conditions, ...kept])}
           ORDER BY c.sort_key ${limit})`;
+    const allKinds = kinds(['created', 'updated', 'destroyed']);
+    // A live row no newer than as_of holds the newest event up to then (it holds the newest of all
+    // the projector applied), unless entries past the checkpoint name its id: no lookup for it.
+    const liveOrNewest = `
+         SELECT c.owner_id, c.occurred_at, c.event_id, c.position, c.deleted
+          WHERE c.occurred_at <= ${at} AND NOT EXISTS (SELECT 1 FROM tail WHERE tail.id = c.id)
+         UNION ALL (${newest('c.id', allKinds)})
+         LIMIT 1`;
     // Ids only in entries the projector has not read yet (usually none). Walked apart from the live
     // ones and merged after: in one walk over both, the planner gave up the ordered index scan that
     // stops after a page, and walked every id of the owner.
     const unprojected = `(
-         SELECT t.id, ${menuSortKey('t.id')} AS sort_key
-           FROM menu_sync_unprojected_menu_ids(${type}, ${owner ?? 'NULL'}, ${ids === undefined ? 'NULL' : `${ids}::text[]`}) AS t(id)
-          WHERE ${after === undefined ? 'true' : `${menuSortKey('t.id')} > ${after}`}
-            AND NOT EXISTS (SELECT 1 FROM ${live} c WHERE ${[sameSubject('c.id', 't.id'), ...candidate].join(' AND ')})) c`;
+         SELECT tail.id, ${menuSortKey('tail.id')} AS sort_key FROM tail
+          WHERE ${after === undefined ? 'true' : `${menuSortKey('tail.id')} > ${after}`}
+            AND NOT EXISTS (SELECT 1 FROM ${live} c WHERE ${[sameSubject('c.id', 'tail.id'), ...candidate].join(' AND ')})) c`;
     return {
-      sql: `WITH page AS MATERIALIZED (
-         SELECT w.* FROM (${walk(`${live} c`, candidate)} UNION ALL ${walk(unprojected, [])}) w
+      sql: `WITH tail AS MATERIALIZED (
+         SELECT t.id FROM menu_sync_unprojected_menu_ids(${type}, ${owner ?? 'NULL'}, ${ids === undefined ? 'NULL' : `${ids}::text[]`}) AS t(id)),
+       page AS MATERIALIZED (
+         SELECT w.* FROM (${walk(`${live} c`, candidate, liveOrNewest)} UNION ALL ${walk(unprojected, [], newest('c.id', allKinds))}) w
           ORDER BY w.sort_key ${limit})
        SELECT p.id, p.sort_key, p.owner_id,
               CASE WHEN l.id IS NULL THEN coalesce(s.resource -> 'attributes', '{}') ELSE l.attributes END AS attributes,
