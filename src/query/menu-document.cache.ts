@@ -85,19 +85,23 @@ export class MenuDocumentCache implements OnModuleDestroy {
     let file: { path: string; handle: FileHandle } | undefined = limit > 0 ? await this.create() : undefined;
     let bytes = 0;
     let whole = false;
+    // A chunk is written to the file while it is sent (and the next one built); the write before
+    // it is awaited first, so the file gets the chunks in order. A write that fails keeps nothing
+    // and leaves the answer alone.
+    let writing: Promise<boolean> = Promise.resolve(true);
     try {
       for await (const chunk of chunks) {
         const buffer = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
         if (file !== undefined) {
           bytes += buffer.length;
-          if (bytes > limit) file = await this.discard(file);
-          else await file.handle.write(buffer);
+          if (bytes > limit || !(await writing)) file = await this.discard(file);
+          else writing = file.handle.write(buffer).then(() => true, () => false);
         }
         yield buffer;
       }
-      whole = true;
+      whole = file !== undefined && await writing;
     } finally {
-      if (file !== undefined && !whole) await this.discard(file);
+      if (file !== undefined && !whole) file = await this.discard(file);
     }
     if (file === undefined) return;
     await file.handle.close();
