@@ -1,4 +1,6 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { jest } from '@jest/globals';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../config/app-config.js';
@@ -79,6 +81,23 @@ describe('MenuDocumentCache', () => {
     const [own] = readdirSync(dir);
     cache.onModuleDestroy();
     expect(existsSync(join(dir, own))).toBe(false);
+  });
+
+  it('sends a body whole when writing its file fails, and keeps nothing of it', async () => {
+    const cache = cacheOf({ MENU_CACHE_MB: '8' });
+    // Any FileHandle's prototype is the one the cache's handles write through.
+    const probe = await open(join(tmpdir(), `menu-cache-probe-${process.pid}`), 'w');
+    const write = jest.spyOn(Object.getPrototypeOf(probe), 'write').mockRejectedValueOnce(new Error('ENOSPC: no space left on device'));
+    await probe.close();
+    rmSync(join(tmpdir(), `menu-cache-probe-${process.pid}`), { force: true });
+    try {
+      expect(await drain(cache.keep('7', 'expanded', 'v1', 'c1', body('{"a":', '1', '}')))).toBe('{"a":1}');
+      expect(write).toHaveBeenCalled();
+    } finally {
+      write.mockRestore();
+    }
+    expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
+    expect(files()).toEqual([]);
   });
 
   it('with MENU_CACHE_MB=0 keeps nothing', async () => {
