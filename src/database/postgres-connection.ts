@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
@@ -5,6 +6,17 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
 /** The node-postgres pool under a TypeORM data source: for statements that skip the query runner. */
 export function sharedPool(dataSource: DataSource): pg.Pool {
   return (dataSource.driver as PostgresDriver).master as pg.Pool;
+}
+
+/**
+ * A statement on the shared pool as a prepared statement named after its text: each pooled
+ * connection parses it once, and plans it once it has run it a few times (PostgreSQL then keeps a
+ * generic plan when it costs no more). For the hot reads: planning an `as_of` statement took about
+ * as long as running it for a page, and parsing and planning a read by id was a third of its cost.
+ */
+export async function preparedQuery<T>(dataSource: DataSource, sql: string, params: unknown[]): Promise<T[]> {
+  const name = `menu_sync_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
+  return (await sharedPool(dataSource).query({ name, text: sql, values: params })).rows;
 }
 
 /**

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import { readAhead } from '../common/read-ahead.js';
-import { sharedPool } from '../database/postgres-connection.js';
+import { preparedQuery } from '../database/postgres-connection.js';
 
 export type MenuForm = 'expanded' | 'normalized';
 
@@ -111,9 +111,9 @@ export class MenuDocumentRepository {
    * prepared statement on the pool, without TypeORM's query runner.
    */
   async ownerVersion(ownerId: string): Promise<string> {
-    const { rows } = await sharedPool(this.dataSource).query<{ version: string }>({ name: 'menu_sync_owner_version',
-      text: `SELECT version::text AS version FROM proj_menu.owner_versions WHERE owner_id = $1`, values: [ownerId] });
-    return rows[0]?.version ?? '0';
+    const [row] = await preparedQuery<{ version: string }>(this.dataSource,
+      `SELECT version::text AS version FROM proj_menu.owner_versions WHERE owner_id = $1`, [ownerId]);
+    return row?.version ?? '0';
   }
 
   /** The log's head position: what an `as_of` document's ETag rests on (a late event may change the past). */

@@ -1,10 +1,9 @@
-import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { ChangePosition } from '../changes/change.js';
 import { changePosition, NEWEST_CHANGE_POSITION } from '../changes/change-log.repository.js';
-import { sharedPool } from '../database/postgres-connection.js';
+import { preparedQuery, sharedPool } from '../database/postgres-connection.js';
 import { CHANGE_COLUMNS, NEWEST_FIRST, ORDERS_PROJECTION, subjectOf } from '../projection/projection-definitions.js';
 import { ResourceTable } from '../projection/resource-tables.js';
 import { linkedIds, resourceJson } from './menu-document.repository.js';
@@ -74,15 +73,9 @@ export class ReadModelRepository {
     return (await sharedPool(this.dataSource).query(sql, params)).rows;
   }
 
-  /**
-   * As `query`, as a prepared statement named after its text: each pooled connection parses it
-   * once, and plans it once it has run it a few times (PostgreSQL then keeps a generic plan when it
-   * costs no more). For the hot reads: planning an `as_of` statement took about as long as running
-   * it for a page, and parsing and planning a read by id was a third of its cost.
-   */
-  private async prepared<T>(sql: string, params: unknown[]): Promise<T[]> {
-    const name = `menu_sync_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
-    return (await sharedPool(this.dataSource).query({ name, text: sql, values: params })).rows;
+  /** As `query`, prepared (preparedQuery): the hot reads. */
+  private prepared<T>(sql: string, params: unknown[]): Promise<T[]> {
+    return preparedQuery<T>(this.dataSource, sql, params);
   }
 
   async find(table: ResourceTable, filter: RowFilter): Promise<ResourceRow[]> {

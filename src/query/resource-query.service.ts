@@ -8,7 +8,7 @@ import type { ApiResource } from '../projection/api-resource.js';
 import { ReadModelRepository, ResourceDoc, ResourceRow } from './read-model.repository.js';
 import { RESOURCE_TABLES, ResourceTable, tableByName } from '../projection/resource-tables.js';
 import { MenuDocumentCache } from './menu-document.cache.js';
-import { expandedChunk, MenuDocumentRepository, MenuForm, trailerJson } from './menu-document.repository.js';
+import { expandedChunk, MenuDocumentRepository, MenuForm, trailerJson, TraitDocs } from './menu-document.repository.js';
 import { ListQuery } from './resource-query.dto.js';
 
 export type { ApiResource };
@@ -141,9 +141,9 @@ export class ResourceQueryService {
       const rows = await next;
       if (rows.length === 0) break;
       next = rows.length < MENU_CHUNK ? Promise.resolve([]) : chunkAfter(rows[rows.length - 1].sort_key);
-      await traits.load(rows.flatMap((row) => row.links));
+      await traits.expanded.load(rows.flatMap((row) => row.links));
       yield form === 'normalized' ? `${first ? '' : ','}${rows.map((row) => row.doc).join(',')}`
-        : expandedChunk(rows.map((row) => ({ doc: row.doc, traits: row.links })), traits.expanded, first);
+        : expandedChunk(rows.map((row) => ({ doc: row.doc, traits: row.links })), traits.expanded.docs, first);
       first = false;
     }
     if (form === 'normalized') {
@@ -289,29 +289,25 @@ class TraitExpansion {
 
 /**
  * The traits of an `as_of` menu and their options as JSON texts (ResourceDoc), each looked up once
- * (unknown and deleted ones left out); `expanded` holds each trait's text with its options spliced
- * in, in relationship order (repeats kept), ready for expandedChunk.
+ * (TraitDocs; unknown and deleted ones left out); `expanded` holds each trait's text with its options
+ * spliced in, in relationship order (repeats kept), ready for expandedChunk.
  */
 class TraitTexts {
-  readonly expanded = new Map<string, Buffer>();
-  private readonly seen = new Set<string>();
+  readonly expanded: TraitDocs;
   private readonly traits: ResourceDoc[] = [];
   private readonly options = new Map<string, ResourceDoc>();
 
-  constructor(private readonly lookup: (table: ResourceTable, ids: string[], links?: string) => Promise<ResourceDoc[]>) {}
-
-  /** Folds the traits of `ids` not folded yet, and their options. */
-  async load(ids: string[]): Promise<void> {
-    const fresh = [...new Set(ids)].filter((id) => !this.seen.has(id));
-    for (const id of fresh) this.seen.add(id);
-    const traits = await this.lookup(RESOURCE_TABLES.trait, fresh, 'trait_options');
-    const optionIds = traits.flatMap((trait) => trait.links).filter((id) => !this.options.has(id));
-    for (const option of await this.lookup(RESOURCE_TABLES.trait_option, optionIds)) this.options.set(option.id, option);
-    for (const trait of traits) {
-      const options = trait.links.flatMap((id) => this.options.get(id)?.doc ?? []);
-      this.expanded.set(trait.id, Buffer.from(`${trait.doc.slice(0, -1)}, "trait_options" : [${options.join(', ')}]}`, 'utf8'));
-      this.traits.push(trait);
-    }
+  constructor(lookup: (table: ResourceTable, ids: string[], links?: string) => Promise<ResourceDoc[]>) {
+    this.expanded = new TraitDocs(async (ids) => {
+      const traits = await lookup(RESOURCE_TABLES.trait, ids, 'trait_options');
+      const optionIds = traits.flatMap((trait) => trait.links).filter((id) => !this.options.has(id));
+      for (const option of await lookup(RESOURCE_TABLES.trait_option, optionIds)) this.options.set(option.id, option);
+      this.traits.push(...traits);
+      return traits.map((trait) => {
+        const options = trait.links.flatMap((id) => this.options.get(id)?.doc ?? []);
+        return { id: trait.id, doc: `${trait.doc.slice(0, -1)}, "trait_options" : [${options.join(', ')}]}` };
+      });
+    });
   }
 
   /** The traits folded so far and their options, each listed once in id order (the normalized form). */
