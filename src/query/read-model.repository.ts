@@ -162,6 +162,8 @@ export class ReadModelRepository {
    * attributes and relationships: from the live row when that event is the one it holds (nothing
    * changed since `as_of`: the usual case for the recent past), else parsed from the event's
    * payload; a payload that jsonb refuses reads as no attributes rather than failing the request.
+   * Those entries are read together by `menu_sync_log_entries`, which prefetches their pages:
+   * scattered over the log, one index step each, they were most of a cold `as_of` menu.
    * Limitation: the owner filter takes candidates by their live owner, so an id that belonged to
    * the owner at `as_of` but to another one now is not listed under it.
    */
@@ -215,17 +217,20 @@ export class ReadModelRepository {
          SELECT t.id FROM menu_sync_unprojected_menu_ids(${type}, ${owner ?? 'NULL'}, ${ids === undefined ? 'NULL' : `${ids}::text[]`}) AS t(id)),
        page AS MATERIALIZED (
          SELECT w.* FROM (${walk(`${live} c`, candidate, liveOrNewest)} UNION ALL ${walk(unprojected, [], newest('c.id', allKinds))}) w
-          ORDER BY w.sort_key ${limit})
-       SELECT p.id, p.sort_key, p.owner_id,
-              CASE WHEN l.id IS NULL THEN coalesce(s.resource -> 'attributes', '{}') ELSE l.attributes END AS attributes,
-              CASE WHEN l.id IS NULL THEN coalesce(s.resource -> 'relationships', '{}') ELSE l.relationships END AS relationships,
-              p.deleted, p.occurred_at, p.event_id, p.position
-         FROM page p
-         LEFT JOIN ${live} l ON l.id = p.id AND l.position = p.data_position AND NOT l.deleted
-         LEFT JOIN LATERAL (
-           SELECT subject.resource FROM event_log e ${subjectOf('menu_sync_jsonb(e.payload)')}
-            WHERE e.position = p.data_position AND l.id IS NULL) AS s ON true
-        ORDER BY p.sort_key`,
+          ORDER BY w.sort_key ${limit}),
+       held AS MATERIALIZED (
+         SELECT p.*, l.id IS NOT NULL AS held, l.attributes AS held_attributes, l.relationships AS held_relationships
+           FROM page p LEFT JOIN ${live} l ON l.id = p.id AND l.position = p.data_position AND NOT l.deleted),
+       parsed AS MATERIALIZED (
+         SELECT e.position, subject.resource
+           FROM menu_sync_log_entries(ARRAY(SELECT h.data_position FROM held h WHERE NOT h.held AND h.data_position IS NOT NULL)) e
+           ${subjectOf('menu_sync_jsonb(e.payload)')})
+       SELECT h.id, h.sort_key, h.owner_id,
+              CASE WHEN h.held THEN h.held_attributes ELSE coalesce(s.resource -> 'attributes', '{}') END AS attributes,
+              CASE WHEN h.held THEN h.held_relationships ELSE coalesce(s.resource -> 'relationships', '{}') END AS relationships,
+              h.deleted, h.occurred_at, h.event_id, h.position
+         FROM held h LEFT JOIN parsed s ON s.position = h.data_position AND NOT h.held
+        ORDER BY h.sort_key`,
       params,
     };
   }
