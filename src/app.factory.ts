@@ -15,6 +15,7 @@ import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
 import { clientErrorProblem, frameworkErrorProblem, registerInputChecks } from './common/request-input.js';
 import { createValidationPipe } from './common/validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
+import { DeliveriesInFlight } from './ingress/deliveries-in-flight.js';
 import { registerIngressRoute } from './ingress/ingress.route.js';
 import { IngressService } from './ingress/ingress.service.js';
 import { MetricsService } from './observability/metrics.service.js';
@@ -71,7 +72,7 @@ export async function createHttpApp({ config, databaseUrl, logger, upstream }: H
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   serveConsole(app);
   await app.init();
-  registerIngressRoute(app.getHttpAdapter().getInstance(), app.get(IngressService));
+  registerIngressRoute(app.getHttpAdapter().getInstance(), app.get(IngressService), app.get(DeliveriesInFlight));
   return app;
 }
 

@@ -16,6 +16,7 @@ import { ChangeLogRepository } from '../src/changes/change-log.repository.js';
 import { MenuDocumentRepository } from '../src/query/menu-document.repository.js';
 import { MenuDocumentCache } from '../src/query/menu-document.cache.js';
 import { loadConfig } from '../src/config/app-config.js';
+import { DeliveriesInFlight } from '../src/ingress/deliveries-in-flight.js';
 
 interface Spec {
   type: string;
@@ -70,7 +71,7 @@ async function everyChange(changes: ChangeLogRepository): Promise<Change[]> {
 /** Every resource of the read model as GET /api/v1/{type}/{id} answers it (deleted ones included). */
 async function apiState(dataSource: DataSource): Promise<Map<string, ApiResource>> {
   const query = new ResourceQueryService(new ReadModelRepository(dataSource), new MenuDocumentRepository(dataSource),
-    new ChangeLogRepository(dataSource), new MenuDocumentCache(loadConfig({})));
+    new ChangeLogRepository(dataSource), new MenuDocumentCache(loadConfig({}), new DeliveriesInFlight()));
   const state = new Map<string, ApiResource>();
   for (const table of Object.values(RESOURCE_TABLES).filter((t) => t.schema === 'proj_menu')) {
     for (const { id } of await dataSource.query(`SELECT id FROM ${table.schema}.${table.name}`)) {

@@ -264,6 +264,17 @@ export class AppConfig {
   @MinLength(1)
   MENU_CACHE_DIR?: string;
 
+  /**
+   * How long a kept `/menu` body waits, before each MiB it sends, for the webhook deliveries in
+   * flight to be answered (at most); 0: never. Ingress goes first; a fast client of a big menu
+   * reads at least ~1 MiB per this many milliseconds while deliveries keep arriving.
+   */
+  @Transform(int)
+  @IsInt({ message: 'MENU_YIELD_MS must be an integer from 0 to 1000' })
+  @Min(0)
+  @Max(1000)
+  MENU_YIELD_MS = 10;
+
   get changeTypes(): string[] {
     return [...new Set(this.CHANGES_TYPES.filter((name) => name !== 'none').map((name) => CHANGE_TYPE_NAMES[name]))];
   }

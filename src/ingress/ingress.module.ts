@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EventLogModule } from '../event-log/event-log.module.js';
+import { DeliveriesInFlight } from './deliveries-in-flight.js';
 import { IngressService } from './ingress.service.js';
 import { QuarantineRepository } from './quarantine.repository.js';
 import { WebhookKeyRegistry } from './webhook-key.registry.js';
@@ -10,7 +11,7 @@ import { QuarantineService } from './quarantine.service.js';
 @Module({
   imports: [EventLogModule],
   controllers: [QuarantineController],
-  providers: [IngressService, QuarantineService, QuarantineRepository, WebhookKeyRegistry, WebhookKeyRepository],
-  exports: [IngressService, WebhookKeyRegistry, WebhookKeyRepository],
+  providers: [IngressService, QuarantineService, QuarantineRepository, WebhookKeyRegistry, WebhookKeyRepository, DeliveriesInFlight],
+  exports: [IngressService, WebhookKeyRegistry, WebhookKeyRepository, DeliveriesInFlight],
 })
 export class IngressModule {}

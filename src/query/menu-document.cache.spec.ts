@@ -4,6 +4,7 @@ import { jest } from '@jest/globals';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../config/app-config.js';
+import { DeliveriesInFlight } from '../ingress/deliveries-in-flight.js';
 import { MenuDocumentCache } from './menu-document.cache.js';
 
 let dir: string;
@@ -12,7 +13,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const cacheOf = (env: Record<string, string>) => new MenuDocumentCache(loadConfig({ MENU_CACHE_DIR: dir, ...env }));
+const cacheOf = (env: Record<string, string>) => new MenuDocumentCache(loadConfig({ MENU_CACHE_DIR: dir, ...env }), new DeliveriesInFlight());
 
 /** The files the cache holds (bodies being written end in .part). */
 const files = () => readdirSync(dir).flatMap((sub) => readdirSync(join(dir, sub)));
@@ -41,6 +42,32 @@ describe('MenuDocumentCache', () => {
     // Another version drops it: the owner's menu changed.
     expect(cache.get('7', 'expanded', 'v2')).toBeUndefined();
     expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
+  });
+
+  it('sends a kept body a MiB at a time, each waiting (at most MENU_YIELD_MS) for the deliveries in flight', async () => {
+    const deliveries = new DeliveriesInFlight();
+    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_DIR: dir, MENU_CACHE_MB: '16', MENU_YIELD_MS: '200' }), deliveries);
+    const whole = `${mb(2)}${'y'.repeat(1000)}`;
+    await drain(cache.keep('7', 'expanded', 'v1', 'c1', body(whole)));
+    const timed = async () => {
+      const started = performance.now();
+      const text = await drain((await cache.open('7', 'expanded', 'v1'))!.body);
+      return { text, ms: performance.now() - started };
+    };
+    const idle = await timed();
+    expect(idle.text).toBe(whole);
+    expect(idle.ms).toBeLessThan(200);
+    // A delivery that never ends: each of the 3 chunks waits out the 200 ms, then goes anyway.
+    deliveries.begin();
+    const busy = await timed();
+    expect(busy.text).toBe(whole);
+    expect(busy.ms).toBeGreaterThanOrEqual(3 * 200 - 5);
+    // The delivery ends while the body waits: the rest goes at once.
+    const reading = timed();
+    setTimeout(() => deliveries.end(), 50);
+    const released = await reading;
+    expect(released.text).toBe(whole);
+    expect(released.ms).toBeLessThan(3 * 200);
   });
 
   it('keeps nothing of a body whose reader stopped halfway, nor of one larger than half of MENU_CACHE_MB', async () => {

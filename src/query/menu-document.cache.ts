@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable, Transform } from 'node:stream';
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
+import { DeliveriesInFlight } from '../ingress/deliveries-in-flight.js';
 import type { MenuForm } from './menu-document.repository.js';
 
 /** A whole `/menu` body as it was streamed, kept in a file, and the owner version it shows. */
@@ -15,6 +16,9 @@ export interface CachedMenu {
   bytes: number;
   storedAt: number;
 }
+
+/** A kept body is read and sent a MiB at a time. */
+const CHUNK_BYTES = 1024 * 1024;
 
 /** How long a body is served at most, whatever its version: its `changes_cursor` must stay above the compaction horizon. */
 const MAX_AGE_MS = 5 * 60_000;
@@ -40,9 +44,11 @@ export class MenuDocumentCache implements OnModuleDestroy {
   private readonly parent: string;
   private dir: string | undefined;
   private serial = 0;
+  private readonly yieldMs: number;
 
-  constructor(config: AppConfig) {
+  constructor(config: AppConfig, private readonly deliveries: DeliveriesInFlight) {
     this.maxBytes = config.MENU_CACHE_MB * 1024 * 1024;
+    this.yieldMs = config.MENU_YIELD_MS;
     // A cursor older than the retention could be behind the compaction horizon (410 for a follower).
     this.maxAgeMs = Math.min(MAX_AGE_MS, config.changesRetentionMs / 2);
     this.parent = config.MENU_CACHE_DIR ?? tmpdir();
@@ -66,13 +72,22 @@ export class MenuDocumentCache implements OnModuleDestroy {
   /**
    * The kept body of `version` as a stream, with its `changes_cursor`; undefined when none is kept
    * (or its file is gone). The file is open once this resolves, so dropping it afterwards does not
-   * cut a body being sent.
+   * cut a body being sent. Each MiB waits (up to MENU_YIELD_MS) for the webhook deliveries in
+   * flight: read from the page cache, a kept body goes out as fast as the client takes it, and the
+   * copies to its socket are the daemon's own time.
    */
   async open(ownerId: string, form: MenuForm, version: string): Promise<{ changesCursor: string; body: Readable } | undefined> {
     const entry = this.get(ownerId, form, version);
     if (entry === undefined) return undefined;
     const handle = await open(entry.file, 'r').catch(() => undefined);
-    return handle === undefined ? undefined : { changesCursor: entry.changesCursor, body: handle.createReadStream({ highWaterMark: 1024 * 1024 }) };
+    if (handle === undefined) return undefined;
+    const file = handle.createReadStream({ highWaterMark: CHUNK_BYTES });
+    if (this.yieldMs === 0) return { changesCursor: entry.changesCursor, body: file };
+    const giveWay = new Transform({
+      transform: (chunk: Buffer, _encoding, done) => void this.deliveries.quiet(this.yieldMs).then(() => done(null, chunk)),
+    });
+    // Either side failing or closed early (a client gone) ends both and closes the file.
+    return { changesCursor: entry.changesCursor, body: pipeline(file, giveWay, () => undefined) };
   }
 
   /**
