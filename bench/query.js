@@ -193,7 +193,10 @@ async function sampleIds(client) {
 /**
  * Each read measured on the daemon and then at once on the baseline (the machine's speed drifts
  * within a run: measured one server after the other, the daemon's by-id rate, taken first, read
- * 0.71x at 1M and 1.04x at 3M in one run); then what only the daemon has (menu?as_of, ingress).
+ * 0.71x at 1M and 1.04x at 3M in one run); the load runs (autocannon) in the order daemon,
+ * baseline, baseline, daemon, each server's two runs combined (combine()), so that a drift during
+ * the pair, or going first, weighs on both alike (one day's runs put the by-id ratio, daemon
+ * first, at 0.76x to 0.96x); then what only the daemon has (menu?as_of, ingress).
  */
 async function measureReads({ bases, duration, asOf, ids, webhookKey, only, daemonPeak }) {
   const at = encodeURIComponent(asOf);
@@ -206,20 +209,31 @@ async function measureReads({ bases, duration, asOf, ids, webhookKey, only, daem
       progress(server, out[server], name, server === 'daemon' ? daemonPeak() : undefined);
     }
   };
-  await measure('liveId', (base) => cannon({ base, duration, connections: 10, path: cycle(ids.big.map((id) => `/api/v1/products/${id}`)) }));
-  await measure('livePage', (base) => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${BIG_OWNER}&limit=100` }));
-  await measure('asOfId', (base) => cannon({ base, duration, connections: 10, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) }));
-  await measure('asOfPage', (base) => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` }));
+  const compare = async (name, how) => {
+    if (only !== undefined && !only.includes(name)) return;
+    const runs = { daemon: [], baseline: [] };
+    for (const server of ['daemon', 'baseline', 'baseline', 'daemon']) {
+      const run = await how(bases[server]);
+      runs[server].push(run);
+      progress(server, { [name]: run }, name, server === 'daemon' ? daemonPeak() : undefined);
+    }
+    out.daemon[name] = combine(runs.daemon);
+    out.baseline[name] = combine(runs.baseline);
+  };
+  await compare('liveId', (base) => cannon({ base, duration, connections: 10, path: cycle(ids.big.map((id) => `/api/v1/products/${id}`)) }));
+  await compare('livePage', (base) => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${BIG_OWNER}&limit=100` }));
+  await compare('asOfId', (base) => cannon({ base, duration, connections: 10, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) }));
+  await compare('asOfPage', (base) => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` }));
   // One client at a time: what a read costs, rather than how ten of them queue for two cores.
-  await measure('asOfId1', (base) => cannon({ base, duration, connections: 1, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) }));
-  await measure('asOfPage1', (base) => cannon({ base, duration, connections: 1, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` }));
+  await compare('asOfId1', (base) => cannon({ base, duration, connections: 1, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) }));
+  await compare('asOfPage1', (base) => cannon({ base, duration, connections: 1, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` }));
   // The first read builds the body (the daemon then keeps it while the owner's menu is unchanged).
   await measure('menu2kFirst', (base) => timed(1, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)));
   // Through node:http, as get() reads every body: autocannon's own parser took ~350 ms to take in a
   // 24 MB body that curl reads in ~50 ms, so its figure was the client's.
   await measure('menu2k', (base) => timed(20, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)));
   await measure('menu2kBytes', async (base) => (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).bytes);
-  await measure('notModified', async (base) => {
+  await compare('notModified', async (base) => {
     const etag = (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).etag;
     return cannon({ base, duration, connections: 10, path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}`, headers: { 'if-none-match': etag } });
   });
@@ -333,6 +347,15 @@ async function cannon({ base, duration, amount, connections, path, method = 'GET
     requests: result.requests.total, errors: result.errors + result.timeouts, non2xx: bad };
 }
 
+/** Two load runs of one server as one: the mean rate and p50, the worse p99 and max (a bound on the p99 of both together). */
+function combine(runs) {
+  const mean = (key) => Math.round(runs.reduce((sum, run) => sum + run[key], 0) / runs.length);
+  const worst = (key) => Math.max(...runs.map((run) => run[key]));
+  const total = (key) => runs.reduce((sum, run) => sum + run[key], 0);
+  return { rps: mean('rps'), p50: mean('p50'), p99: worst('p99'), max: worst('max'), requests: total('requests'), errors: total('errors'),
+    non2xx: total('non2xx'), runs: runs.map((run) => run.rps) };
+}
+
 async function explains(client, asOf, ids) {
   await client.query('SET jit = off');
   const plans = {};
@@ -368,10 +391,12 @@ function writeExplains(size, plans) {
 function tables(size, { daemon, baseline }) {
   const met = (ok) => (ok ? 'met' : 'NOT met');
   const ratio = (a, b) => `${round(a / Math.max(1, b), 2)}x`;
-  const row = (label, d, b) => [label, d.rps, d.p50, d.p99, b.rps, b.p50, b.p99];
+  // The mean rate of a server's two runs, each run's after it (combine()).
+  const rate = (result) => (result.runs === undefined ? result.rps : `${result.rps} (${result.runs.join(' / ')})`);
+  const row = (label, d, b) => [label, rate(d), d.p50, d.p99, rate(b), b.p50, b.p99];
   return [
     {
-      title: `query ${size}: daemon vs bare node:http + pg (same SQL), autocannon`,
+      title: `query ${size}: daemon vs bare node:http + pg (same SQL), autocannon, runs in the order daemon, baseline, baseline, daemon`,
       columns: ['read', 'daemon req/s', 'p50 ms', 'p99 ms', 'baseline req/s', 'p50 ms', 'p99 ms'],
       rows: [
         row('live by id (10 conn)', daemon.liveId, baseline.liveId),
