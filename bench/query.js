@@ -205,7 +205,7 @@ async function measureReads({ bases, duration, asOf, ids, webhookKey, only, daem
   const measure = async (name, how, servers = ['daemon', 'baseline']) => {
     if (only !== undefined && !only.includes(name)) return;
     for (const server of servers) {
-      out[server][name] = await how(bases[server]);
+      out[server][name] = withoutRaw(await how(bases[server]));
       progress(server, out[server], name, server === 'daemon' ? daemonPeak() : undefined);
     }
   };
@@ -334,26 +334,34 @@ async function cannon({ base, duration, amount, connections, path, method = 'GET
     await autocannon({ url: base, connections, duration: 1, pipelining: 1, timeout: 30, headers,
       requests: [{ setupRequest: (request) => ({ ...request, path: path() }) }] });
   }
-  const result = await autocannon({
-    url: base, connections, ...(amount ? { amount } : { duration }), pipelining: 1, timeout: 30, method, headers,
+  // Unaggregated, so that combine() can merge the latency histograms of two runs.
+  const raw = await autocannon({
+    url: base, connections, ...(amount ? { amount } : { duration }), pipelining: 1, timeout: 30, method, headers, skipAggregateResult: true,
     requests: [{ setupRequest: (request) => ({ ...request, path: path(), ...(body ? { body: body() } : {}) }) }],
   });
-  const bad = result.non2xx - (headers['if-none-match'] ? result['3xx'] ?? 0 : 0);
+  const bad = raw.non2xx - (headers['if-none-match'] ? raw['3xx'] ?? 0 : 0);
   // A server answering errors fast is not a fast server: such a figure would mean nothing.
-  if (bad > 0 || result.errors + result.timeouts > 0) {
-    throw new Error(`${base}: ${bad} answers not 2XX and ${result.errors + result.timeouts} errors out of ${result.requests.total} requests`);
+  if (bad > 0 || raw.errors + raw.timeouts > 0) {
+    throw new Error(`${base}: ${bad} answers not 2XX and ${raw.errors + raw.timeouts} errors out of ${raw.totalRequests} requests`);
   }
-  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max,
-    requests: result.requests.total, errors: result.errors + result.timeouts, non2xx: bad };
+  const { latency } = autocannon.aggregateResult([raw], { url: base, connections });
+  return { rps: Math.round(raw.totalCompletedRequests / raw.duration), p50: latency.p50, p99: latency.p99, max: latency.max,
+    requests: raw.totalCompletedRequests, errors: raw.errors + raw.timeouts, non2xx: bad, raw };
 }
 
-/** Two load runs of one server as one: the mean rate and p50, the worse p99 and max (a bound on the p99 of both together). */
+/** A measure as the results keep it: a load run without its encoded histograms. */
+function withoutRaw(value) {
+  if (value === null || typeof value !== 'object' || !('raw' in value)) return value;
+  const { raw: _, ...rest } = value;
+  return rest;
+}
+
+/** Two load runs of one server as one: the mean rate, and the percentiles of all their requests (autocannon merges the histograms). */
 function combine(runs) {
-  const mean = (key) => Math.round(runs.reduce((sum, run) => sum + run[key], 0) / runs.length);
-  const worst = (key) => Math.max(...runs.map((run) => run[key]));
   const total = (key) => runs.reduce((sum, run) => sum + run[key], 0);
-  return { rps: mean('rps'), p50: mean('p50'), p99: worst('p99'), max: worst('max'), requests: total('requests'), errors: total('errors'),
-    non2xx: total('non2xx'), runs: runs.map((run) => run.rps) };
+  const { latency } = autocannon.aggregateResult(runs.map((run) => run.raw), { url: 'http://127.0.0.1', connections: 1 });
+  return { rps: Math.round(total('rps') / runs.length), p50: latency.p50, p99: latency.p99, max: latency.max, requests: total('requests'),
+    errors: total('errors'), non2xx: total('non2xx'), runs: runs.map((run) => run.rps) };
 }
 
 async function explains(client, asOf, ids) {
