@@ -58,6 +58,25 @@ const sameSubject = (subjectId: string, id: string) => `${subjectId} = ${id}`;
 const menuSortKey = (id: string) => `menu_sync_sort_key(${id})`;
 
 /**
+ * The rest of an `as_of` statement after its `page` CTE (id, sort_key, version, deleted,
+ * data_position): each row's attributes and relationships from the live row when it holds the
+ * data event, else from that event's payload; the entries to parse read together, prefetched.
+ */
+const pageResources = (live: string) => `held AS MATERIALIZED (
+         SELECT p.*, l.id IS NOT NULL AS held, l.attributes AS held_attributes, l.relationships AS held_relationships
+           FROM page p LEFT JOIN ${live} l ON l.id = p.id AND l.position = p.data_position AND NOT l.deleted),
+       parsed AS MATERIALIZED (
+         SELECT e.position, subject.resource
+           FROM menu_sync_log_entries(ARRAY(SELECT h.data_position FROM held h WHERE NOT h.held AND h.data_position IS NOT NULL)) e
+           ${subjectOf('menu_sync_jsonb(e.payload)')})
+       SELECT h.id, h.sort_key, h.owner_id,
+              CASE WHEN h.held THEN h.held_attributes ELSE coalesce(s.resource -> 'attributes', '{}') END AS attributes,
+              CASE WHEN h.held THEN h.held_relationships ELSE coalesce(s.resource -> 'relationships', '{}') END AS relationships,
+              h.deleted, h.occurred_at, h.event_id, h.position
+         FROM held h LEFT JOIN parsed s ON s.position = h.data_position AND NOT h.held
+        ORDER BY h.sort_key`;
+
+/**
  * Reads resources from the read model, or — with `asOf` — from the log folded up to that instant
  * with the same version rule, so both answer in one shape.
  */
@@ -133,7 +152,7 @@ export class ReadModelRepository {
   private statement(table: ResourceTable, filter: RowFilter, columns = ROW_COLUMNS): { sql: string; params: unknown[] } {
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
-    const source = filter.asOf ? this.asOfSource(table, filter, param) : `${table.schema}.${table.name}`;
+    const source = filter.asOf ? this.ordersAsOf(table, filter, param) : `${table.schema}.${table.name}`;
     const where: string[] = [];
     if (filter.ownerId !== undefined) where.push(`owner_id = ${param(filter.ownerId)}`);
     if (filter.ids !== undefined) where.push(`id = ANY(${param(filter.ids)}::text[])`);
@@ -145,10 +164,6 @@ export class ReadModelRepository {
          FROM ${source} r ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
         ORDER BY sort_key ${limit}`;
     return { sql, params };
-  }
-
-  private asOfSource(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {
-    return this.ordersAsOf(table, filter, param);
   }
 
   /**
@@ -218,19 +233,7 @@ export class ReadModelRepository {
        page AS MATERIALIZED (
          SELECT w.* FROM (${walk(`${live} c`, candidate, liveOrNewest)} UNION ALL ${walk(unprojected, [], newest('c.id', allKinds))}) w
           ORDER BY w.sort_key ${limit}),
-       held AS MATERIALIZED (
-         SELECT p.*, l.id IS NOT NULL AS held, l.attributes AS held_attributes, l.relationships AS held_relationships
-           FROM page p LEFT JOIN ${live} l ON l.id = p.id AND l.position = p.data_position AND NOT l.deleted),
-       parsed AS MATERIALIZED (
-         SELECT e.position, subject.resource
-           FROM menu_sync_log_entries(ARRAY(SELECT h.data_position FROM held h WHERE NOT h.held AND h.data_position IS NOT NULL)) e
-           ${subjectOf('menu_sync_jsonb(e.payload)')})
-       SELECT h.id, h.sort_key, h.owner_id,
-              CASE WHEN h.held THEN h.held_attributes ELSE coalesce(s.resource -> 'attributes', '{}') END AS attributes,
-              CASE WHEN h.held THEN h.held_relationships ELSE coalesce(s.resource -> 'relationships', '{}') END AS relationships,
-              h.deleted, h.occurred_at, h.event_id, h.position
-         FROM held h LEFT JOIN parsed s ON s.position = h.data_position AND NOT h.held
-        ORDER BY h.sort_key`,
+       ${pageResources(live)}`,
       params,
     };
   }
