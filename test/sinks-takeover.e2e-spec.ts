@@ -75,7 +75,9 @@ describe('the sink dispatcher across daemons, and a sink behind the compaction h
       expectConverged(target, newestByResource(inserted));
       // One batch in flight per sink, across both daemons and the takeover.
       expect(target.maxInFlight).toBe(1);
-      expect((await api(second.url, `/api/v1/sinks/${sink.id}`)).json.data).toMatchObject({ state: 'active', lag: 0 });
+      // The receiver counts a batch when it answers; the daemon moves the sink's cursor once it has the answer.
+      await eventually(async () =>
+        expect((await api(second!.url, `/api/v1/sinks/${sink.id}`)).json.data).toMatchObject({ state: 'active', lag: 0 }), 10000, 50);
     } finally {
       second?.kill('SIGTERM');
       await second?.waitForExit(15000);
