@@ -7,10 +7,13 @@
 import { createServer } from 'node:http';
 import pg from 'pg';
 import { expandedChunk, menuSections } from '../dist/src/query/menu-document.repository.js';
-import { asOfStatement } from './lib/query-statements.js';
+import { asOfStatement, GENERIC_PLANS } from './lib/query-statements.js';
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10),
-  application_name: 'menu-sync-bench-query-baseline' });
+const poolConfig = { connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10),
+  application_name: 'menu-sync-bench-query-baseline' };
+const pool = new pg.Pool(poolConfig);
+// As the daemon: its as_of statements on sessions of their own that plan them generically.
+const asOfPool = new pg.Pool({ ...poolConfig, options: GENERIC_PLANS });
 
 const ROW = `SELECT id, sort_key, owner_id, attributes, relationships, deleted, occurred_at, event_id, position::text AS position
   FROM proj_menu.products`;
@@ -21,9 +24,9 @@ function resource(row) {
     deleted: row.deleted };
 }
 
-/** A statement as the daemon runs it: prepared under its name when it has one (the as_of statements). */
+/** A statement as the daemon runs it: prepared under its name when it has one (the as_of statements, on their pool). */
 function run({ sql, params, name }) {
-  return name === undefined ? pool.query(sql, params) : pool.query({ name, text: sql, values: params });
+  return name === undefined ? pool.query(sql, params) : asOfPool.query({ name, text: sql, values: params });
 }
 
 function send(response, status, text, headers = {}) {

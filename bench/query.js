@@ -371,10 +371,26 @@ async function explains(client, asOf, ids) {
     const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params);
     plans[name] = `-- ${name}\n${sql.trim()}\n\n${rows.map((row) => row['QUERY PLAN']).join('\n')}\n`;
   };
+  // The as_of statements as the daemon runs them: prepared, on a session that plans them generically
+  // (EXECUTE takes its arguments as literals: a utility statement has no bound parameters).
+  const literal = (value) => (typeof value === 'number' ? String(value) : client.escapeLiteral(value instanceof Date ? value.toISOString()
+    : Array.isArray(value) ? `{${value.map((item) => JSON.stringify(String(item))).join(',')}}` : String(value)));
+  const explainPrepared = async (name, sql, params) => {
+    await client.query(`PREPARE explained AS ${sql}`);
+    try {
+      await client.query(`SET plan_cache_mode = force_generic_plan`);
+      const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE explained(${params.map(literal).join(', ')})`);
+      plans[name] = `-- ${name} (prepared, generic plan: plan_cache_mode = force_generic_plan, as the daemon runs it)\n${sql.trim()}\n\n` +
+        `${rows.map((row) => row['QUERY PLAN']).join('\n')}\n`;
+    } finally {
+      await client.query('DEALLOCATE explained');
+      await client.query('RESET plan_cache_mode');
+    }
+  };
   const page = await asOfStatement({ ownerId: SMALL_OWNER, limit: 100, asOf: new Date(asOf) });
-  await explain('as-of-page', page.sql, page.params);
+  await explainPrepared('as-of-page', page.sql, page.params);
   const byId = await asOfStatement({ ids: [ids.small[0]], includeDeleted: true, asOf: new Date(asOf) });
-  await explain('as-of-by-id', byId.sql, byId.params);
+  await explainPrepared('as-of-by-id', byId.sql, byId.params);
   for (const form of ['expanded', 'normalized']) {
     for (const section of menuSections(form)) {
       await explain(`menu-${form}-${section.key}`, section.sql, [SMALL_OWNER]);

@@ -6,7 +6,8 @@ import { RESOURCE_TABLES } from '../../dist/src/projection/resource-tables.js';
 
 /**
  * The products `as_of` statement for a filter ({ ownerId, ids, includeDeleted, limit, afterSortKey, asOf }):
- * { sql, params, name }, `name` being the prepared statement's under which the daemon runs it.
+ * { sql, params, name }, `name` being the prepared statement's under which the daemon runs it (on
+ * sessions with `plan_cache_mode = force_generic_plan`, GENERIC_PLANS).
  */
 export async function asOfStatement(filter) {
   const captured = [];
@@ -15,7 +16,14 @@ export async function asOfStatement(filter) {
   // as_of statements as prepared statements: a config object with their name).
   const pooled = async (sql, params) => ({ rows: await (typeof sql === 'object' ? record(sql.text, sql.values, sql.name) : record(sql, params)) });
   const recorder = { query: record, driver: { master: { query: pooled } } };
+  const repository = new ReadModelRepository(recorder);
+  // The menu as_of statements run on a pool of their own (sessions that plan them generically):
+  // recorded the same way.
+  Object.defineProperty(repository, 'asOfPool', { value: recorder.driver.master });
   // One statement (the ids past the checkpoint are found inside it).
-  await new ReadModelRepository(recorder).find(RESOURCE_TABLES.product, filter);
+  await repository.find(RESOURCE_TABLES.product, filter);
   return captured.at(-1);
 }
+
+/** The session setting under which the daemon runs its menu `as_of` statements (ReadModelRepository.asOfPool). */
+export const GENERIC_PLANS = '-c plan_cache_mode=force_generic_plan';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type pg from 'pg';
+import pg from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
 
@@ -9,14 +9,33 @@ export function sharedPool(dataSource: DataSource): pg.Pool {
 }
 
 /**
- * A statement on the shared pool as a prepared statement named after its text: each pooled
- * connection parses it once, and plans it once it has run it a few times (PostgreSQL then keeps a
- * generic plan when it costs no more). For the hot reads: planning an `as_of` statement took about
- * as long as running it for a page, and parsing and planning a read by id was a third of its cost.
+ * A pool of its own with the data source's connection settings (and `config` over them), for a path
+ * that must not queue behind the shared pool or needs sessions set apart; whoever creates it ends it.
+ * An idle connection that the server ends (restart, terminate) must not crash the process, and a
+ * connection whose query failed is discarded by pg's pool, so a database that was restarted gets
+ * fresh sessions.
  */
-export async function preparedQuery<T>(dataSource: DataSource, sql: string, params: unknown[]): Promise<T[]> {
+export function poolOfItsOwn(dataSource: DataSource, config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool({ ...sharedPool(dataSource).options, allowExitOnIdle: true, ...config });
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** Session settings (a startup `options` string) added to those a pool's config already has. */
+export function withSessionSettings(config: pg.PoolConfig, settings: Record<string, string>): string {
+  return [config.options, ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`)].filter(Boolean).join(' ');
+}
+
+/**
+ * A statement as a prepared statement named after its text, on `pool` (by default the shared
+ * one): each pooled connection parses it once, and plans it once it has run it a few times
+ * (PostgreSQL then keeps a generic plan when it costs no more). For the hot reads: planning an
+ * `as_of` statement took about as long as running it for a page, and parsing and planning a read
+ * by id was a third of its cost.
+ */
+export async function preparedQuery<T>(dataSource: DataSource, sql: string, params: unknown[], pool = sharedPool(dataSource)): Promise<T[]> {
   const name = `menu_sync_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
-  return (await sharedPool(dataSource).query({ name, text: sql, values: params })).rows;
+  return (await pool.query({ name, text: sql, values: params })).rows;
 }
 
 /**

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { sharedPool } from '../database/postgres-connection.js';
+import { poolOfItsOwn } from '../database/postgres-connection.js';
 import { AppendResult, LogCheckpoint, LogEntry, LogEntrySummary, LogFilter, LogPage, NewLogEntry } from './log-entry.js';
 
 const COLUMNS = [
@@ -91,17 +91,11 @@ export class EventLogRepository {
   }
 
   /**
-   * The append path's pool (created on first use, with the data source's connection settings): the
-   * append skips TypeORM's query runner. A connection whose query failed is discarded by pg's pool,
-   * so a database that was restarted or made read-only and back gets fresh sessions.
+   * The append path's pool (created on first use, poolOfItsOwn): the append skips TypeORM's query
+   * runner. A database that was restarted or made read-only and back gets fresh sessions.
    */
   private get pool(): pg.Pool {
-    if (!this.appendPool) {
-      const shared = sharedPool(this.dataSource);
-      this.appendPool = new pg.Pool({ ...shared.options, max: APPEND_CONNECTIONS, allowExitOnIdle: true });
-      // An idle connection that the server ends (restart, terminate) must not crash the process.
-      this.appendPool.on('error', () => undefined);
-    }
+    this.appendPool ??= poolOfItsOwn(this.dataSource, { max: APPEND_CONNECTIONS });
     return this.appendPool;
   }
 

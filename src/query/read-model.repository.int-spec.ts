@@ -10,6 +10,7 @@ import { fold, ResourceState } from '../domain/evolve.js';
 import { toWebhookEvent } from '../projection/from-log-entry.js';
 import { MENU_PROJECTION } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
+import { poolOfItsOwn, sharedPool, withSessionSettings } from '../database/postgres-connection.js';
 import { ReadModelRepository, ResourceRow } from './read-model.repository.js';
 import { RESOURCE_TABLES, ResourceTable } from '../projection/resource-tables.js';
 
@@ -99,10 +100,10 @@ describe('as_of on menu resources (PostgreSQL)', () => {
       async (projectedSpecs, tailSpecs) => {
         const database = await createTestDatabase();
         const dataSource: DataSource = await openDataSource(database.url, 4);
+        const rows = new ReadModelRepository(dataSource);
         try {
           const log = new EventLogRepository(dataSource);
           const projections = new ProjectionRepository();
-          const rows = new ReadModelRepository(dataSource);
           const changes = new ChangeLogRepository(dataSource);
           await log.append(projectedSpecs.map(logEntry));
           const runner = dataSource.createQueryRunner();
@@ -174,10 +175,35 @@ describe('as_of on menu resources (PostgreSQL)', () => {
             }
           }
         } finally {
+          await rows.onApplicationShutdown();
           await dataSource.destroy();
           await database.drop();
         }
       },
     ), { numRuns: 8, endOnFailure: true });
   }, 300_000);
+
+  it('runs on sessions of its own that plan prepared statements generically, ended at shutdown', async () => {
+    const database = await createTestDatabase();
+    const dataSource: DataSource = await openDataSource(database.url, 2);
+    const rows = new ReadModelRepository(dataSource);
+    const sessions = async () => (await dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = 'menu-sync as_of'`))[0].n as number;
+    const generic = poolOfItsOwn(dataSource, { max: 1, options: withSessionSettings(sharedPool(dataSource).options, { plan_cache_mode: 'force_generic_plan' }) });
+    try {
+      expect((await generic.query('SHOW plan_cache_mode')).rows).toEqual([{ plan_cache_mode: 'force_generic_plan' }]);
+      expect((await dataSource.query('SHOW plan_cache_mode'))).toEqual([{ plan_cache_mode: 'auto' }]);
+      expect(await sessions()).toBe(0);
+      await rows.find(RESOURCE_TABLES.product, { ownerId: 'o1', limit: 10, asOf: new Date() });
+      await rows.findDocsAsOf(RESOURCE_TABLES.trait, { ids: ['1'], asOf: new Date() });
+      expect(await sessions()).toBeGreaterThan(0);
+      await rows.onApplicationShutdown();
+      expect(await sessions()).toBe(0);
+    } finally {
+      await generic.end();
+      await rows.onApplicationShutdown();
+      await dataSource.destroy();
+      await database.drop();
+    }
+  });
 });
