@@ -265,9 +265,10 @@ export class AppConfig {
   MENU_CACHE_DIR?: string;
 
   /**
-   * How long a kept `/menu` body waits, before each MiB it sends, for the webhook deliveries in
-   * flight to be answered (at most); 0: never. Ingress goes first; a fast client of a big menu
-   * reads at least ~1 MiB per this many milliseconds while deliveries keep arriving.
+   * How long a kept `/menu` body waits, before each MiB it sends, and a `/menu` being built, before
+   * each chunk it asks PostgreSQL for, for the webhook deliveries in flight to be answered (at
+   * most); 0: never. Ingress goes first; a fast client of a big kept menu reads at least ~1 MiB per
+   * this many milliseconds while deliveries keep arriving.
    */
   @Transform(int)
   @IsInt({ message: 'MENU_YIELD_MS must be an integer from 0 to 1000' })

@@ -84,10 +84,18 @@ export class MenuDocumentCache implements OnModuleDestroy {
     const file = handle.createReadStream({ highWaterMark: CHUNK_BYTES });
     if (this.yieldMs === 0) return { changesCursor: entry.changesCursor, body: file };
     const giveWay = new Transform({
-      transform: (chunk: Buffer, _encoding, done) => void this.deliveries.quiet(this.yieldMs).then(() => done(null, chunk)),
+      transform: (chunk: Buffer, _encoding, done) => void this.giveWay().then(() => done(null, chunk)),
     });
     // Either side failing or closed early (a client gone) ends both and closes the file.
     return { changesCursor: entry.changesCursor, body: pipeline(file, giveWay, () => undefined) };
+  }
+
+  /**
+   * A wait before bulk work (a chunk of a `/menu` being built): until no webhook delivery is in
+   * flight, or MENU_YIELD_MS, whichever comes first.
+   */
+  giveWay(): Promise<void> {
+    return this.deliveries.quiet(this.yieldMs);
   }
 
   /**

@@ -126,8 +126,8 @@ export class MenuDocumentRepository {
    * Opens the owner's document in one REPEATABLE READ snapshot; `trailer` reads, in that snapshot,
    * the fields written after the sections (the change-log cursor consistent with the content).
    */
-  async open(ownerId: string, form: MenuForm,
-    trailer: (db: QueryRunner) => Promise<Record<string, unknown>> = async () => ({})): Promise<MenuSnapshot> {
+  async open(ownerId: string, form: MenuForm, trailer: (db: QueryRunner) => Promise<Record<string, unknown>> = async () => ({}),
+    giveWay: () => Promise<void> = async () => undefined): Promise<MenuSnapshot> {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
     let open = true;
@@ -145,7 +145,7 @@ export class MenuDocumentRepository {
       const [row] = await runner.query(
         `SELECT coalesce((SELECT version FROM proj_menu.owner_versions WHERE owner_id = $1), 0)::text AS version`, [ownerId]);
       const fields = await trailer(runner);
-      return { version: row.version, trailer: fields, chunks: this.document(runner, ownerId, form, fields, close), close };
+      return { version: row.version, trailer: fields, chunks: this.document(runner, ownerId, form, fields, close, giveWay), close };
     } catch (error) {
       await close();
       throw error;
@@ -153,7 +153,9 @@ export class MenuDocumentRepository {
   }
 
   private async *document(runner: QueryRunner, ownerId: string, form: MenuForm, trailer: Record<string, unknown>,
-    close: () => Promise<void>): AsyncGenerator<string | Buffer> {
+    close: () => Promise<void>, giveWay: () => Promise<void>): AsyncGenerator<string | Buffer> {
+    // Each chunk is asked for once `giveWay` lets it: PostgreSQL's share of a build waits too.
+    const fetchNext = (cursor: string) => readAhead(giveWay().then(() => fetchRows<SectionRow>(runner, cursor, FETCH_ROWS)));
     try {
       let separator = '{';
       for (const [index, section] of SECTIONS[form].entries()) {
@@ -162,13 +164,13 @@ export class MenuDocumentRepository {
         await runner.query(`DECLARE ${cursor} NO SCROLL CURSOR FOR ${section.sql}`, [ownerId]);
         yield `${separator}"${section.key}":[`;
         let first = true;
-        let next = readAhead(fetchRows<SectionRow>(runner, cursor, FETCH_ROWS));
+        let next = fetchNext(cursor);
         for (;;) {
           const rows = await next;
           if (rows.length === 0) break;
           // The chunk's new traits are asked for first; PostgreSQL then builds the next rows while these are written out.
           const named = traits?.load(rows.flatMap((row) => row.traits ?? []));
-          next = rows.length < FETCH_ROWS ? Promise.resolve([]) : readAhead(fetchRows<SectionRow>(runner, cursor, FETCH_ROWS));
+          next = rows.length < FETCH_ROWS ? Promise.resolve([]) : fetchNext(cursor);
           await named;
           yield traits === undefined ? `${first ? '' : ','}${rows.map((row) => row.doc).join(',')}` : expandedChunk(rows, traits.docs, first);
           first = false;

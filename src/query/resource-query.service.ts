@@ -110,7 +110,7 @@ export class ResourceQueryService {
     const kept = await this.cache.open(ownerId, form, version);
     if (kept !== undefined) return { etag: current, notModified: false, changesCursor: kept.changesCursor, chunks: kept.body };
     const snapshot = await this.documents.open(ownerId, form, async (db) =>
-      ({ changes_cursor: encodeChangeCursor(await this.changes.positionInSnapshot(db)) }));
+      ({ changes_cursor: encodeChangeCursor(await this.changes.positionInSnapshot(db)) }), () => this.cache.giveWay());
     const etag = menuEtag(snapshot.version, form);
     if (matches(ifNoneMatch, etag)) {
       await snapshot.close();
