@@ -132,7 +132,7 @@ export class ResourceQueryService {
     const collections = await this.rows.findDocsAsOf(RESOURCE_TABLES.collection, { ownerId, asOf });
     yield `{"collections":[${collections.map((row) => row.doc).join(',')}],"products":[`;
     const traits = new TraitTexts((table, ids, links) =>
-      this.inChunks(ids, (chunk) => this.rows.findDocsAsOf(table, { ids: chunk, asOf }, links), MENU_LOOKUPS));
+      this.inChunks(ids, (chunk) => this.rows.findDocsAsOf(table, { ids: chunk, asOf }, links), MENU_LOOKUPS), form);
     const chunkAfter = (after: string | undefined) => readAhead(
       this.rows.findDocsAsOf(RESOURCE_TABLES.product, { ownerId, asOf, afterSortKey: after, limit: MENU_CHUNK }, 'traits'));
     let next = chunkAfter(undefined);
@@ -288,24 +288,31 @@ class TraitExpansion {
 }
 
 /**
- * The traits of an `as_of` menu and their options as JSON texts (ResourceDoc), each looked up once
- * (TraitDocs; unknown and deleted ones left out); `expanded` holds each trait's text with its options
- * spliced in, in relationship order (repeats kept), ready for expandedChunk.
+ * The traits of an `as_of` menu and their options as JSON texts (ResourceDoc), each trait looked up
+ * once (TraitDocs; unknown and deleted ones left out). Expanded: `expanded` holds each trait's
+ * text with its options spliced in, in relationship order (repeats kept), ready for expandedChunk,
+ * and nothing else is kept (an option named by two traits is looked up for each). Normalized: the
+ * texts are kept for `listed`, and none is spliced. (A 2,000-product menu has ~4,000 traits and
+ * ~16,000 options: keeping both forms' texts cost the daemon 15-30 MiB more of peak RSS.)
  */
 class TraitTexts {
   readonly expanded: TraitDocs;
   private readonly traits: ResourceDoc[] = [];
   private readonly options = new Map<string, ResourceDoc>();
 
-  constructor(lookup: (table: ResourceTable, ids: string[], links?: string) => Promise<ResourceDoc[]>) {
+  constructor(lookup: (table: ResourceTable, ids: string[], links?: string) => Promise<ResourceDoc[]>, form: MenuForm) {
     this.expanded = new TraitDocs(async (ids) => {
       const traits = await lookup(RESOURCE_TABLES.trait, ids, 'trait_options');
       const optionIds = traits.flatMap((trait) => trait.links).filter((id) => !this.options.has(id));
-      for (const option of await lookup(RESOURCE_TABLES.trait_option, optionIds)) this.options.set(option.id, option);
-      this.traits.push(...traits);
+      const options = new Map((await lookup(RESOURCE_TABLES.trait_option, optionIds)).map((option) => [option.id, option]));
+      if (form === 'normalized') {
+        for (const option of options.values()) this.options.set(option.id, option);
+        this.traits.push(...traits);
+        return [];
+      }
       return traits.map((trait) => {
-        const options = trait.links.flatMap((id) => this.options.get(id)?.doc ?? []);
-        return { id: trait.id, doc: `${trait.doc.slice(0, -1)}, "trait_options" : [${options.join(', ')}]}` };
+        const docs = trait.links.flatMap((id) => options.get(id)?.doc ?? []);
+        return { id: trait.id, doc: `${trait.doc.slice(0, -1)}, "trait_options" : [${docs.join(', ')}]}` };
       });
     });
   }
