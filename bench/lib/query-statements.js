@@ -1,7 +1,7 @@
 // The daemon's own SQL for the hot reads, taken from dist/ (so that the baseline server and the
 // EXPLAIN snapshots run exactly what the daemon runs): the `as_of` statement is captured by handing
 // the read-model repository a data source that records the query instead of running it.
-import { ReadModelRepository } from '../../dist/src/query/read-model.repository.js';
+import { AS_OF_SESSION_SETTINGS, ReadModelRepository } from '../../dist/src/query/read-model.repository.js';
 import { RESOURCE_TABLES } from '../../dist/src/projection/resource-tables.js';
 
 /**
@@ -25,5 +25,5 @@ export async function asOfStatement(filter) {
   return captured.at(-1);
 }
 
-/** The session setting under which the daemon runs its menu `as_of` statements (ReadModelRepository.asOfPool). */
-export const GENERIC_PLANS = '-c plan_cache_mode=force_generic_plan';
+/** The startup options under which the daemon runs its menu `as_of` statements (ReadModelRepository.asOfPool). */
+export const GENERIC_PLANS = Object.entries(AS_OF_SESSION_SETTINGS).map(([name, value]) => `-c ${name}=${value}`).join(' ');

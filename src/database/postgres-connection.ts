@@ -10,20 +10,18 @@ export function sharedPool(dataSource: DataSource): pg.Pool {
 
 /**
  * A pool of its own with the data source's connection settings (and `config` over them), for a path
- * that must not queue behind the shared pool or needs sessions set apart; whoever creates it ends it.
- * An idle connection that the server ends (restart, terminate) must not crash the process, and a
- * connection whose query failed is discarded by pg's pool, so a database that was restarted gets
- * fresh sessions.
+ * that must not queue behind the shared pool or needs sessions set apart (`settings`: run-time
+ * parameters every session starts with, added to the startup options the settings already have);
+ * whoever creates it ends it. An idle connection that the server ends (restart, terminate) must not
+ * crash the process, and a connection whose query failed is discarded by pg's pool, so a database
+ * that was restarted gets fresh sessions.
  */
-export function poolOfItsOwn(dataSource: DataSource, config: pg.PoolConfig): pg.Pool {
-  const pool = new pg.Pool({ ...sharedPool(dataSource).options, allowExitOnIdle: true, ...config });
+export function poolOfItsOwn(dataSource: DataSource, config: pg.PoolConfig, settings: Record<string, string> = {}): pg.Pool {
+  const shared = sharedPool(dataSource).options;
+  const options = [shared.options, ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`)].filter(Boolean).join(' ');
+  const pool = new pg.Pool({ ...shared, allowExitOnIdle: true, ...config, ...(options === '' ? {} : { options }) });
   pool.on('error', () => undefined);
   return pool;
-}
-
-/** Session settings (a startup `options` string) added to those a pool's config already has. */
-export function withSessionSettings(config: pg.PoolConfig, settings: Record<string, string>): string {
-  return [config.options, ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`)].filter(Boolean).join(' ');
 }
 
 /**

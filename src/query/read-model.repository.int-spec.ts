@@ -10,8 +10,8 @@ import { fold, ResourceState } from '../domain/evolve.js';
 import { toWebhookEvent } from '../projection/from-log-entry.js';
 import { MENU_PROJECTION } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
-import { poolOfItsOwn, sharedPool, withSessionSettings } from '../database/postgres-connection.js';
-import { ReadModelRepository, ResourceRow } from './read-model.repository.js';
+import { poolOfItsOwn } from '../database/postgres-connection.js';
+import { AS_OF_SESSION_SETTINGS, ReadModelRepository, ResourceRow } from './read-model.repository.js';
 import { RESOURCE_TABLES, ResourceTable } from '../projection/resource-tables.js';
 
 /**
@@ -189,7 +189,7 @@ describe('as_of on menu resources (PostgreSQL)', () => {
     const rows = new ReadModelRepository(dataSource);
     const sessions = async () => (await dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity
       WHERE datname = current_database() AND application_name = 'menu-sync as_of'`))[0].n as number;
-    const generic = poolOfItsOwn(dataSource, { max: 1, options: withSessionSettings(sharedPool(dataSource).options, { plan_cache_mode: 'force_generic_plan' }) });
+    const generic = poolOfItsOwn(dataSource, { max: 1 }, AS_OF_SESSION_SETTINGS);
     try {
       expect((await generic.query('SHOW plan_cache_mode')).rows).toEqual([{ plan_cache_mode: 'force_generic_plan' }]);
       expect((await dataSource.query('SHOW plan_cache_mode'))).toEqual([{ plan_cache_mode: 'auto' }]);

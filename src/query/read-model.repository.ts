@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { DataSource } from 'typeorm';
 import type { ChangePosition } from '../changes/change.js';
 import { changePosition, NEWEST_CHANGE_POSITION } from '../changes/change-log.repository.js';
-import { poolOfItsOwn, preparedQuery, sharedPool, withSessionSettings } from '../database/postgres-connection.js';
+import { poolOfItsOwn, preparedQuery, sharedPool } from '../database/postgres-connection.js';
 import { CHANGE_COLUMNS, NEWEST_FIRST, ORDERS_PROJECTION, subjectOf } from '../projection/projection-definitions.js';
 import { ResourceTable } from '../projection/resource-tables.js';
 import { linkedIds, resourceJson } from './menu-document.repository.js';
@@ -77,6 +77,9 @@ const pageResources = (live: string) => `held AS MATERIALIZED (
          FROM held h LEFT JOIN parsed s ON s.position = h.data_position AND NOT h.held
         ORDER BY h.sort_key`;
 
+/** The sessions of the menu `as_of` statements (ReadModelRepository.asOfPool); the query bench's baseline uses them too. */
+export const AS_OF_SESSION_SETTINGS = { plan_cache_mode: 'force_generic_plan' };
+
 /**
  * Reads resources from the read model, or — with `asOf` — from the log folded up to that instant
  * with the same version rule, so both answer in one shape.
@@ -96,8 +99,7 @@ export class ReadModelRepository implements OnApplicationShutdown {
    * by id, with the same plan shape. Its own pool, so that TypeORM's statements keep PostgreSQL's choice.
    */
   private get asOfPool(): pg.Pool {
-    this.genericPlans ??= poolOfItsOwn(this.dataSource, { options: withSessionSettings(sharedPool(this.dataSource).options,
-      { plan_cache_mode: 'force_generic_plan' }), application_name: 'menu-sync as_of' });
+    this.genericPlans ??= poolOfItsOwn(this.dataSource, { application_name: 'menu-sync as_of' }, AS_OF_SESSION_SETTINGS);
     return this.genericPlans;
   }
 
