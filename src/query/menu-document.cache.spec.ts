@@ -46,7 +46,9 @@ describe('MenuDocumentCache', () => {
 
   it('sends a kept body a MiB at a time, each waiting (at most MENU_YIELD_MS) for the deliveries in flight', async () => {
     const deliveries = new DeliveriesInFlight();
-    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_DIR: dir, MENU_CACHE_MB: '16', MENU_YIELD_MS: '200' }), deliveries);
+    // A wait long next to reading 2 MB from a file, even under a loaded test run (one took 316 ms).
+    const yieldMs = 1000;
+    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_DIR: dir, MENU_CACHE_MB: '16', MENU_YIELD_MS: String(yieldMs) }), deliveries);
     const whole = `${mb(2)}${'y'.repeat(1000)}`;
     await drain(cache.keep('7', 'expanded', 'v1', 'c1', body(whole)));
     const timed = async () => {
@@ -56,18 +58,18 @@ describe('MenuDocumentCache', () => {
     };
     const idle = await timed();
     expect(idle.text).toBe(whole);
-    expect(idle.ms).toBeLessThan(200);
-    // A delivery that never ends: each of the 3 chunks waits out the 200 ms, then goes anyway.
+    expect(idle.ms).toBeLessThan(yieldMs);
+    // A delivery that never ends: each of the 3 chunks waits out MENU_YIELD_MS, then goes anyway.
     deliveries.begin();
     const busy = await timed();
     expect(busy.text).toBe(whole);
-    expect(busy.ms).toBeGreaterThanOrEqual(3 * 200 - 5);
+    expect(busy.ms).toBeGreaterThanOrEqual(3 * yieldMs - 5);
     // The delivery ends while the body waits: the rest goes at once.
     const reading = timed();
     setTimeout(() => deliveries.end(), 50);
     const released = await reading;
     expect(released.text).toBe(whole);
-    expect(released.ms).toBeLessThan(3 * 200);
+    expect(released.ms).toBeLessThan(yieldMs + 50);
   });
 
   it('keeps nothing of a body whose reader stopped halfway, nor of one larger than half of MENU_CACHE_MB', async () => {
