@@ -6,7 +6,7 @@ import { DaemonProcess } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
 import { api, API_TOKEN, RunningDaemon, scrape, startDaemon } from './support/http.js';
 import { ensureNats, NATS_URL } from './support/nats.js';
-import { SinkReceiver } from './support/sink-receiver.js';
+import { settledSink, SinkReceiver } from './support/sink-receiver.js';
 
 type Json = any;
 
@@ -61,8 +61,7 @@ describe('sinks across crashes, and to NATS JetStream (CONTRACT §11)', () => {
     }, 60000, 100);
     expect(receiver.received.length).toBeGreaterThan(before);
     expect(receiver.received.length).toBeLessThan(before + 30);
-    const sink = (await api(restarted.url, `/api/v1/sinks/${created.json.data.id}`)).json.data;
-    expect(sink).toMatchObject({ state: 'active', lag: 0 });
+    await settledSink(restarted.url, created.json.data.id, { state: 'active', lag: 0 });
     baseUrl = restarted.url;
   });
 
@@ -80,7 +79,7 @@ describe('sinks across crashes, and to NATS JetStream (CONTRACT §11)', () => {
     receiver.always = undefined;
     await post(baseUrl, `/api/v1/sinks/${id}/replay`, { from: (await api(baseUrl, `/api/v1/sinks/${id}`)).json.data.cursor });
     await eventually(async () => expect(receiver.catalogue.size).toBe(inserted.length), 20000, 50);
-    expect((await api(baseUrl, `/api/v1/sinks/${id}`)).json.data).toMatchObject({ state: 'active', failing_since: null, lag: 0 });
+    await settledSink(baseUrl, id, { state: 'active', failing_since: null, lag: 0 });
   });
 
   it('publishes every change to JetStream, read back with the official client equal to the newest state, no Nats-Msg-Id twice', async () => {
@@ -94,7 +93,7 @@ describe('sinks across crashes, and to NATS JetStream (CONTRACT §11)', () => {
     expect(created.json.data).toMatchObject({ kind: 'nats', stream, subject_prefix: prefix });
     expect(created.json.data.secret).toBeUndefined();
     const id = created.json.data.id;
-    await eventually(async () => expect((await api(baseUrl, `/api/v1/sinks/${id}`)).json.data).toMatchObject({ lag: 0, state: 'active' }), 20000, 100);
+    await settledSink(baseUrl, id, { lag: 0, state: 'active' }, 20000);
 
     // a replay publishes everything again: JetStream drops the repeats by Nats-Msg-Id
     const published = await scrape(baseUrl, 'menu_sync_sink_deliveries_total', { sink: id, outcome: 'ok' });

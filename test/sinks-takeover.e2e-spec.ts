@@ -5,7 +5,7 @@ import { insertChanges, newestByResource } from './support/change-log-factory.js
 import { DaemonProcess } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
 import { api, API_TOKEN, RunningDaemon, startDaemon } from './support/http.js';
-import { SinkReceiver } from './support/sink-receiver.js';
+import { settledSink, SinkReceiver } from './support/sink-receiver.js';
 
 /**
  * CONTRACT §11: one sink dispatcher per database (an advisory lock), a standby that takes over
@@ -75,9 +75,7 @@ describe('the sink dispatcher across daemons, and a sink behind the compaction h
       expectConverged(target, newestByResource(inserted));
       // One batch in flight per sink, across both daemons and the takeover.
       expect(target.maxInFlight).toBe(1);
-      // The receiver counts a batch when it answers; the daemon moves the sink's cursor once it has the answer.
-      await eventually(async () =>
-        expect((await api(second!.url, `/api/v1/sinks/${sink.id}`)).json.data).toMatchObject({ state: 'active', lag: 0 }), 10000, 50);
+      await settledSink(second.url, sink.id, { state: 'active', lag: 0 });
     } finally {
       second?.kill('SIGTERM');
       await second?.waitForExit(15000);

@@ -1,6 +1,8 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { eventually } from './eventually.js';
+import { api } from './http.js';
 
 /** What the receiver does with one request: answer a status (with headers), or hang past the sender's timeout. */
 export type ReceiverAction = { status: number; headers?: Record<string, string>; delayMs?: number } | { hangMs: number };
@@ -100,4 +102,17 @@ export class SinkReceiver {
     }
     return null;
   }
+}
+
+/**
+ * The sink's view (`GET /api/v1/sinks/{id}`) once it matches `expected`, waiting up to `timeoutMs`:
+ * a receiver counts a batch when it answers, and the daemon moves the sink's cursor (its `lag`) only
+ * once it has that answer, so a view read right after the receiver has everything may lag one batch.
+ */
+export async function settledSink(baseUrl: string, id: string, expected: Record<string, unknown>, timeoutMs = 10000): Promise<Record<string, unknown>> {
+  return eventually(async () => {
+    const view = (await api(baseUrl, `/api/v1/sinks/${id}`)).json.data;
+    expect(view).toMatchObject(expected);
+    return view;
+  }, timeoutMs, 50);
 }
