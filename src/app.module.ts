@@ -31,7 +31,7 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot(config),
         UpstreamSettingsModule.forRoot(upstream),
-        DatabaseModule.forRoot({ url: databaseUrl, poolSize: config.DATABASE_POOL_SIZE }),
+        DatabaseModule.forRoot({ url: databaseUrl, poolSize: config.DATABASE_POOL_SIZE, idleSeconds: config.DATABASE_POOL_IDLE_SECONDS }),
         EventEmitterModule.forRoot(),
         ObservabilityModule,
         EventLogModule,

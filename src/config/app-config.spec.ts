@@ -19,6 +19,7 @@ describe('loadConfig', () => {
       DATA_DIR: './data', HOST: '0.0.0.0', PORT: 3000, UPSTREAM_MEDIA_TYPE: 'application/vnd.service.v2',
       OAUTH_SCOPES: ['read_menu', 'read_orders', 'read_stores'], WEBHOOK_KEYS: [], API_TOKENS: [],
       WEBHOOK_MAX_BODY_BYTES: 1048576, RECONCILE_CRON: '0 */15 * * * *', LOG_LEVEL: 'info', MIGRATIONS_RUN: true,
+      DATABASE_POOL_SIZE: 10, DATABASE_POOL_IDLE_SECONDS: 600,
     });
     expect(config.ENABLED_EVENTS).toHaveLength(14);
     expect(config.embeddedDatabase).toBe(true);

@@ -192,6 +192,17 @@ export class AppConfig {
   @Max(200)
   DATABASE_POOL_SIZE = 10;
 
+  /**
+   * Seconds a pooled PostgreSQL connection may stay idle before it is closed (0: never). Long, so
+   * that reads find sessions that have already touched the shared buffers they need: a `menu?as_of`
+   * of 2,000 products took 1.7-2.0 s on sessions opened for it and 1.0-1.1 s on ones kept.
+   */
+  @Transform(int)
+  @IsInt()
+  @Min(0)
+  @Max(86400)
+  DATABASE_POOL_IDLE_SECONDS = 600;
+
   /** How long an ingress append may wait for its commit before the delivery gets 503. */
   @Transform(int)
   @IsInt()

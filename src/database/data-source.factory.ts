@@ -4,9 +4,16 @@ import { MIGRATIONS } from '../../migrations/index.js';
 export interface DatabaseOptions {
   url: string;
   poolSize: number;
+  /**
+   * How long a pooled connection may sit idle before it is closed (0: never); pg's 10 s when not
+   * given. The daemon keeps its sessions for minutes (DATABASE_POOL_IDLE_SECONDS): a new
+   * PostgreSQL session pays again for every page of shared buffers it touches and every block of
+   * memory it grows into, and a big read on fresh sessions cost about twice its PostgreSQL time.
+   */
+  idleSeconds?: number;
 }
 
-export function dataSourceOptions({ url, poolSize }: DatabaseOptions): DataSourceOptions {
+export function dataSourceOptions({ url, poolSize, idleSeconds }: DatabaseOptions): DataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -19,6 +26,7 @@ export function dataSourceOptions({ url, poolSize }: DatabaseOptions): DataSourc
     extra: {
       max: poolSize,
       connectionTimeoutMillis: 3000,
+      ...(idleSeconds === undefined ? {} : { idleTimeoutMillis: idleSeconds * 1000 }),
       application_name: 'menu-sync',
     },
   };
