@@ -17,7 +17,8 @@ interface RawChange {
   at: Date;
 }
 
-type Queryable = DataSource | EntityManager | QueryRunner;
+/** Where a read runs: the data source, a transaction's manager or runner, or any session that answers rows. */
+type Queryable = DataSource | EntityManager | QueryRunner | { query(sql: string, params?: unknown[]): Promise<unknown[]> };
 
 const COLUMNS = `seq::text AS seq, transaction_id::text AS transaction_id, change_id, type, id, owner_id, op, resource, at`;
 
