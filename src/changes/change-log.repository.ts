@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
+import type { SqlSession } from '../database/postgres-connection.js';
 import type { ApiResource } from '../projection/api-resource.js';
 import { Change, ChangeEntry, ChangeFilter, ChangePage, ChangePosition, START } from './change.js';
 
@@ -16,9 +17,6 @@ interface RawChange {
   resource: ApiResource;
   at: Date;
 }
-
-/** Where a read runs: the data source, a transaction's manager or runner, or any session that answers rows. */
-type Queryable = DataSource | EntityManager | QueryRunner | { query(sql: string, params?: unknown[]): Promise<unknown[]> };
 
 const COLUMNS = `seq::text AS seq, transaction_id::text AS transaction_id, change_id, type, id, owner_id, op, resource, at`;
 
@@ -48,7 +46,7 @@ export class ChangeLogRepository {
    * The page carries the compaction horizon of the same snapshot: a reader whose cursor is below
    * it has lost changes (CONTRACT §11).
    */
-  async readAfter(after: ChangePosition, filter: ChangeFilter, db: Queryable = this.dataSource): Promise<ChangePage> {
+  async readAfter(after: ChangePosition, filter: ChangeFilter, db: SqlSession = this.dataSource): Promise<ChangePage> {
     const params: unknown[] = [after.transactionId, after.seq, filter.limit];
     const where = [`(c.transaction_id, c.seq) > ($1::xid8, $2::bigint)`, `c.transaction_id < h.horizon`];
     if (filter.types !== undefined) where.push(`c.type = ANY($${params.push([...filter.types])}::text[])`);
@@ -96,13 +94,13 @@ export class ChangeLogRepository {
    * Exact because every transaction writing changes holds the change-log writer lock from before
    * it has a transaction id until it commits (see ChangeLogWriterLock): the writers' transaction ids are in commit order.
    */
-  async positionInSnapshot(db: Queryable): Promise<ChangePosition> {
+  async positionInSnapshot(db: SqlSession): Promise<ChangePosition> {
     const [row]: Array<{ transaction_id: string; seq: string }> = await db.query(NEWEST_CHANGE_POSITION);
     return changePosition(row);
   }
 
   /** The highest position compaction deleted: cursors below it are expired. */
-  async compactionHorizon(db: Queryable = this.dataSource): Promise<ChangePosition> {
+  async compactionHorizon(db: SqlSession = this.dataSource): Promise<ChangePosition> {
     const [row]: Array<{ transaction_id: string; seq: string }> = await db.query(
       `SELECT transaction_id::text AS transaction_id, seq::text AS seq FROM change_log_horizon`);
     return { transactionId: row.transaction_id, seq: row.seq };

@@ -9,6 +9,20 @@ export function sharedPool(dataSource: DataSource): pg.Pool {
 }
 
 /**
+ * Anything a statement can run on and answer rows: the data source, a transaction's manager or
+ * runner, or a client of a pool of its own (`sessionOf`).
+ */
+export interface SqlSession {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- rows as pg gives them, typed by the caller
+  query<T = any>(sql: string, params?: unknown[]): Promise<T[]>;
+}
+
+/** A pg client as a SqlSession. */
+export function sessionOf(client: pg.ClientBase): SqlSession {
+  return { query: async (sql, params) => (await client.query(sql, params)).rows };
+}
+
+/**
  * A pool of its own with the data source's connection settings (and `config` over them), for a path
  * that must not queue behind the shared pool or needs sessions set apart (`settings`: run-time
  * parameters every session starts with, added to the startup options the settings already have);
@@ -22,6 +36,28 @@ export function poolOfItsOwn(dataSource: DataSource, config: pg.PoolConfig, sett
   const pool = new pg.Pool({ ...shared, allowExitOnIdle: true, ...config, ...(options === '' ? {} : { options }) });
   pool.on('error', () => undefined);
   return pool;
+}
+
+/**
+ * A pool of its own (poolOfItsOwn) opened on first use and ended by `end`, for a repository that
+ * owns one: the next use after `end` opens a new one.
+ */
+export class LazyPool {
+  private pool?: pg.Pool;
+
+  constructor(private readonly dataSource: DataSource, private readonly config: pg.PoolConfig,
+    private readonly settings: Record<string, string> = {}) {}
+
+  get(): pg.Pool {
+    this.pool ??= poolOfItsOwn(this.dataSource, this.config, this.settings);
+    return this.pool;
+  }
+
+  async end(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    await pool?.end();
+  }
 }
 
 /**

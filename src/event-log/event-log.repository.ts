@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { poolOfItsOwn } from '../database/postgres-connection.js';
+import { LazyPool } from '../database/postgres-connection.js';
 import { AppendResult, LogCheckpoint, LogEntry, LogEntrySummary, LogFilter, LogPage, NewLogEntry } from './log-entry.js';
 
 const COLUMNS = [
@@ -50,9 +50,11 @@ export const APPEND_CONNECTIONS = 2;
 
 @Injectable()
 export class EventLogRepository {
-  private appendPool?: pg.Pool;
+  private readonly appendPool: LazyPool;
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {
+    this.appendPool = new LazyPool(dataSource, { max: APPEND_CONNECTIONS });
+  }
 
   /**
    * Appends a batch in one statement (one commit). Results come back in input order; an event id
@@ -95,15 +97,12 @@ export class EventLogRepository {
    * runner. A database that was restarted or made read-only and back gets fresh sessions.
    */
   private get pool(): pg.Pool {
-    this.appendPool ??= poolOfItsOwn(this.dataSource, { max: APPEND_CONNECTIONS });
-    return this.appendPool;
+    return this.appendPool.get();
   }
 
   /** Closes the append path's pool (after the last append settled). */
   async close(): Promise<void> {
-    const pool = this.appendPool;
-    this.appendPool = undefined;
-    await pool?.end();
+    await this.appendPool.end();
   }
 
   /**

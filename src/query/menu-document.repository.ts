@@ -1,9 +1,8 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type pg from 'pg';
 import { DataSource } from 'typeorm';
 import { readAhead } from '../common/read-ahead.js';
-import { poolOfItsOwn, preparedQuery } from '../database/postgres-connection.js';
+import { LazyPool, preparedQuery, sessionOf, type SqlSession } from '../database/postgres-connection.js';
 
 export type MenuForm = 'expanded' | 'normalized';
 
@@ -87,12 +86,6 @@ export function menuSections(form: MenuForm): ReadonlyArray<MenuSection> {
   return SECTIONS[form];
 }
 
-/** A session a document is read on: statements answered with their rows. */
-export interface MenuSession {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- rows as pg gives them, typed by the caller
-  query<T = any>(sql: string, params?: unknown[]): Promise<T[]>;
-}
-
 /** A menu read in one snapshot: the owner's version and the document's sections, streamed. */
 export interface MenuSnapshot {
   version: string;
@@ -111,10 +104,6 @@ export interface MenuSnapshot {
  */
 @Injectable()
 export class MenuDocumentRepository implements OnApplicationShutdown {
-  private builds?: pg.Pool;
-
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
-
   /**
    * The sessions documents are built on: a pool of their own (as many as the shared one), so that
    * the next build finds the session the last one ran on (pg's pool hands out the most recently
@@ -122,16 +111,15 @@ export class MenuDocumentRepository implements OnApplicationShutdown {
    * every page of memory it grows into, which on the bench's machine (16 us a page fault) made a
    * 10,000-product menu's first build take 1.4-3.0 s where a session that had built one took 0.6-0.9 s.
    */
-  private get buildPool(): pg.Pool {
-    this.builds ??= poolOfItsOwn(this.dataSource, { application_name: 'menu-sync menu' });
-    return this.builds;
+  private readonly builds: LazyPool;
+
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {
+    this.builds = new LazyPool(dataSource, { application_name: 'menu-sync menu' });
   }
 
   /** Ends the build sessions (after the HTTP server closed: Nest calls this hook last). */
   async onApplicationShutdown(): Promise<void> {
-    const pool = this.builds;
-    this.builds = undefined;
-    await pool?.end();
+    await this.builds.end();
   }
 
   /**
@@ -154,10 +142,10 @@ export class MenuDocumentRepository implements OnApplicationShutdown {
    * Opens the owner's document in one REPEATABLE READ snapshot; `trailer` reads, in that snapshot,
    * the fields written after the sections (the change-log cursor consistent with the content).
    */
-  async open(ownerId: string, form: MenuForm, trailer: (db: MenuSession) => Promise<Record<string, unknown>> = async () => ({}),
+  async open(ownerId: string, form: MenuForm, trailer: (db: SqlSession) => Promise<Record<string, unknown>> = async () => ({}),
     giveWay: () => Promise<void> = async () => undefined): Promise<MenuSnapshot> {
-    const client = await this.buildPool.connect();
-    const session: MenuSession = { query: async (sql, params) => (await client.query(sql, params)).rows };
+    const client = await this.builds.get().connect();
+    const session = sessionOf(client);
     let open = true;
     const close = async () => {
       if (!open) return;
@@ -181,16 +169,16 @@ export class MenuDocumentRepository implements OnApplicationShutdown {
     }
   }
 
-  private async *document(runner: MenuSession, ownerId: string, form: MenuForm, trailer: Record<string, unknown>,
+  private async *document(session: SqlSession, ownerId: string, form: MenuForm, trailer: Record<string, unknown>,
     close: () => Promise<void>, giveWay: () => Promise<void>): AsyncGenerator<string | Buffer> {
     // Each chunk is asked for once `giveWay` lets it: PostgreSQL's share of a build waits too.
-    const fetchNext = (cursor: string) => readAhead(giveWay().then(() => fetchRows<SectionRow>(runner, cursor, FETCH_ROWS)));
+    const fetchNext = (cursor: string) => readAhead(giveWay().then(() => fetchRows<SectionRow>(session, cursor, FETCH_ROWS)));
     try {
       let separator = '{';
       for (const [index, section] of SECTIONS[form].entries()) {
-        const traits = section.traits === undefined ? undefined : new TraitDocs((ids) => runner.query(section.traits as string, [ids]));
+        const traits = section.traits === undefined ? undefined : new TraitDocs((ids) => session.query(section.traits as string, [ids]));
         const cursor = `menu_section_${index}`;
-        await runner.query(`DECLARE ${cursor} NO SCROLL CURSOR FOR ${section.sql}`, [ownerId]);
+        await session.query(`DECLARE ${cursor} NO SCROLL CURSOR FOR ${section.sql}`, [ownerId]);
         yield `${separator}"${section.key}":[`;
         let first = true;
         let next = fetchNext(cursor);
@@ -204,7 +192,7 @@ export class MenuDocumentRepository implements OnApplicationShutdown {
           yield traits === undefined ? `${first ? '' : ','}${rows.map((row) => row.doc).join(',')}` : expandedChunk(rows, traits.docs, first);
           first = false;
         }
-        await runner.query(`CLOSE ${cursor}`);
+        await session.query(`CLOSE ${cursor}`);
         separator = '],';
       }
       yield `]${trailerJson(trailer)}}`;
@@ -268,6 +256,6 @@ export function trailerJson(fields: Record<string, unknown>): string {
   return Object.entries(fields).map(([key, value]) => `,${JSON.stringify(key)}:${JSON.stringify(value)}`).join('');
 }
 
-function fetchRows<T>(session: MenuSession, cursor: string, rows: number): Promise<T[]> {
+function fetchRows<T>(session: SqlSession, cursor: string, rows: number): Promise<T[]> {
   return session.query<T>(`FETCH ${rows} FROM ${cursor}`);
 }

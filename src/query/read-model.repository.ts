@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { DataSource } from 'typeorm';
 import type { ChangePosition } from '../changes/change.js';
 import { changePosition, NEWEST_CHANGE_POSITION } from '../changes/change-log.repository.js';
-import { poolOfItsOwn, preparedQuery, sharedPool } from '../database/postgres-connection.js';
+import { LazyPool, preparedQuery, sharedPool } from '../database/postgres-connection.js';
 import { CHANGE_COLUMNS, NEWEST_FIRST, ORDERS_PROJECTION, subjectOf } from '../projection/projection-definitions.js';
 import { ResourceTable } from '../projection/resource-tables.js';
 import { linkedIds, resourceJson } from './menu-document.repository.js';
@@ -86,9 +86,11 @@ export const AS_OF_SESSION_SETTINGS = { plan_cache_mode: 'force_generic_plan' };
  */
 @Injectable()
 export class ReadModelRepository implements OnApplicationShutdown {
-  private genericPlans?: pg.Pool;
+  private readonly genericPlans: LazyPool;
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {
+    this.genericPlans = new LazyPool(dataSource, { application_name: 'menu-sync as_of' }, AS_OF_SESSION_SETTINGS);
+  }
 
   /**
    * The menu `as_of` statements' pool (created on first use; as many connections as the shared
@@ -99,15 +101,12 @@ export class ReadModelRepository implements OnApplicationShutdown {
    * by id, with the same plan shape. Its own pool, so that TypeORM's statements keep PostgreSQL's choice.
    */
   private get asOfPool(): pg.Pool {
-    this.genericPlans ??= poolOfItsOwn(this.dataSource, { application_name: 'menu-sync as_of' }, AS_OF_SESSION_SETTINGS);
-    return this.genericPlans;
+    return this.genericPlans.get();
   }
 
   /** Ends the `as_of` pool (after the HTTP server closed: Nest calls this hook last). */
   async onApplicationShutdown(): Promise<void> {
-    const pool = this.genericPlans;
-    this.genericPlans = undefined;
-    await pool?.end();
+    await this.genericPlans.end();
   }
 
   /**
