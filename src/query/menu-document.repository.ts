@@ -108,7 +108,7 @@ export class MenuDocumentRepository implements OnApplicationShutdown {
    * The sessions documents are built on: a pool of their own (as many as the shared one), so that
    * the next build finds the session the last one ran on (pg's pool hands out the most recently
    * released first), not one the small reads last left. A session's first big read pays for
-   * every page of memory it grows into, which on the bench's machine (16 us a page fault) made a
+   * every page of memory it grows into, which on the bench's machine (5-16 us a page fault, by the day) made a
    * 10,000-product menu's first build take 1.4-3.0 s where a session that had built one took 0.6-0.9 s.
    */
   private readonly builds: LazyPool;
