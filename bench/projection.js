@@ -239,7 +239,7 @@ async function measureCatchUp({ client, database, daemon, events, spawnedAt }) {
   const progress = [];
   let peakRss = 0;
   let caughtUp = false;
-  let last = { menu: 0, orders: 0 };
+  let last;
   for (let n = 0; ; n++) {
     if (exited) throw new Error(`the daemon exited during catch-up (${exited.signal ?? `exit ${exited.code}`})`);
     const [row] = (await client.query(`

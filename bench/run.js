@@ -74,11 +74,11 @@ function git(args) {
 }
 
 async function machine() {
-  let postgres = null;
+  let postgres;
   try {
     postgres = (await admin('SHOW server_version')).rows[0].server_version;
   } catch (error) {
-    throw new Error(`cannot reach PostgreSQL at ${SERVER_URL}: ${error.message}`);
+    throw new Error(`cannot reach PostgreSQL at ${SERVER_URL}: ${error.message}`, { cause: error });
   }
   return {
     cpus: cpus().length,
@@ -121,7 +121,7 @@ async function main() {
     const seconds = Math.round((Date.now() - startedAt.getTime()) / 1000);
     console.log('');
     for (const table of result.tables) console.log(`${formatTable(table)}\n`);
-    const { tables, ...data } = result;
+    const { tables: _tables, ...data } = result;
     const file = join(RESULTS, `${name}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, `${JSON.stringify({ bench: name, startedAt: startedAt.toISOString(), seconds, machine: host, ...data }, null, 2)}\n`);
     console.log(`${name}: ${seconds} s; results in ${relative(process.cwd(), file)}`);

@@ -9,7 +9,7 @@ import { bootEmulator, call, control, recordIssuedTokens } from './emulator/emul
 import { CliResult, describeRun, runCli } from './support/cli.js';
 import { eventually } from './support/eventually.js';
 import { authorize as connectFlow, get, startDaemonOn } from './support/connect.js';
-import { Answer, api, API_TOKEN, RunningDaemon } from './support/http.js';
+import { api, API_TOKEN, RunningDaemon } from './support/http.js';
 
 /**
  * CONTRACT §6 and §7 against the emulator: the browser connect flow (authorization request with

@@ -20,7 +20,6 @@ const MENU_LISTS = [
 ] as const;
 const ALL_LISTS = ['collections', 'products', 'traits', 'trait_options', 'orders', 'order_products', 'stores'];
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 
 function expectProblem(answer: Answer, status: number): void {

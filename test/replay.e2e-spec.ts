@@ -501,7 +501,7 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
         await sleep(Math.max(0, due - Date.now()));
         due += interval;
         const event = liveEvent();
-        let status = 0;
+        let status: number;
         try {
           status = (await deliver(app.url, event)).status;
         } catch {

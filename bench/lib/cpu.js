@@ -101,7 +101,7 @@ export function sampleCpu(serverPid, postgresPids, postgresSubsetPids = []) {
  */
 export async function waitForQuiet({ maxWaitMs, thresholdPct }) {
   const deadline = Date.now() + maxWaitMs;
-  let busy = NaN;
+  let busy;
   do {
     const before = machineTicks();
     await new Promise((resolve) => setTimeout(resolve, 1000));

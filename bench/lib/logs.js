@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
  */
 export function scanLog(file, { json = true } = {}) {
   const result = { warnings: 0, errors: 0, first: null };
-  let text = '';
+  let text;
   try {
     text = readFileSync(file, 'utf8');
   } catch {

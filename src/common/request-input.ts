@@ -72,9 +72,12 @@ function decode(raw: string): string | undefined {
   }
 }
 
+// eslint-disable-next-line no-control-regex -- control characters are exactly what is replaced
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
+
 /** A name fit to echo back: bounded, without control characters or lone surrogates. */
 function printable(name: string): string {
-  return name.slice(0, 64).replace(/[\u0000-\u001f\u007f]/g, '\uFFFD').replace(new RegExp(LONE_SURROGATE, 'g'), '\uFFFD');
+  return name.slice(0, 64).replace(CONTROL_CHARACTERS, '\uFFFD').replace(new RegExp(LONE_SURROGATE, 'g'), '\uFFFD');
 }
 
 /**

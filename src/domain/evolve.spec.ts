@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { SPEC_EVENT_NAMES } from './event-names.js';
-import { changesOf, evolve, fold, ResourceState } from './evolve.js';
+import { changesOf, fold, ResourceState } from './evolve.js';
 import type { ResourceObject, WebhookEvent } from './webhook-event.js';
 
 let position = 0;

@@ -59,7 +59,7 @@ export class ConnectService {
     const redirect = redirectUri ?? settings.redirectUri;
     await this.authorizations.prune();
     await this.authorizations.create(hashState(state), verifier, redirect, AUTHORIZATION_TTL_SECONDS);
-    const codeChallenge = await this.oauth.challengeOf(verifier);
+    const codeChallenge = this.oauth.challengeOf(verifier);
     return { url: this.oauth.authorizationUrl(settings, { redirectUri: redirect, state, codeChallenge }), state };
   }
 

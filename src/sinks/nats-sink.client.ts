@@ -57,7 +57,7 @@ export class NatsSinkClient implements BeforeApplicationShutdown {
     if (this.config.NATS_URL === undefined) return Promise.reject(new Error('NATS_URL is not set'));
     this.connection ??= (async () => {
       const nc = await connect({ servers: this.config.NATS_URL, name: 'menu-sync', maxReconnectAttempts: -1 });
-      nc.closed().then(() => { this.connection = undefined; this.streams.clear(); });
+      void nc.closed().then(() => { this.connection = undefined; this.streams.clear(); });
       this.logger.log('connected to NATS');
       return { nc, js: jetstream(nc), jsm: await jetstreamManager(nc) };
     })().catch((error) => {

@@ -158,13 +158,12 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
+      const done = () => {
         clearTimeout(timer);
-        self.wakeUp = undefined;
+        this.wakeUp = undefined;
         resolve();
-      }
+      };
+      const timer = setTimeout(done, ms);
       this.wakeUp = done;
     });
   }

@@ -263,13 +263,12 @@ export class SinkWorker {
   private sleep(ms: number): Promise<void> {
     if (this.stopped || this.woken) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
+      const done = () => {
         clearTimeout(timer);
-        self.wakeUp = undefined;
+        this.wakeUp = undefined;
         resolve();
-      }
+      };
+      const timer = setTimeout(done, ms);
       this.wakeUp = done;
     });
   }

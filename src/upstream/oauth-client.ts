@@ -189,5 +189,6 @@ function redact(text: string | undefined, secrets: (string | undefined)[]): stri
   for (const secret of secrets) {
     if (secret) clean = clean.split(secret).join(REDACTED);
   }
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is replaced
   return clean.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, 300);
 }
