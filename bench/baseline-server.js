@@ -8,9 +8,22 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import pg from 'pg';
 
-const SPEC_EVENT_NAMES = new Set(['order.created', 'order.updated', 'collection.created', 'collection.updated',
-  'collection.destroyed', 'product.created', 'product.updated', 'product.destroyed', 'trait.created', 'trait.updated',
-  'trait.destroyed', 'trait_option.created', 'trait_option.updated', 'trait_option.destroyed']);
+const SPEC_EVENT_NAMES = new Set([
+  'order.created',
+  'order.updated',
+  'collection.created',
+  'collection.updated',
+  'collection.destroyed',
+  'product.created',
+  'product.updated',
+  'product.destroyed',
+  'trait.created',
+  'trait.updated',
+  'trait.destroyed',
+  'trait_option.created',
+  'trait_option.updated',
+  'trait_option.destroyed',
+]);
 
 const INSERT = `INSERT INTO event_log (event_id, event_type, subject_type, subject_id, owner_id, occurred_at, event_seq,
   source, handled, received_at, key_id, content_type, payload, raw_body, sha256)
@@ -67,7 +80,10 @@ async function receive(request, response, body) {
 
 const server = createServer((request, response) => {
   if (request.method === 'GET' && request.url === '/health/ready') {
-    pool.query('SELECT 1').then(() => send(response, 200, { status: 'ok' }), () => send(response, 503, { status: 'error' }));
+    pool.query('SELECT 1').then(
+      () => send(response, 200, { status: 'ok' }),
+      () => send(response, 503, { status: 'error' }),
+    );
     return;
   }
   const match = request.method === 'POST' && /^\/webhooks\/([^/?#]+)$/.exec(request.url);
@@ -77,9 +93,13 @@ const server = createServer((request, response) => {
   }
   const chunks = [];
   request.on('data', (chunk) => chunks.push(chunk));
-  request.on('end', () => void receive(request, response, Buffer.concat(chunks)).catch((error) => {
-    send(response, 500, { status: 'error', error: error.message });
-  }));
+  request.on(
+    'end',
+    () =>
+      void receive(request, response, Buffer.concat(chunks)).catch((error) => {
+        send(response, 500, { status: 'error', error: error.message });
+      }),
+  );
 });
 server.keepAliveTimeout = 65_000;
 

@@ -45,22 +45,29 @@ export async function run({ quietWait = defaults.quietWait }) {
       if (quietWait > 0) await waitForQuiet({ maxWaitMs: quietWait * 1000, thresholdPct: 15 });
       runs.push({ changeLog, ...(await catchUp(dataSource, client, changeLog, events)) });
       const last = runs.at(-1);
-      log(`  change log ${changeLog ? 'on ' : 'off'}: ${last.seconds} s = ${last.eventsPerSec} events/s, ${last.changes} changes written`);
+      log(
+        `  change log ${changeLog ? 'on ' : 'off'}: ${last.seconds} s = ${last.eventsPerSec} events/s, ${last.changes} changes written`,
+      );
     }
     const mean = (on) => runs.filter((r) => r.changeLog === on).reduce((sum, r) => sum + r.eventsPerSec, 0) / 2;
     const ratio = Math.round((mean(true) / mean(false)) * 100) / 100;
     log(`  ratio on/off: ${ratio} (target >= ${TARGET_RATIO})`);
     return {
       settings: { events, pageSize: PAGE_ENTRIES, order: 'off, on, on, off', publishedTypes: MENU_RESOURCE_TYPES },
-      filled, runs, ratio, targetMet: ratio >= TARGET_RATIO,
-      tables: [{
-        title: `Projector catch-up over ${events} events, change log on vs off (same database, same run)`,
-        columns: ['run', 'change log', 'seconds', 'events/s', 'changes written'],
-        rows: [
-          ...runs.map((r, i) => [String(i + 1), r.changeLog ? 'on' : 'off', r.seconds, r.eventsPerSec, r.changes]),
-          ['mean ratio on/off', '', '', ratio, `target >= ${TARGET_RATIO}`],
-        ],
-      }],
+      filled,
+      runs,
+      ratio,
+      targetMet: ratio >= TARGET_RATIO,
+      tables: [
+        {
+          title: `Projector catch-up over ${events} events, change log on vs off (same database, same run)`,
+          columns: ['run', 'change log', 'seconds', 'events/s', 'changes written'],
+          rows: [
+            ...runs.map((r, i) => [String(i + 1), r.changeLog ? 'on' : 'off', r.seconds, r.eventsPerSec, r.changes]),
+            ['mean ratio on/off', '', '', ratio, `target >= ${TARGET_RATIO}`],
+          ],
+        },
+      ],
     };
   } finally {
     await dataSource.destroy().catch(() => undefined);
@@ -93,7 +100,11 @@ async function catchUp(dataSource, client, changeLog, events) {
     }
     const seconds = (performance.now() - started) / 1000;
     const [{ n }] = (await client.query('SELECT count(*)::int AS n FROM change_log')).rows;
-    const applied = (await client.query(`SELECT min(applied)::int AS a FROM (SELECT applied FROM proj_menu.checkpoint UNION ALL SELECT applied FROM proj_orders.checkpoint) c`)).rows[0].a;
+    const applied = (
+      await client.query(
+        `SELECT min(applied)::int AS a FROM (SELECT applied FROM proj_menu.checkpoint UNION ALL SELECT applied FROM proj_orders.checkpoint) c`,
+      )
+    ).rows[0].a;
     if (applied !== events) throw new Error(`caught up ${applied} of ${events} events`);
     return { seconds: Math.round(seconds * 10) / 10, eventsPerSec: Math.round(events / seconds), changes: n };
   } finally {

@@ -38,8 +38,13 @@ const PROJECTOR_LOCK = SINGLE_LOCKS.projector;
 
 export const defaults = { connections: [10, 50, 200], duration: 10, warmup: 3, quietWait: 10 };
 
-export async function run({ connections = defaults.connections, duration = defaults.duration, warmup = defaults.warmup,
-  quietWait = defaults.quietWait, logDir }) {
+export async function run({
+  connections = defaults.connections,
+  duration = defaults.duration,
+  warmup = defaults.warmup,
+  quietWait = defaults.quietWait,
+  logDir,
+}) {
   mkdirSync(logDir, { recursive: true });
   const webhookKey = `bench_${randomBytes(12).toString('hex')}`;
   const baseEnv = {
@@ -56,23 +61,44 @@ export async function run({ connections = defaults.connections, duration = defau
   try {
     for (const c of connections) {
       for (const target of TARGETS) {
-        const result = await measure({ target, connections: c, duration, warmup, quietWait, template, baseEnv, webhookKey, nextBody, logDir });
+        const result = await measure({
+          target,
+          connections: c,
+          duration,
+          warmup,
+          quietWait,
+          template,
+          baseEnv,
+          webhookKey,
+          nextBody,
+          logDir,
+        });
         runs.push(result);
         for (const problem of problems(result)) log(`  WARNING ${target} c=${c}: ${problem}`);
-        log(`  ${target.padEnd(8)} c=${String(c).padEnd(3)} ${Math.round(result.reqPerSec)} req/s, p50 ${result.p50Ms} ms, ` +
-          `p99 ${result.p99Ms} ms, status ${JSON.stringify(result.statusCodes)}, non-2xx ${result.non2xx}, errors ${result.errors}, ` +
-          `CPU % of a core: server ${result.cpu.serverPct}, postgres ${result.cpu.postgresPct} (projector ${result.cpu.postgresSubsetPct}), autocannon ${result.cpu.loadGeneratorPct}, ` +
-          `other ${result.cpu.otherPct} (machine busy before: ${result.machineBusyBeforePct}%)`);
+        log(
+          `  ${target.padEnd(8)} c=${String(c).padEnd(3)} ${Math.round(result.reqPerSec)} req/s, p50 ${result.p50Ms} ms, ` +
+            `p99 ${result.p99Ms} ms, status ${JSON.stringify(result.statusCodes)}, non-2xx ${result.non2xx}, errors ${result.errors}, ` +
+            `CPU % of a core: server ${result.cpu.serverPct}, postgres ${result.cpu.postgresPct} (projector ${result.cpu.postgresSubsetPct}), autocannon ${result.cpu.loadGeneratorPct}, ` +
+            `other ${result.cpu.otherPct} (machine busy before: ${result.machineBusyBeforePct}%)`,
+        );
       }
     }
   } finally {
     await dropDatabase(template);
   }
-  const comparisons = TARGETS.filter((t) => t !== 'baseline').flatMap((t) => connections.map((c) => compare(c, runs, t)));
+  const comparisons = TARGETS.filter((t) => t !== 'baseline').flatMap((t) =>
+    connections.map((c) => compare(c, runs, t)),
+  );
   return {
-    settings: { connections, durationSeconds: duration, warmupSeconds: warmup, bodyBytes: sampleSize, pipelining: 1,
+    settings: {
+      connections,
+      durationSeconds: duration,
+      warmupSeconds: warmup,
+      bodyBytes: sampleSize,
+      pipelining: 1,
       daemon: 'node dist/src/main.js serve (LOG_LEVEL=info, defaults otherwise: DATABASE_POOL_SIZE=10)',
-      baseline: 'bench/baseline-server.js (node:http, pg.Pool max 10, one INSERT per request)' },
+      baseline: 'bench/baseline-server.js (node:http, pg.Pool max 10, one INSERT per request)',
+    },
     runs,
     comparisons,
     targetMet: comparisons.filter((row) => row.targeted && row.target === 'daemon').every((row) => row.met),
@@ -80,14 +106,34 @@ export async function run({ connections = defaults.connections, duration = defau
   };
 }
 
-async function measure({ target, connections, duration, warmup, quietWait, template, baseEnv, webhookKey, nextBody, logDir }) {
+async function measure({
+  target,
+  connections,
+  duration,
+  warmup,
+  quietWait,
+  template,
+  baseEnv,
+  webhookKey,
+  nextBody,
+  logDir,
+}) {
   const database = await cloneDatabase(template, `${target}_c${connections}`);
   const port = await freePort();
   const logFile = join(logDir, `ingress-${target}-c${connections}.log`);
   const env = { ...baseEnv, DATABASE_URL: databaseUrl(database), PORT: String(port) };
-  const child = target !== 'baseline'
-    ? startService('node', ['dist/src/main.js', 'serve'], { cwd: ROOT, env: { ...env, ...DAEMON_ENV[target] }, logFile })
-    : startService('node', [join(HERE, 'baseline-server.js')], { cwd: ROOT, env: { ...env, WEBHOOK_KEY: webhookKey, POOL_SIZE: '10' }, logFile });
+  const child =
+    target !== 'baseline'
+      ? startService('node', ['dist/src/main.js', 'serve'], {
+          cwd: ROOT,
+          env: { ...env, ...DAEMON_ENV[target] },
+          logFile,
+        })
+      : startService('node', [join(HERE, 'baseline-server.js')], {
+          cwd: ROOT,
+          env: { ...env, WEBHOOK_KEY: webhookKey, POOL_SIZE: '10' },
+          logFile,
+        });
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitReady(child, `${base}/health/ready`);
@@ -97,14 +143,22 @@ async function measure({ target, connections, duration, warmup, quietWait, templ
     const load = { url: `${base}/webhooks/${webhookKey}`, connections, nextBody };
     const warm = warmup > 0 ? await cannon({ ...load, duration: warmup }) : null;
     const metricsBefore = target !== 'baseline' ? await scrape(base) : null;
-    const pgPids = (await admin(`SELECT pid FROM pg_stat_activity
-      WHERE (datname = $1 AND pid <> pg_backend_pid()) OR backend_type NOT IN ('client backend', 'autovacuum worker')`, [database]))
-      .rows.map((row) => row.pid);
+    const pgPids = (
+      await admin(
+        `SELECT pid FROM pg_stat_activity
+      WHERE (datname = $1 AND pid <> pg_backend_pid()) OR backend_type NOT IN ('client backend', 'autovacuum worker')`,
+        [database],
+      )
+    ).rows.map((row) => row.pid);
     // The daemon's projector holds an advisory lock on its own connection: its backend's CPU is
     // reported apart (the baseline has no projector).
-    const projectorPids = (await admin(`SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-      WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1 AND l.objid = $2`, [database, PROJECTOR_LOCK]))
-      .rows.map((row) => row.pid);
+    const projectorPids = (
+      await admin(
+        `SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+      WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1 AND l.objid = $2`,
+        [database, PROJECTOR_LOCK],
+      )
+    ).rows.map((row) => row.pid);
     const finishCpu = sampleCpu(child.pid, pgPids, projectorPids);
     const result = await cannon({ ...load, duration });
     const cpu = finishCpu();
@@ -124,7 +178,9 @@ async function measure({ target, connections, duration, warmup, quietWait, templ
       p99Ms: result.latency.p99,
       maxMs: result.latency.max,
       requests: result.requests.total,
-      statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, stats]) => [code, stats.count])),
+      statusCodes: Object.fromEntries(
+        Object.entries(result.statusCodeStats).map(([code, stats]) => [code, stats.count]),
+      ),
       non2xx: result.non2xx,
       errors: result.errors,
       timeouts: result.timeouts,
@@ -137,11 +193,21 @@ async function measure({ target, connections, duration, warmup, quietWait, templ
       rowsMatch: rows >= accepted && rows - accepted <= 2 * connections,
       peakRssMiB: round(memory.peakRssMiB, 1),
       cpu,
-      appendBatchSize: metricsAfter ? histogramDelta(metricsBefore, metricsAfter, 'menu_sync_event_append_batch_size') : null,
-      appendSeconds: metricsAfter ? histogramDelta(metricsBefore, metricsAfter, 'menu_sync_event_append_seconds') : null,
+      appendBatchSize: metricsAfter
+        ? histogramDelta(metricsBefore, metricsAfter, 'menu_sync_event_append_batch_size')
+        : null,
+      appendSeconds: metricsAfter
+        ? histogramDelta(metricsBefore, metricsAfter, 'menu_sync_event_append_seconds')
+        : null,
       // The daemon also runs the projector (it reads the log back while ingress appends): where it stood.
-      gaugesAtEnd: metricsAfter ? gauges(metricsAfter, ['menu_sync_log_head_position', 'menu_sync_projection_position',
-        'menu_sync_projection_lag_events', 'menu_sync_parked_events']) : null,
+      gaugesAtEnd: metricsAfter
+        ? gauges(metricsAfter, [
+            'menu_sync_log_head_position',
+            'menu_sync_projection_position',
+            'menu_sync_projection_lag_events',
+            'menu_sync_parked_events',
+          ])
+        : null,
       exit: stopped,
       logFile,
       logWarnings: logs.warnings,
@@ -220,11 +286,15 @@ function histogramDelta(beforeText, afterText, name) {
 function problems(run) {
   const out = [];
   const accepted = run.statusCodes['202'] ?? 0;
-  if (accepted < 0.99 * run.requests) out.push(`only ${accepted} of ${run.requests} answers were 202: ${JSON.stringify(run.statusCodes)}`);
+  if (accepted < 0.99 * run.requests)
+    out.push(`only ${accepted} of ${run.requests} answers were 202: ${JSON.stringify(run.statusCodes)}`);
   if (run.errors + run.timeouts > 0) out.push(`${run.errors} connection errors, ${run.timeouts} timeouts`);
-  if (!run.rowsMatch) out.push(`event_log holds ${run.rowsInLog} rows for ${run.accepted202IncludingWarmup} answers 202`);
-  if (run.logErrors + run.logWarnings > 0) out.push(`${run.logErrors} errors, ${run.logWarnings} warnings logged (${run.logFile}): ${run.firstLogProblem}`);
-  if (run.cpu.otherPct > 25) out.push(`other processes used ${run.cpu.otherPct} % of a core during the measurement: noisy`);
+  if (!run.rowsMatch)
+    out.push(`event_log holds ${run.rowsInLog} rows for ${run.accepted202IncludingWarmup} answers 202`);
+  if (run.logErrors + run.logWarnings > 0)
+    out.push(`${run.logErrors} errors, ${run.logWarnings} warnings logged (${run.logFile}): ${run.firstLogProblem}`);
+  if (run.cpu.otherPct > 25)
+    out.push(`other processes used ${run.cpu.otherPct} % of a core during the measurement: noisy`);
   return out;
 }
 
@@ -236,25 +306,68 @@ function compare(connections, runs, target) {
   const ratio = round(exact, 3);
   const targeted = TARGET.connections.includes(connections);
   const p99NoWorse = daemon.p99Ms <= baseline.p99Ms;
-  return { target, connections, ratio, daemonP99Ms: daemon.p99Ms, baselineP99Ms: baseline.p99Ms, p99NoWorse, targeted,
-    met: exact >= TARGET.minRatio && p99NoWorse };
+  return {
+    target,
+    connections,
+    ratio,
+    daemonP99Ms: daemon.p99Ms,
+    baselineP99Ms: baseline.p99Ms,
+    p99NoWorse,
+    targeted,
+    met: exact >= TARGET.minRatio && p99NoWorse,
+  };
 }
 
 function tables(runs, comparisons) {
   return [
     {
       title: 'ingress: POST /webhooks/{key}',
-      columns: ['target', 'conns', 'req/s', 'p50 ms', 'p99 ms', '202', 'non-2xx', 'errors', 'peak RSS MiB',
-        'CPU srv %', 'CPU pg %', '(projector)', 'CPU gen %', 'CPU other %', 'batch mean'],
-      rows: runs.map((r) => [r.target, r.connections, Math.round(r.reqPerSec), r.p50Ms, r.p99Ms,
-        r.statusCodes['202'] ?? 0, r.non2xx, r.errors + r.timeouts, r.peakRssMiB, r.cpu.serverPct, r.cpu.postgresPct,
-        r.target !== 'baseline' ? r.cpu.postgresSubsetPct : '-', r.cpu.loadGeneratorPct, r.cpu.otherPct, r.appendBatchSize?.mean != null ? round(r.appendBatchSize.mean, 1) : '-']),
+      columns: [
+        'target',
+        'conns',
+        'req/s',
+        'p50 ms',
+        'p99 ms',
+        '202',
+        'non-2xx',
+        'errors',
+        'peak RSS MiB',
+        'CPU srv %',
+        'CPU pg %',
+        '(projector)',
+        'CPU gen %',
+        'CPU other %',
+        'batch mean',
+      ],
+      rows: runs.map((r) => [
+        r.target,
+        r.connections,
+        Math.round(r.reqPerSec),
+        r.p50Ms,
+        r.p99Ms,
+        r.statusCodes['202'] ?? 0,
+        r.non2xx,
+        r.errors + r.timeouts,
+        r.peakRssMiB,
+        r.cpu.serverPct,
+        r.cpu.postgresPct,
+        r.target !== 'baseline' ? r.cpu.postgresSubsetPct : '-',
+        r.cpu.loadGeneratorPct,
+        r.cpu.otherPct,
+        r.appendBatchSize?.mean != null ? round(r.appendBatchSize.mean, 1) : '-',
+      ]),
     },
     {
       title: `ingress: daemon / baseline (target at ${TARGET.connections.join(' and ')} connections: >= ${TARGET.minRatio}x req/s, p99 no worse)`,
       columns: ['daemon', 'conns', 'req/s ratio', 'p99 daemon ms', 'p99 baseline ms', 'target'],
-      rows: comparisons.map((c) => [c.target, c.connections, `${c.ratio}x`, c.daemonP99Ms, c.baselineP99Ms,
-        c.targeted ? (c.met ? 'met' : 'NOT met') : '(not targeted)']),
+      rows: comparisons.map((c) => [
+        c.target,
+        c.connections,
+        `${c.ratio}x`,
+        c.daemonP99Ms,
+        c.baselineP99Ms,
+        c.targeted ? (c.met ? 'met' : 'NOT met') : '(not targeted)',
+      ]),
     },
   ];
 }

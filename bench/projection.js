@@ -21,7 +21,15 @@ import { sampleCpu, waitForQuiet } from './lib/cpu.js';
 import { scanLog } from './lib/logs.js';
 import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
 import { FOREIGN_XACT_SQL, sampleActivity, summarize } from './lib/projection-activity.js';
-import { BASELINE_SCHEMA, baselineSetupSql, compareSql, MENU_TABLES, menuBaselineSql, ordersBaselineSql, TABLES } from './lib/projection-baseline.js';
+import {
+  BASELINE_SCHEMA,
+  baselineSetupSql,
+  compareSql,
+  MENU_TABLES,
+  menuBaselineSql,
+  ordersBaselineSql,
+  TABLES,
+} from './lib/projection-baseline.js';
 import { fillSql, firstCreatedAt, MENU } from './lib/projection-events.js';
 import { measureFreshness } from './lib/projection-freshness.js';
 import { sampleAppendWaits } from './lib/append-waits.js';
@@ -30,7 +38,8 @@ import { SINGLE_LOCKS } from '../dist/src/database/advisory-locks.js';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
 
-export const description = 'projector catch-up over 1M logged events vs set-based SQL, RSS, and freshness (202 -> visible) at 200 deliveries/s';
+export const description =
+  'projector catch-up over 1M logged events vs set-based SQL, RSS, and freshness (202 -> visible) at 200 deliveries/s';
 
 /** The issue's targets. */
 const TARGET = { minRatio: 0.5, maxRssMiB: 300, freshnessP99Ms: 250 };
@@ -50,13 +59,24 @@ const FRESHNESS_RATE = 200;
  */
 export const defaults = { duration: 20, warmup: 3, quietWait: 10, observe: 'feed' };
 
-export async function run({ duration = defaults.duration, warmup = defaults.warmup, quietWait = defaults.quietWait, observe = defaults.observe, logDir }) {
+export async function run({
+  duration = defaults.duration,
+  warmup = defaults.warmup,
+  quietWait = defaults.quietWait,
+  observe = defaults.observe,
+  logDir,
+}) {
   if (observe !== 'feed' && observe !== 'poll') throw new Error(`--observe must be feed or poll, not ${observe}`);
   mkdirSync(logDir, { recursive: true });
   const events = Number(process.env.BENCH_PROJECTION_EVENTS ?? 1_000_000);
   checkDisk(events);
   const webhookKey = randomBytes(16).toString('hex');
-  const baseEnv = { ...process.env, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1', SANDBOX: 'false' };
+  const baseEnv = {
+    ...process.env,
+    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    HOST: '127.0.0.1',
+    SANDBOX: 'false',
+  };
   delete baseEnv.API_TOKENS;
   delete baseEnv.PROJECTOR_ENABLED;
   const database = await createMigratedDatabase({ cwd: ROOT, env: baseEnv, suffix: 'projection' });
@@ -68,11 +88,18 @@ export async function run({ duration = defaults.duration, warmup = defaults.warm
     const baseline = await runBaseline(client, database, events, quietWait);
     const port = await freePort();
     const logFile = join(logDir, 'projection-daemon.log');
-    const env = { ...baseEnv, DATABASE_URL: databaseUrl(database), PORT: String(port), LOG_LEVEL: 'warn', RECONCILE_CRON: 'off',
-      WEBHOOK_KEYS: webhookKey };
+    const env = {
+      ...baseEnv,
+      DATABASE_URL: databaseUrl(database),
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      RECONCILE_CRON: 'off',
+      WEBHOOK_KEYS: webhookKey,
+    };
     if (quietWait > 0) await waitForQuiet({ maxWaitMs: quietWait * 1000, thresholdPct: 15 });
     // Before the daemon read below a server-wide horizon, a long transaction in another database stalled it.
-    const serverWideHorizon = (await client.query(`SELECT to_regprocedure('event_log_horizon()') IS NULL AS old`)).rows[0].old;
+    const serverWideHorizon = (await client.query(`SELECT to_regprocedure('event_log_horizon()') IS NULL AS old`))
+      .rows[0].old;
     const heldBeforeCatchUp = serverWideHorizon ? await waitForHorizon(client) : null;
     // The work tree may be shared: what was measured is the dist/ built at this time, not necessarily HEAD.
     const distBuiltAt = statSync(join(ROOT, 'dist/src/projection/projection.repository.js')).mtime.toISOString();
@@ -89,8 +116,11 @@ export async function run({ duration = defaults.duration, warmup = defaults.warm
     let freshness = null;
     let products = [];
     if (catchUp.atHead) {
-      products = (await client.query(`SELECT id FROM ${BASELINE_SCHEMA}.products WHERE NOT deleted ORDER BY md5(id) LIMIT $1`,
-        [FRESHNESS_RATE * (warmup + duration)])).rows.map((row) => row.id);
+      products = (
+        await client.query(`SELECT id FROM ${BASELINE_SCHEMA}.products WHERE NOT deleted ORDER BY md5(id) LIMIT $1`, [
+          FRESHNESS_RATE * (warmup + duration),
+        ])
+      ).rows.map((row) => row.id);
       const heldBeforeFreshness = serverWideHorizon ? await waitForHorizon(client) : null;
       log(`freshness: ${FRESHNESS_RATE} deliveries/s for ${warmup} s (warm-up, reported apart) + ${duration} s`);
       // Open the daemon's pool connections first, so that their backends count as PostgreSQL's CPU, not "other".
@@ -99,23 +129,42 @@ export async function run({ duration = defaults.duration, warmup = defaults.warm
       const projectorPids = await lockHolders(database);
       const finishCpu = sampleCpu(daemon.pid, pgPids, projectorPids);
       const finishActivity = sampleActivity(client, projectorPids[0], SAMPLE_MS);
-      const waitClient = new pg.Client({ connectionString: databaseUrl(database), application_name: 'menu-sync-bench-waits' });
+      const waitClient = new pg.Client({
+        connectionString: databaseUrl(database),
+        application_name: 'menu-sync-bench-waits',
+      });
       await waitClient.connect();
       const finishWaits = sampleAppendWaits(waitClient, database);
       const appendBefore = await appendHistogram(base);
-      freshness = await measureFreshness({ base, webhookKey, products, rate: FRESHNESS_RATE, seconds: duration, warmupSeconds: warmup,
-        firstSeq: events + 1, observe });
+      freshness = await measureFreshness({
+        base,
+        webhookKey,
+        products,
+        rate: FRESHNESS_RATE,
+        seconds: duration,
+        warmupSeconds: warmup,
+        firstSeq: events + 1,
+        observe,
+      });
       freshness.cpu = finishCpu();
       freshness.activity = await finishActivity();
       freshness.waits = await finishWaits();
       await waitClient.end();
       freshness.appendInDaemon = histogramDelta(appendBefore, await appendHistogram(base));
       freshness.foreignXactBeforeSeconds = heldBeforeFreshness;
-      if (observe === 'feed') log(`  seen on the change feed (SSE); ${freshness.readBacks} read back through GET /api/v1/products/{id}, ${freshness.readBacksStale} not yet visible there`);
-      log(`  p50 ${freshness.p50Ms} ms, p90 ${freshness.p90Ms} ms, p99 ${freshness.p99Ms} ms, max ${freshness.maxMs} ms over ${freshness.accepted} ` +
-        `deliveries answered 202 (${freshness.notVisible} not visible within ${freshness.giveUpMs} ms), achieved ${freshness.achievedRate}/s`);
-      if (freshness.warmup) log(`  warm-up (first ${warmup} s, not in the above): p50 ${freshness.warmup.p50Ms} ms, p99 ${freshness.warmup.p99Ms} ms, ` +
-        `max ${freshness.warmup.maxMs} ms, POST p99 ${freshness.warmup.postP99Ms} ms`);
+      if (observe === 'feed')
+        log(
+          `  seen on the change feed (SSE); ${freshness.readBacks} read back through GET /api/v1/products/{id}, ${freshness.readBacksStale} not yet visible there`,
+        );
+      log(
+        `  p50 ${freshness.p50Ms} ms, p90 ${freshness.p90Ms} ms, p99 ${freshness.p99Ms} ms, max ${freshness.maxMs} ms over ${freshness.accepted} ` +
+          `deliveries answered 202 (${freshness.notVisible} not visible within ${freshness.giveUpMs} ms), achieved ${freshness.achievedRate}/s`,
+      );
+      if (freshness.warmup)
+        log(
+          `  warm-up (first ${warmup} s, not in the above): p50 ${freshness.warmup.p50Ms} ms, p99 ${freshness.warmup.p99Ms} ms, ` +
+            `max ${freshness.warmup.maxMs} ms, POST p99 ${freshness.warmup.postP99Ms} ms`,
+        );
     } else {
       log('freshness skipped: the daemon did not catch up');
     }
@@ -124,16 +173,43 @@ export async function run({ duration = defaults.duration, warmup = defaults.warm
     // The ingress baseline of this run: bench/baseline-server.js (node:http + pg, one INSERT per
     // request) on the same database, at the same paced rate, right after the daemon stopped.
     let ingressBaseline = null;
-    if (freshness) ingressBaseline = await measureIngressBaseline({ database, webhookKey, products, duration, warmup,
-      firstSeq: events + 1 + FRESHNESS_RATE * (warmup + duration), logDir });
+    if (freshness)
+      ingressBaseline = await measureIngressBaseline({
+        database,
+        webhookKey,
+        products,
+        duration,
+        warmup,
+        firstSeq: events + 1 + FRESHNESS_RATE * (warmup + duration),
+        logDir,
+      });
     const logs = scanLog(logFile);
-    const result = { events, serverWideHorizon, filled, baseline, catchUp, correctness, freshness, ingressBaseline, daemonPeakRssAtEndMiB: round(memoryAtEnd.peakRssMiB, 1),
-      exit, logFile, logWarnings: logs.warnings, logErrors: logs.errors, firstLogProblem: logs.first };
+    const result = {
+      events,
+      serverWideHorizon,
+      filled,
+      baseline,
+      catchUp,
+      correctness,
+      freshness,
+      ingressBaseline,
+      daemonPeakRssAtEndMiB: round(memoryAtEnd.peakRssMiB, 1),
+      exit,
+      logFile,
+      logWarnings: logs.warnings,
+      logErrors: logs.errors,
+      firstLogProblem: logs.first,
+    };
     const verdict = judge(result);
     for (const problem of verdict.problems) log(`  WARNING: ${problem}`);
     return {
       settings: {
-        events, menu: MENU, fillChunk: FILL_CHUNK, freshnessRate: FRESHNESS_RATE, freshnessSeconds: duration, observe,
+        events,
+        menu: MENU,
+        fillChunk: FILL_CHUNK,
+        freshnessRate: FRESHNESS_RATE,
+        freshnessSeconds: duration,
+        observe,
         daemon: 'node dist/src/main.js serve (LOG_LEVEL=warn, RECONCILE_CRON=off, defaults otherwise)',
         distBuiltAt,
         baseline: `one INSERT … SELECT DISTINCT ON (id) … ORDER BY id, version DESC per read-model table into ${BASELINE_SCHEMA}`,
@@ -154,7 +230,8 @@ function checkDisk(events) {
   const stats = statfsSync('/');
   const freeGiB = (stats.bavail * stats.bsize) / 2 ** 30;
   const needGiB = (events * 3500) / 2 ** 30; // ~1.5 KB of table and indexes per event, WAL, sort spills
-  if (freeGiB < needGiB + 2) throw new Error(`${freeGiB.toFixed(1)} GiB free on /, the projection bench needs ~${needGiB.toFixed(1)} GiB`);
+  if (freeGiB < needGiB + 2)
+    throw new Error(`${freeGiB.toFixed(1)} GiB free on /, the projection bench needs ~${needGiB.toFixed(1)} GiB`);
 }
 
 /** 1M events in chunks of 100k, one transaction each (transaction_id default), then VACUUM ANALYZE. */
@@ -177,17 +254,29 @@ export async function fill(client, events) {
   await client.query('RESET jit');
   await client.query('RESET synchronous_commit');
   await admin('CHECKPOINT');
-  const [size] = (await client.query(`SELECT pg_total_relation_size('event_log') AS total, pg_relation_size('event_log') AS heap,
-    (SELECT avg(octet_length(payload::text)) FROM (SELECT payload FROM event_log TABLESAMPLE SYSTEM (1)) s) AS payload_bytes`)).rows;
-  const byType = Object.fromEntries((await client.query(`SELECT event_type, count(*)::int AS n FROM event_log GROUP BY 1 ORDER BY 2 DESC`))
-    .rows.map((row) => [row.event_type, row.n]));
+  const [size] = (
+    await client.query(`SELECT pg_total_relation_size('event_log') AS total, pg_relation_size('event_log') AS heap,
+    (SELECT avg(octet_length(payload::text)) FROM (SELECT payload FROM event_log TABLESAMPLE SYSTEM (1)) s) AS payload_bytes`)
+  ).rows;
+  const byType = Object.fromEntries(
+    (await client.query(`SELECT event_type, count(*)::int AS n FROM event_log GROUP BY 1 ORDER BY 2 DESC`)).rows.map(
+      (row) => [row.event_type, row.n],
+    ),
+  );
   const result = {
-    events, fillSeconds: round(fillSeconds, 1), eventsPerSec: Math.round(events / fillSeconds), vacuumSeconds: round(vacuumSeconds, 1),
-    logTotalMiB: Math.round(Number(size.total) / 2 ** 20), logHeapMiB: Math.round(Number(size.heap) / 2 ** 20),
-    meanPayloadBytes: Math.round(Number(size.payload_bytes)), byType,
+    events,
+    fillSeconds: round(fillSeconds, 1),
+    eventsPerSec: Math.round(events / fillSeconds),
+    vacuumSeconds: round(vacuumSeconds, 1),
+    logTotalMiB: Math.round(Number(size.total) / 2 ** 20),
+    logHeapMiB: Math.round(Number(size.heap) / 2 ** 20),
+    meanPayloadBytes: Math.round(Number(size.payload_bytes)),
+    byType,
   };
-  log(`  filled ${events} events in ${result.fillSeconds} s (${result.eventsPerSec}/s), VACUUM ANALYZE ${result.vacuumSeconds} s, ` +
-    `event_log ${result.logTotalMiB} MiB with indexes, mean payload ${result.meanPayloadBytes} B`);
+  log(
+    `  filled ${events} events in ${result.fillSeconds} s (${result.eventsPerSec}/s), VACUUM ANALYZE ${result.vacuumSeconds} s, ` +
+      `event_log ${result.logTotalMiB} MiB with indexes, mean payload ${result.meanPayloadBytes} B`,
+  );
   return result;
 }
 
@@ -206,17 +295,28 @@ export async function runBaseline(client, database, events, quietWait) {
   }
   const t = performance.now();
   const orders = await client.query(ordersBaselineSql());
-  perTable.push({ table: 'orders (4 tables, one statement)', rows: Number(orders.rows[0].rows), seconds: round((performance.now() - t) / 1000, 2) });
+  perTable.push({
+    table: 'orders (4 tables, one statement)',
+    rows: Number(orders.rows[0].rows),
+    seconds: round((performance.now() - t) / 1000, 2),
+  });
   const seconds = (performance.now() - started) / 1000;
   const cpu = finishCpu();
-  const productEvents = (await client.query(`SELECT count(*)::int AS n FROM event_log WHERE subject_type = 'product'`)).rows[0].n;
+  const productEvents = (await client.query(`SELECT count(*)::int AS n FROM event_log WHERE subject_type = 'product'`))
+    .rows[0].n;
   const products = perTable.find((row) => row.table === 'products');
   const result = {
-    seconds: round(seconds, 1), eventsPerSec: Math.round(events / seconds), perTable, cpu,
-    productEvents, productEventsPerSec: Math.round(productEvents / products.seconds),
+    seconds: round(seconds, 1),
+    eventsPerSec: Math.round(events / seconds),
+    perTable,
+    cpu,
+    productEvents,
+    productEventsPerSec: Math.round(productEvents / products.seconds),
   };
-  log(`  baseline: ${result.seconds} s for the 8 tables = ${result.eventsPerSec} events/s (products alone: ${productEvents} events in ` +
-    `${products.seconds} s = ${result.productEventsPerSec}/s); postgres CPU ${cpu.postgresPct} %`);
+  log(
+    `  baseline: ${result.seconds} s for the 8 tables = ${result.eventsPerSec} events/s (products alone: ${productEvents} events in ` +
+      `${products.seconds} s = ${result.productEventsPerSec}/s); postgres CPU ${cpu.postgresPct} %`,
+  );
   return result;
 }
 
@@ -242,22 +342,35 @@ async function measureCatchUp({ client, database, daemon, events, spawnedAt }) {
   let last;
   for (let n = 0; ; n++) {
     if (exited) throw new Error(`the daemon exited during catch-up (${exited.signal ?? `exit ${exited.code}`})`);
-    const [row] = (await client.query(`
+    const [row] = (
+      await client.query(
+        `
       SELECT (SELECT applied FROM proj_menu.checkpoint)::bigint AS menu, (SELECT applied FROM proj_orders.checkpoint)::bigint AS orders,
              a.state, a.wait_event_type, a.wait_event, left(a.query, 600) AS query, ${FOREIGN_XACT_SQL} AS foreign_xact_s
-        FROM (SELECT 1) AS one LEFT JOIN pg_stat_activity a ON a.pid = $1`, [projectorPid])).rows;
+        FROM (SELECT 1) AS one LEFT JOIN pg_stat_activity a ON a.pid = $1`,
+        [projectorPid],
+      )
+    ).rows;
     const at = performance.now() - startedAt;
     last = { menu: Number(row.menu), orders: Number(row.orders) };
     progress.push({ ms: Math.round(at), ...last });
-    samples.push({ state: row.state, wait_event_type: row.wait_event_type, wait_event: row.wait_event, query: row.query,
-      foreign_xact_s: row.foreign_xact_s });
+    samples.push({
+      state: row.state,
+      wait_event_type: row.wait_event_type,
+      wait_event: row.wait_event,
+      query: row.query,
+      foreign_xact_s: row.foreign_xact_s,
+    });
     if (n % RSS_EVERY === 0) peakRss = Math.max(peakRss, memoryOf(daemon.pid).rssMiB || 0);
     if (last.menu >= events && last.orders >= events) {
       caughtUp = true;
       break;
     }
     if (at > CATCH_UP_TIMEOUT_MS) break;
-    if (n % 50 === 0) process.stderr.write(`\r  catch-up: menu ${last.menu}, orders ${last.orders} / ${events}, ${Math.round(at / 1000)} s`);
+    if (n % 50 === 0)
+      process.stderr.write(
+        `\r  catch-up: menu ${last.menu}, orders ${last.orders} / ${events}, ${Math.round(at / 1000)} s`,
+      );
     await sleep(SAMPLE_MS);
   }
   process.stderr.write('\n');
@@ -278,8 +391,10 @@ async function measureCatchUp({ client, database, daemon, events, spawnedAt }) {
     byDecile: deciles(progress, events),
     progress: progress.filter((_, i) => i % 10 === 0),
   };
-  log(`  daemon: ${caughtUp ? 'caught up' : `NOT caught up (${applied} applied)`} in ${result.seconds} s = ${result.eventsPerSec} events/s, ` +
-    `VmHWM ${result.peakRssMiB} MiB, CPU % of a core: daemon ${cpu.serverPct}, postgres ${cpu.postgresPct} (projector ${cpu.postgresSubsetPct}), other ${cpu.otherPct}`);
+  log(
+    `  daemon: ${caughtUp ? 'caught up' : `NOT caught up (${applied} applied)`} in ${result.seconds} s = ${result.eventsPerSec} events/s, ` +
+      `VmHWM ${result.peakRssMiB} MiB, CPU % of a core: daemon ${cpu.serverPct}, postgres ${cpu.postgresPct} (projector ${cpu.postgresSubsetPct}), other ${cpu.otherPct}`,
+  );
   return result;
 }
 
@@ -290,7 +405,10 @@ function deciles(progress, events) {
   for (let d = 1; d <= 10; d++) {
     const reached = progress.find((p) => p.menu >= (events * d) / 10);
     if (!reached) break;
-    out.push({ decile: d, eventsPerSec: Math.round(((reached.menu - previous.menu) / Math.max(1, reached.ms - previous.ms)) * 1000) });
+    out.push({
+      decile: d,
+      eventsPerSec: Math.round(((reached.menu - previous.menu) / Math.max(1, reached.ms - previous.ms)) * 1000),
+    });
     previous = reached;
   }
   return out;
@@ -303,17 +421,24 @@ async function checkCorrectness(client, base) {
     const [row] = (await client.query(compareSql(table))).rows;
     perTable.push({ table: `${table.schema}.${table.table}`, ...row });
   }
-  const sample = (await client.query(`SELECT id, attributes FROM ${BASELINE_SCHEMA}.products WHERE NOT deleted ORDER BY md5(id || 'api') LIMIT 5`)).rows;
+  const sample = (
+    await client.query(
+      `SELECT id, attributes FROM ${BASELINE_SCHEMA}.products WHERE NOT deleted ORDER BY md5(id || 'api') LIMIT 5`,
+    )
+  ).rows;
   const api = [];
   for (const { id, attributes } of sample) {
     const product = await getJson(`${base}/api/v1/products/${id}`);
     api.push({ id, same: JSON.stringify(product.attributes) === JSON.stringify(attributes) });
   }
   const products = perTable.find((row) => row.table === 'proj_menu.products');
-  const ok = perTable.every((row) => row.missing === 0 && row.extra === 0 && row.differ === 0) && api.every((row) => row.same);
-  log(`  correctness: live products daemon ${products.daemon_live} / baseline ${products.baseline_live}; ` +
-    `${ok ? 'every table matches the baseline' : `MISMATCH ${JSON.stringify(perTable.filter((r) => r.missing || r.extra || r.differ))}`}; ` +
-    `API sample ${api.filter((row) => row.same).length}/${api.length} same`);
+  const ok =
+    perTable.every((row) => row.missing === 0 && row.extra === 0 && row.differ === 0) && api.every((row) => row.same);
+  log(
+    `  correctness: live products daemon ${products.daemon_live} / baseline ${products.baseline_live}; ` +
+      `${ok ? 'every table matches the baseline' : `MISMATCH ${JSON.stringify(perTable.filter((r) => r.missing || r.extra || r.differ))}`}; ` +
+      `API sample ${api.filter((row) => row.same).length}/${api.length} same`,
+  );
   return { ok, perTable, api };
 }
 
@@ -338,48 +463,81 @@ async function waitForHorizon(client) {
 /** The bench database's backends (less `client`'s own) and PostgreSQL's background processes. */
 async function postgresPids(database, client) {
   const own = client ? (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid : -1;
-  return (await admin(`SELECT pid FROM pg_stat_activity
+  return (
+    await admin(
+      `SELECT pid FROM pg_stat_activity
     WHERE (datname = $1 AND pid <> pg_backend_pid() AND pid <> $2) OR backend_type NOT IN ('client backend', 'autovacuum worker')`,
-  [database, own])).rows.map((row) => row.pid);
+      [database, own],
+    )
+  ).rows.map((row) => row.pid);
 }
 
 async function lockHolders(database) {
-  return (await admin(`SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-    WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1 AND l.classid = 0 AND l.objid = $2 AND l.objsubid = 1`, [database, PROJECTOR_LOCK])).rows.map((row) => row.pid);
+  return (
+    await admin(
+      `SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+    WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1 AND l.classid = 0 AND l.objid = $2 AND l.objsubid = 1`,
+      [database, PROJECTOR_LOCK],
+    )
+  ).rows.map((row) => row.pid);
 }
 
 /** The daemon's menu_sync_event_append_seconds histogram (cumulative bucket counts by upper bound). */
 async function appendHistogram(base) {
   const text = await (await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
   const buckets = {};
-  for (const match of text.matchAll(/^menu_sync_event_append_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) buckets[match[1]] = Number(match[2]);
+  for (const match of text.matchAll(/^menu_sync_event_append_seconds_bucket\{le="([^"]+)"\} (\d+)/gm))
+    buckets[match[1]] = Number(match[2]);
   return buckets;
 }
 
 /** Percentiles (as bucket upper bounds, ms) of the appends observed between two scrapes. */
 function histogramDelta(before, after) {
-  const bounds = Object.keys(after).filter((le) => le !== '+Inf').sort((a, b) => Number(a) - Number(b));
+  const bounds = Object.keys(after)
+    .filter((le) => le !== '+Inf')
+    .sort((a, b) => Number(a) - Number(b));
   const total = (after['+Inf'] ?? 0) - (before['+Inf'] ?? 0);
   const at = (p) => {
     const bound = bounds.find((le) => (after[le] ?? 0) - (before[le] ?? 0) >= p * total);
     return bound === undefined ? '> 5000' : `<= ${Number(bound) * 1000}`;
   };
-  return { appends: total, p50Ms: at(0.5), p99Ms: at(0.99), over1sPct: total ? round((100 * (total - ((after['1'] ?? 0) - (before['1'] ?? 0)))) / total, 2) : 0 };
+  return {
+    appends: total,
+    p50Ms: at(0.5),
+    p99Ms: at(0.99),
+    over1sPct: total ? round((100 * (total - ((after['1'] ?? 0) - (before['1'] ?? 0)))) / total, 2) : 0,
+  };
 }
 
 async function measureIngressBaseline({ database, webhookKey, products, duration, warmup, firstSeq, logDir }) {
   const port = await freePort();
   const server = startService('node', [join(HERE, 'baseline-server.js')], {
-    cwd: ROOT, logFile: join(logDir, 'projection-ingress-baseline.log'),
-    env: { ...process.env, DATABASE_URL: databaseUrl(database), PORT: String(port), HOST: '127.0.0.1', POOL_SIZE: '10', WEBHOOK_KEY: webhookKey },
+    cwd: ROOT,
+    logFile: join(logDir, 'projection-ingress-baseline.log'),
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl(database),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      POOL_SIZE: '10',
+      WEBHOOK_KEY: webhookKey,
+    },
   });
   try {
     const base = `http://127.0.0.1:${port}`;
     await waitReady(server, `${base}/health/ready`);
     const finishCpu = sampleCpu(server.pid, []);
     log(`ingress baseline: ${FRESHNESS_RATE} deliveries/s for ${duration} s, POST only`);
-    const measured = await measureFreshness({ base, webhookKey, products, rate: FRESHNESS_RATE, seconds: duration, warmupSeconds: warmup, firstSeq,
-      poll: false });
+    const measured = await measureFreshness({
+      base,
+      webhookKey,
+      products,
+      rate: FRESHNESS_RATE,
+      seconds: duration,
+      warmupSeconds: warmup,
+      firstSeq,
+      poll: false,
+    });
     const cpu = finishCpu();
     log(`  POST p50 ${measured.postP50Ms} ms, p99 ${measured.postP99Ms} ms, ${measured.accepted} answered 202`);
     return { ...measured, cpu };
@@ -391,56 +549,125 @@ async function measureIngressBaseline({ database, webhookKey, products, duration
 async function getJson(url) {
   const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
   const text = await response.text();
-  if (response.status >= 500 || response.status === 404) throw new Error(`GET ${url}: ${response.status} ${text.slice(0, 300)}`);
+  if (response.status >= 500 || response.status === 404)
+    throw new Error(`GET ${url}: ${response.status} ${text.slice(0, 300)}`);
   return JSON.parse(text);
 }
 
-function judge({ serverWideHorizon, baseline, catchUp, correctness, freshness, logWarnings, logErrors, logFile, firstLogProblem }) {
+function judge({
+  serverWideHorizon,
+  baseline,
+  catchUp,
+  correctness,
+  freshness,
+  logWarnings,
+  logErrors,
+  logFile,
+  firstLogProblem,
+}) {
   // Judged unrounded: 0.4988 shows as 0.5x but is not half.
   const exact = catchUp.eventsPerSec / baseline.eventsPerSec;
   const ratio = round(exact, 3);
   const checks = {
     ratio: { value: ratio, met: catchUp.caughtUp && exact >= TARGET.minRatio },
     rss: { value: catchUp.peakRssMiB, met: catchUp.peakRssMiB < TARGET.maxRssMiB },
-    freshness: { value: freshness?.p99Value ?? null, met: freshness !== null && freshness.p99Value < TARGET.freshnessP99Ms },
+    freshness: {
+      value: freshness?.p99Value ?? null,
+      met: freshness !== null && freshness.p99Value < TARGET.freshnessP99Ms,
+    },
     correctness: { value: correctness.ok, met: correctness.ok },
   };
   const problems = [];
   if (!catchUp.caughtUp) problems.push(`the daemon did not catch up within ${CATCH_UP_TIMEOUT_MS / 1000} s`);
-  if (catchUp.caughtUp && !catchUp.atHead) problems.push(`GET /api/v1/projections does not show lag 0 at the head: ${JSON.stringify(catchUp.projections)}`);
+  if (catchUp.caughtUp && !catchUp.atHead)
+    problems.push(`GET /api/v1/projections does not show lag 0 at the head: ${JSON.stringify(catchUp.projections)}`);
   if (!correctness.ok) problems.push('the read model differs from the baseline');
-  if (logWarnings + logErrors > 0) problems.push(`${logErrors} errors, ${logWarnings} warnings logged (${logFile}): ${firstLogProblem}`);
-  for (const [phase, activity] of [['catch-up', catchUp.activity], ['freshness run', freshness?.activity]]) {
+  if (logWarnings + logErrors > 0)
+    problems.push(`${logErrors} errors, ${logWarnings} warnings logged (${logFile}): ${firstLogProblem}`);
+  for (const [phase, activity] of [
+    ['catch-up', catchUp.activity],
+    ['freshness run', freshness?.activity],
+  ]) {
     if (serverWideHorizon && activity && activity.foreignXactOver1sPct > 0) {
-      problems.push(`during the ${phase}, a transaction of another database on this server was open > 1 s in ${activity.foreignXactOver1sPct} % of ` +
-        `the samples (longest ${activity.foreignXactMaxSeconds} s): it holds back pg_snapshot_xmin, so the projector could not read newer events meanwhile`);
+      problems.push(
+        `during the ${phase}, a transaction of another database on this server was open > 1 s in ${activity.foreignXactOver1sPct} % of ` +
+          `the samples (longest ${activity.foreignXactMaxSeconds} s): it holds back pg_snapshot_xmin, so the projector could not read newer events meanwhile`,
+      );
     }
   }
-  if (catchUp.cpu.otherPct > 25) problems.push(`other processes used ${catchUp.cpu.otherPct} % of a core during the catch-up: noisy`);
-  if (baseline.cpu.otherPct > 25) problems.push(`other processes used ${baseline.cpu.otherPct} % of a core during the baseline: noisy`);
-  if (freshness && freshness.cpu.otherPct > 25) problems.push(`other processes used ${freshness.cpu.otherPct} % of a core during the freshness run: noisy`);
-  if (freshness?.readBacksStale > 0) problems.push(`${freshness.readBacksStale} deliveries seen on the change feed were not yet visible in GET /api/v1/products/{id}`);
-  if (freshness && freshness.accepted < freshness.deliveries) problems.push(`only ${freshness.accepted} of ${freshness.deliveries} deliveries answered 202: ${JSON.stringify(freshness.statuses)}`);
-  if (freshness && freshness.achievedRate < 0.95 * FRESHNESS_RATE) problems.push(`deliveries went out at ${freshness.achievedRate}/s, not ${FRESHNESS_RATE}/s`);
+  if (catchUp.cpu.otherPct > 25)
+    problems.push(`other processes used ${catchUp.cpu.otherPct} % of a core during the catch-up: noisy`);
+  if (baseline.cpu.otherPct > 25)
+    problems.push(`other processes used ${baseline.cpu.otherPct} % of a core during the baseline: noisy`);
+  if (freshness && freshness.cpu.otherPct > 25)
+    problems.push(`other processes used ${freshness.cpu.otherPct} % of a core during the freshness run: noisy`);
+  if (freshness?.readBacksStale > 0)
+    problems.push(
+      `${freshness.readBacksStale} deliveries seen on the change feed were not yet visible in GET /api/v1/products/{id}`,
+    );
+  if (freshness && freshness.accepted < freshness.deliveries)
+    problems.push(
+      `only ${freshness.accepted} of ${freshness.deliveries} deliveries answered 202: ${JSON.stringify(freshness.statuses)}`,
+    );
+  if (freshness && freshness.achievedRate < 0.95 * FRESHNESS_RATE)
+    problems.push(`deliveries went out at ${freshness.achievedRate}/s, not ${FRESHNESS_RATE}/s`);
   return { checks, met: Object.values(checks).every((check) => check.met), problems };
 }
 
-function tables({ events, serverWideHorizon, filled, baseline, catchUp, correctness, freshness, ingressBaseline }, verdict) {
+function tables(
+  { events, serverWideHorizon, filled, baseline, catchUp, correctness, freshness, ingressBaseline },
+  verdict,
+) {
   const products = correctness.perTable.find((row) => row.table === 'proj_menu.products');
   const yes = (met) => (met ? 'met' : 'NOT met');
   const out = [
     {
       title: `projection: fill (setup, not part of the result): ${events} events by INSERT … SELECT FROM generate_series`,
       columns: ['events', 'fill s', 'events/s', 'VACUUM ANALYZE s', 'event_log MiB', 'mean payload B'],
-      rows: [[events, filled.fillSeconds, filled.eventsPerSec, filled.vacuumSeconds, filled.logTotalMiB, filled.meanPayloadBytes]],
+      rows: [
+        [
+          events,
+          filled.fillSeconds,
+          filled.eventsPerSec,
+          filled.vacuumSeconds,
+          filled.logTotalMiB,
+          filled.meanPayloadBytes,
+        ],
+      ],
     },
     {
       title: `projection: catch-up over ${events} logged events (${products.baseline_live} live products)`,
-      columns: ['target', 'seconds', 'events/s', 'peak RSS MiB', 'CPU node %', 'CPU pg %', '(projector)', 'CPU other %'],
+      columns: [
+        'target',
+        'seconds',
+        'events/s',
+        'peak RSS MiB',
+        'CPU node %',
+        'CPU pg %',
+        '(projector)',
+        'CPU other %',
+      ],
       rows: [
-        ['baseline (set-based SQL, 8 tables)', baseline.seconds, baseline.eventsPerSec, '-', '-', baseline.cpu.postgresPct, '-', baseline.cpu.otherPct],
-        [`daemon${catchUp.caughtUp ? '' : ' (NOT caught up)'}`, catchUp.seconds, catchUp.eventsPerSec, catchUp.peakRssMiB,
-          catchUp.cpu.serverPct, catchUp.cpu.postgresPct, catchUp.cpu.postgresSubsetPct, catchUp.cpu.otherPct],
+        [
+          'baseline (set-based SQL, 8 tables)',
+          baseline.seconds,
+          baseline.eventsPerSec,
+          '-',
+          '-',
+          baseline.cpu.postgresPct,
+          '-',
+          baseline.cpu.otherPct,
+        ],
+        [
+          `daemon${catchUp.caughtUp ? '' : ' (NOT caught up)'}`,
+          catchUp.seconds,
+          catchUp.eventsPerSec,
+          catchUp.peakRssMiB,
+          catchUp.cpu.serverPct,
+          catchUp.cpu.postgresPct,
+          catchUp.cpu.postgresSubsetPct,
+          catchUp.cpu.otherPct,
+        ],
       ],
     },
     {
@@ -466,28 +693,86 @@ function tables({ events, serverWideHorizon, filled, baseline, catchUp, correctn
       rows: activityRows(freshness.activity, 2),
     });
     out.push({
-      title: `projection: freshness, 202 -> ${freshness.observe === 'feed' ? 'its change on the SSE feed /api/v1/changes (every 20th read back ' +
-        'through GET /api/v1/products/{id})' : `visible in GET /api/v1/products/{id}, polled every ${freshness.pollMs} ms`} (${freshness.rate} ` +
+      title:
+        `projection: freshness, 202 -> ${
+          freshness.observe === 'feed'
+            ? 'its change on the SSE feed /api/v1/changes (every 20th read back ' + 'through GET /api/v1/products/{id})'
+            : `visible in GET /api/v1/products/{id}, polled every ${freshness.pollMs} ms`
+        } (${freshness.rate} ` +
         `deliveries/s for ${freshness.seconds} s after a warm-up of ${freshness.warmupSeconds ?? 0} s at the same rate)`,
-      columns: ['deliveries', '202', 'rate/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', `> ${freshness.giveUpMs} ms`, 'POST p50 ms', 'POST p99 ms',
-        'warm-up p99 ms', 'GETs', 'CPU srv %', 'CPU pg %', 'CPU gen %', 'CPU other %', 'horizon held %'],
-      rows: [[freshness.deliveries, freshness.accepted, freshness.achievedRate, freshness.p50Ms, freshness.p90Ms, freshness.p99Ms, freshness.maxMs,
-        freshness.notVisible, freshness.postP50Ms, freshness.postP99Ms, freshness.warmup?.p99Ms ?? '-', freshness.polls, freshness.cpu.serverPct, freshness.cpu.postgresPct,
-        freshness.cpu.loadGeneratorPct, freshness.cpu.otherPct, serverWideHorizon ? freshness.activity.foreignXactOver1sPct : '-']],
+      columns: [
+        'deliveries',
+        '202',
+        'rate/s',
+        'p50 ms',
+        'p90 ms',
+        'p99 ms',
+        'max ms',
+        `> ${freshness.giveUpMs} ms`,
+        'POST p50 ms',
+        'POST p99 ms',
+        'warm-up p99 ms',
+        'GETs',
+        'CPU srv %',
+        'CPU pg %',
+        'CPU gen %',
+        'CPU other %',
+        'horizon held %',
+      ],
+      rows: [
+        [
+          freshness.deliveries,
+          freshness.accepted,
+          freshness.achievedRate,
+          freshness.p50Ms,
+          freshness.p90Ms,
+          freshness.p99Ms,
+          freshness.maxMs,
+          freshness.notVisible,
+          freshness.postP50Ms,
+          freshness.postP99Ms,
+          freshness.warmup?.p99Ms ?? '-',
+          freshness.polls,
+          freshness.cpu.serverPct,
+          freshness.cpu.postgresPct,
+          freshness.cpu.loadGeneratorPct,
+          freshness.cpu.otherPct,
+          serverWideHorizon ? freshness.activity.foreignXactOver1sPct : '-',
+        ],
+      ],
     });
   }
   if (freshness) {
-    const row = (name, f) => [name, f.accepted, f.postP50Ms, f.postP99Ms, round(Math.max(...f.bySecond.map((b) => Number(b.postMaxMs) || 0)), 1),
-      f.bySecond.filter((b) => Number(b.postP99Ms) > 250).length, f.cpu.serverPct, f.cpu.otherPct];
+    const row = (name, f) => [
+      name,
+      f.accepted,
+      f.postP50Ms,
+      f.postP99Ms,
+      round(Math.max(...f.bySecond.map((b) => Number(b.postMaxMs) || 0)), 1),
+      f.bySecond.filter((b) => Number(b.postP99Ms) > 250).length,
+      f.cpu.serverPct,
+      f.cpu.otherPct,
+    ];
     out.push({
-      title: `projection: POST /webhooks at ${FRESHNESS_RATE}/s (paced), daemon (observed as above) next to the ingress baseline of this run ` +
+      title:
+        `projection: POST /webhooks at ${FRESHNESS_RATE}/s (paced), daemon (observed as above) next to the ingress baseline of this run ` +
         '(bench/baseline-server.js, same database, right after the daemon stopped, no polling)',
-      columns: ['target', '202', 'POST p50 ms', 'POST p99 ms', 'POST max ms', 'seconds with p99 > 250 ms', 'CPU srv %', 'CPU other %'],
+      columns: [
+        'target',
+        '202',
+        'POST p50 ms',
+        'POST p99 ms',
+        'POST max ms',
+        'seconds with p99 > 250 ms',
+        'CPU srv %',
+        'CPU other %',
+      ],
       rows: [row('daemon', freshness), ...(ingressBaseline ? [row('ingress baseline', ingressBaseline)] : [])],
     });
     const { waits, appendInDaemon } = freshness;
     out.push({
-      title: `projection: during the freshness run: the daemon's appends (menu_sync_event_append_seconds: ${appendInDaemon.appends} appends, ` +
+      title:
+        `projection: during the freshness run: the daemon's appends (menu_sync_event_append_seconds: ${appendInDaemon.appends} appends, ` +
         `p50 ${appendInDaemon.p50Ms} ms, p99 ${appendInDaemon.p99Ms} ms, ${appendInDaemon.over1sPct} % over 1 s); server-wide ${waits.counters.checkpoints} ` +
         `checkpoint(s) ended, ${waits.counters.buffers_checkpoint} buffers written by checkpoints, ${waits.counters.walMiB} MiB of WAL; load average ${waits.loadAverage1m}`,
       columns: ['sampled every 50 ms', 'state', '% of samples'],
@@ -502,11 +787,31 @@ function tables({ events, serverWideHorizon, filled, baseline, catchUp, correctn
     title: 'projection: targets',
     columns: ['measure', 'value', 'target', 'result'],
     rows: [
-      ['catch-up events/s, daemon / baseline', `${checks.ratio.value}x`, `>= ${TARGET.minRatio}x`, yes(checks.ratio.met)],
+      [
+        'catch-up events/s, daemon / baseline',
+        `${checks.ratio.value}x`,
+        `>= ${TARGET.minRatio}x`,
+        yes(checks.ratio.met),
+      ],
       ['daemon peak RSS (VmHWM) MiB', checks.rss.value, `< ${TARGET.maxRssMiB}`, yes(checks.rss.met)],
-      [`freshness p99 ms at ${FRESHNESS_RATE}/s (after the warm-up)`, freshness ? freshness.p99Ms : 'not measured', `< ${TARGET.freshnessP99Ms}`, yes(checks.freshness.met)],
-      [`freshness p99 ms during the warm-up (the daemon's first seconds of traffic)`, freshness?.warmup?.p99Ms ?? '-', '-', '-'],
-      ['read model = baseline (8 tables, live rows)', correctness.ok ? 'equal' : 'DIFFERS', 'equal', yes(checks.correctness.met)],
+      [
+        `freshness p99 ms at ${FRESHNESS_RATE}/s (after the warm-up)`,
+        freshness ? freshness.p99Ms : 'not measured',
+        `< ${TARGET.freshnessP99Ms}`,
+        yes(checks.freshness.met),
+      ],
+      [
+        `freshness p99 ms during the warm-up (the daemon's first seconds of traffic)`,
+        freshness?.warmup?.p99Ms ?? '-',
+        '-',
+        '-',
+      ],
+      [
+        'read model = baseline (8 tables, live rows)',
+        correctness.ok ? 'equal' : 'DIFFERS',
+        'equal',
+        yes(checks.correctness.met),
+      ],
     ],
   });
   return out;
@@ -516,7 +821,14 @@ function tables({ events, serverWideHorizon, filled, baseline, catchUp, correctn
 function activityRows(activity, minPct = 0.5) {
   const small = activity.byStatement.filter((row) => row.pct < minPct);
   const rows = activity.byStatement.filter((row) => row.pct >= minPct).map((row) => [row.label, row.pct]);
-  if (small.length > 0) rows.push([`${small.length} others (< ${minPct} % each)`, round(small.reduce((sum, row) => sum + row.pct, 0), 1)]);
+  if (small.length > 0)
+    rows.push([
+      `${small.length} others (< ${minPct} % each)`,
+      round(
+        small.reduce((sum, row) => sum + row.pct, 0),
+        1,
+      ),
+    ]);
   return rows;
 }
 

@@ -9,8 +9,11 @@ import pg from 'pg';
 import { expandedChunk, menuSections } from '../dist/src/query/menu-document.repository.js';
 import { asOfStatement, GENERIC_PLANS } from './lib/query-statements.js';
 
-const poolConfig = { connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10),
-  application_name: 'menu-sync-bench-query-baseline' };
+const poolConfig = {
+  connectionString: process.env.DATABASE_URL,
+  max: Number(process.env.POOL_SIZE ?? 10),
+  application_name: 'menu-sync-bench-query-baseline',
+};
 const pool = new pg.Pool(poolConfig);
 // As the daemon: its as_of statements on sessions of their own that plan them generically.
 const asOfPool = new pg.Pool({ ...poolConfig, options: GENERIC_PLANS });
@@ -19,9 +22,19 @@ const ROW = `SELECT id, sort_key, owner_id, attributes, relationships, deleted, 
   FROM proj_menu.products`;
 
 function resource(row) {
-  return { type: 'product', id: row.id, owner_id: row.owner_id, attributes: row.attributes, relationships: row.relationships,
-    version: { event_id: row.event_id, occurred_at: new Date(row.occurred_at).toISOString(), position: Number(row.position) },
-    deleted: row.deleted };
+  return {
+    type: 'product',
+    id: row.id,
+    owner_id: row.owner_id,
+    attributes: row.attributes,
+    relationships: row.relationships,
+    version: {
+      event_id: row.event_id,
+      occurred_at: new Date(row.occurred_at).toISOString(),
+      position: Number(row.position),
+    },
+    deleted: row.deleted,
+  };
 }
 
 /** A statement as the daemon runs it: prepared under its name when it has one (the as_of statements, on their pool). */
@@ -30,7 +43,11 @@ function run({ sql, params, name }) {
 }
 
 function send(response, status, text, headers = {}) {
-  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  response.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   response.end(text);
 }
 
@@ -41,8 +58,12 @@ async function handle(request, response) {
   if (url.pathname === '/health/live') return send(response, 200, '{"status":"ok"}');
   if (url.pathname === '/api/v1/menu') {
     const form = url.searchParams.get('form') === 'normalized' ? 'normalized' : 'expanded';
-    const { rows: [{ version }] } = await pool.query(
-      `SELECT coalesce((SELECT version FROM proj_menu.owner_versions WHERE owner_id = $1), 0)::text AS version`, [owner]);
+    const {
+      rows: [{ version }],
+    } = await pool.query(
+      `SELECT coalesce((SELECT version FROM proj_menu.owner_versions WHERE owner_id = $1), 0)::text AS version`,
+      [owner],
+    );
     const etag = `"menu-${version}-${form === 'normalized' ? 'n' : 'e'}"`;
     if (request.headers['if-none-match'] === etag) {
       response.writeHead(304, { etag });
@@ -54,20 +75,39 @@ async function handle(request, response) {
         // Expanded products: the trait texts spliced in by id, as the daemon does.
         const { rows } = await pool.query(section.sql, [owner]);
         const named = [...new Set(rows.flatMap((row) => row.traits))];
-        const traits = new Map((await pool.query(section.traits, [named])).rows.map((row) => [row.id, Buffer.from(row.doc)]));
-        parts.push(Buffer.concat([Buffer.from(`"${section.key}":[`), expandedChunk(rows, traits, true), Buffer.from(']')]));
+        const traits = new Map(
+          (await pool.query(section.traits, [named])).rows.map((row) => [row.id, Buffer.from(row.doc)]),
+        );
+        parts.push(
+          Buffer.concat([Buffer.from(`"${section.key}":[`), expandedChunk(rows, traits, true), Buffer.from(']')]),
+        );
         continue;
       }
-      const { rows: [{ items }] } = await pool.query(`SELECT coalesce(string_agg(doc, ',' ORDER BY n), '') AS items
-        FROM (SELECT doc, row_number() OVER () AS n FROM (${section.sql}) s) t`, [owner]);
+      const {
+        rows: [{ items }],
+      } = await pool.query(
+        `SELECT coalesce(string_agg(doc, ',' ORDER BY n), '') AS items
+        FROM (SELECT doc, row_number() OVER () AS n FROM (${section.sql}) s) t`,
+        [owner],
+      );
       parts.push(Buffer.from(`"${section.key}":[${items}]`));
     }
-    return send(response, 200, Buffer.concat([Buffer.from('{'), ...parts.flatMap((part, i) => (i === 0 ? [part] : [Buffer.from(','), part])), Buffer.from('}')]), { etag });
+    return send(
+      response,
+      200,
+      Buffer.concat([
+        Buffer.from('{'),
+        ...parts.flatMap((part, i) => (i === 0 ? [part] : [Buffer.from(','), part])),
+        Buffer.from('}'),
+      ]),
+      { etag },
+    );
   }
   const byId = /^\/api\/v1\/products\/([^/]+)$/.exec(url.pathname);
   if (byId) {
     const id = decodeURIComponent(byId[1]);
-    const statement = asOf ? await asOfStatement({ ids: [id], includeDeleted: true, asOf: new Date(asOf) })
+    const statement = asOf
+      ? await asOfStatement({ ids: [id], includeDeleted: true, asOf: new Date(asOf) })
       : { sql: `${ROW} WHERE id = $1`, params: [id] };
     const { rows } = await run(statement);
     if (rows.length === 0) return send(response, 404, '{"status":404}');
@@ -75,12 +115,19 @@ async function handle(request, response) {
   }
   if (url.pathname === '/api/v1/products') {
     const limit = Number(url.searchParams.get('limit') ?? 100);
-    const statement = asOf ? await asOfStatement({ ownerId: owner, limit, asOf: new Date(asOf) })
+    const statement = asOf
+      ? await asOfStatement({ ownerId: owner, limit, asOf: new Date(asOf) })
       : { sql: `${ROW} WHERE owner_id = $1 AND NOT deleted ORDER BY sort_key LIMIT $2`, params: [owner, limit] };
     const { rows } = await run(statement);
     const last = rows.at(-1);
-    return send(response, 200, JSON.stringify({ data: rows.map(resource),
-      next_cursor: rows.length === limit && last ? Buffer.from(last.sort_key).toString('base64url') : null }));
+    return send(
+      response,
+      200,
+      JSON.stringify({
+        data: rows.map(resource),
+        next_cursor: rows.length === limit && last ? Buffer.from(last.sort_key).toString('base64url') : null,
+      }),
+    );
   }
   return send(response, 404, '{"status":404}');
 }

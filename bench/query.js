@@ -33,38 +33,81 @@ const ROOT = join(HERE, '..');
 const BIG_OWNER = '1001';
 const SMALL_OWNER = 'q2000';
 const SMALL = { first: 800_001, products: 2_000, revisions: 5 };
-const TARGET = { menu2kP99Ms: 150, menu10kMs: 1000, notModifiedRps: 2000, notModifiedP99Ms: 10, asOfP99Ms: 50, asOfGrowth: 1.5,
-  menuAsOfMs: 1000, liveRatio: 0.8, ingressRatio: 2, rssMiB: 400 };
+const TARGET = {
+  menu2kP99Ms: 150,
+  menu10kMs: 1000,
+  notModifiedRps: 2000,
+  notModifiedP99Ms: 10,
+  asOfP99Ms: 50,
+  asOfGrowth: 1.5,
+  menuAsOfMs: 1000,
+  liveRatio: 0.8,
+  ingressRatio: 2,
+  rssMiB: 400,
+};
 
-export const description = 'query API reads (/menu, 304, as_of, live) on 1M/3M events vs bare node:http + pg with the same SQL';
+export const description =
+  'query API reads (/menu, 304, as_of, live) on 1M/3M events vs bare node:http + pg with the same SQL';
 export const defaults = { duration: 5, events: '1m' };
 
-export async function run({ duration = defaults.duration, events = defaults.events, logDir, database, keepDatabase = false, only }) {
+export async function run({
+  duration = defaults.duration,
+  events = defaults.events,
+  logDir,
+  database,
+  keepDatabase = false,
+  only,
+}) {
   mkdirSync(logDir, { recursive: true });
-  const sizes = String(events).split(',').map((size) => {
-    if (!/^\d+[km]$/.test(size)) throw new Error(`--events must be sizes like 1m, 3m or 1m,3m (got ${size})`);
-    return size;
-  });
+  const sizes = String(events)
+    .split(',')
+    .map((size) => {
+      if (!/^\d+[km]$/.test(size)) throw new Error(`--events must be sizes like 1m, 3m or 1m,3m (got ${size})`);
+      return size;
+    });
   const results = [];
-  if (database !== undefined && sizes.length !== 1) throw new Error('--database measures one kept database: give one --events size');
+  if (database !== undefined && sizes.length !== 1)
+    throw new Error('--database measures one kept database: give one --events size');
   for (const size of sizes) results.push(await measureSize(size, duration, logDir, { database, keepDatabase, only }));
   const tables = results.flatMap((result) => result.tables);
   if (results.length === 2) {
     const [small, large] = results;
     const growth = (key) => Math.round((large.daemon[key].p99 / Math.max(1, small.daemon[key].p99)) * 100) / 100;
-    tables.push({ title: 'query: as_of growth 1M → 3M (p99)', columns: ['read', 'growth', 'target'],
-      rows: ['asOfPage', 'asOfId', 'asOfPage1', 'asOfId1'].map((key) => [key, `${growth(key)}x`, `<= ${TARGET.asOfGrowth}x`]) });
+    tables.push({
+      title: 'query: as_of growth 1M → 3M (p99)',
+      columns: ['read', 'growth', 'target'],
+      rows: ['asOfPage', 'asOfId', 'asOfPage1', 'asOfId1'].map((key) => [
+        key,
+        `${growth(key)}x`,
+        `<= ${TARGET.asOfGrowth}x`,
+      ]),
+    });
   }
-  return { settings: { sizes, durationSeconds: duration, connections: 10, machine: 'shared with other work: see the CPU notes' },
-    results: results.map(({ tables: _, ...rest }) => rest), tables };
+  return {
+    settings: {
+      sizes,
+      durationSeconds: duration,
+      connections: 10,
+      machine: 'shared with other work: see the CPU notes',
+    },
+    results: results.map(({ tables: _, ...rest }) => rest),
+    tables,
+  };
 }
 
 async function measureSize(size, duration, logDir, { database: kept, keepDatabase, only }) {
   const events = Number(size.slice(0, -1)) * (size.endsWith('m') ? 1_000_000 : 1_000);
   const webhookKey = `bench_${randomBytes(12).toString('hex')}`;
-  const env = { ...process.env, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), WEBHOOK_KEYS: webhookKey, HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn', SANDBOX: 'false', RECONCILE_CRON: 'off' };
-  const database = kept ?? await createMigratedDatabase({ cwd: ROOT, env, suffix: `query_${size}` });
+  const env = {
+    ...process.env,
+    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    WEBHOOK_KEYS: webhookKey,
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    SANDBOX: 'false',
+    RECONCILE_CRON: 'off',
+  };
+  const database = kept ?? (await createMigratedDatabase({ cwd: ROOT, env, suffix: `query_${size}` }));
   const url = databaseUrl(database);
   const client = new pg.Client({ connectionString: url, application_name: 'menu-sync-bench' });
   await client.connect();
@@ -74,33 +117,62 @@ async function measureSize(size, duration, logDir, { database: kept, keepDatabas
     const span = kept === undefined ? await fillSmallOwner(client, events) : await smallOwnerSpan(client, events);
     const daemonPort = await freePort();
     // As `npm start` and the Docker image run it (package.json, Dockerfile).
-    const daemon = startService('node', ['--max-semi-space-size=32', 'dist/src/main.js', 'serve'], { cwd: ROOT, env: { ...env, DATABASE_URL: url, PORT: String(daemonPort) },
-      logFile: join(logDir, `query-${size}-daemon.log`) });
+    const daemon = startService('node', ['--max-semi-space-size=32', 'dist/src/main.js', 'serve'], {
+      cwd: ROOT,
+      env: { ...env, DATABASE_URL: url, PORT: String(daemonPort) },
+      logFile: join(logDir, `query-${size}-daemon.log`),
+    });
     services.push(daemon);
     const daemonBase = `http://127.0.0.1:${daemonPort}`;
     await waitReady(daemon, `${daemonBase}/health/live`, 60_000);
     const projected = await waitProjected(client, events + SMALL.products * SMALL.revisions);
-    if (kept === undefined) await client.query('VACUUM (ANALYZE) event_log, proj_menu.products, proj_menu.traits, proj_menu.trait_options, proj_menu.collections');
+    if (kept === undefined)
+      await client.query(
+        'VACUUM (ANALYZE) event_log, proj_menu.products, proj_menu.traits, proj_menu.trait_options, proj_menu.collections',
+      );
     await settle(client);
     const baselinePort = await freePort();
-    const baseline = startService('node', [join(HERE, 'query-baseline-server.js')], { cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: url, PORT: String(baselinePort) }, logFile: join(logDir, `query-${size}-baseline.log`) });
+    const baseline = startService('node', [join(HERE, 'query-baseline-server.js')], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: url, PORT: String(baselinePort) },
+      logFile: join(logDir, `query-${size}-baseline.log`),
+    });
     services.push(baseline);
     const baselineBase = `http://127.0.0.1:${baselinePort}`;
     await waitReady(baseline, `${baselineBase}/health/live`);
     const asOf = span.middle;
     const ids = await sampleIds(client);
     log(`  ${size}: measuring, each read on the daemon then on the baseline`);
-    const measured = await measureReads({ bases: { daemon: daemonBase, baseline: baselineBase }, duration, asOf, ids, webhookKey, only,
-      daemonPeak: () => round(memoryOf(daemon.pid).peakRssMiB, 1) });
+    const measured = await measureReads({
+      bases: { daemon: daemonBase, baseline: baselineBase },
+      duration,
+      asOf,
+      ids,
+      webhookKey,
+      only,
+      daemonPeak: () => round(memoryOf(daemon.pid).peakRssMiB, 1),
+    });
     if (only !== undefined) {
       measured.daemon.peakRssMiB = round(memoryOf(daemon.pid).peakRssMiB, 1);
-      return { size, events, daemon: measured.daemon, baseline: measured.baseline, tables: [onlyTable(size, only, measured)] };
+      return {
+        size,
+        events,
+        daemon: measured.daemon,
+        baseline: measured.baseline,
+        tables: [onlyTable(size, only, measured)],
+      };
     }
     measured.daemon.peakRssMiB = round(memoryOf(daemon.pid).peakRssMiB, 1);
     writeExplains(size, await explains(client, asOf, ids));
-    return { size, events, filled, projectedSeconds: projected, daemon: measured.daemon, baseline: measured.baseline,
-      tables: tables(size, measured) };
+    return {
+      size,
+      events,
+      filled,
+      projectedSeconds: projected,
+      daemon: measured.daemon,
+      baseline: measured.baseline,
+      tables: tables(size, measured),
+    };
   } finally {
     for (const service of services) await stopService(service);
     await client.end().catch(() => undefined);
@@ -123,7 +195,11 @@ async function settle(client) {
   const started = performance.now();
   let quietSince = performance.now();
   while (performance.now() - started < 120_000) {
-    const { rows: [row] } = await client.query(`SELECT count(*)::int AS busy FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'`);
+    const {
+      rows: [row],
+    } = await client.query(
+      `SELECT count(*)::int AS busy FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'`,
+    );
     if (row.busy > 0) quietSince = performance.now();
     else if (performance.now() - quietSince >= 5_000) break;
     await sleep(500);
@@ -132,17 +208,32 @@ async function settle(client) {
 
 /** The as_of instant of a kept database: the middle of owner q2000's span, as fillSmallOwner chose it. */
 async function smallOwnerSpan(client) {
-  const { rows: [row] } = await client.query(
-    `SELECT min(occurred_at) AS first, max(occurred_at) AS last FROM event_log WHERE owner_id = $1`, [SMALL_OWNER]);
+  const {
+    rows: [row],
+  } = await client.query(
+    `SELECT min(occurred_at) AS first, max(occurred_at) AS last FROM event_log WHERE owner_id = $1`,
+    [SMALL_OWNER],
+  );
   return { middle: new Date((row.first.getTime() + row.last.getTime()) / 2).toISOString() };
 }
 
 /** --only: the chosen measurements, daemon next to baseline. */
 function onlyTable(size, only, { daemon, baseline }) {
-  const cell = (value) => (value === undefined || value === null ? '-' : typeof value !== 'object' ? String(value) : 'rps' in value ? `${value.rps} req/s, p50 ${value.p50}, p99 ${value.p99} ms`
-    : 'ms' in value ? `${value.ms.join(' / ')} ms` : String(value));
-  return { title: `query ${size}: ${only.join(', ')} (daemon peak RSS ${daemon.peakRssMiB} MiB)`, columns: ['read', 'daemon', 'baseline'],
-    rows: only.map((name) => [name, cell(daemon[name]), cell(baseline[name])]) };
+  const cell = (value) =>
+    value === undefined || value === null
+      ? '-'
+      : typeof value !== 'object'
+        ? String(value)
+        : 'rps' in value
+          ? `${value.rps} req/s, p50 ${value.p50}, p99 ${value.p99} ms`
+          : 'ms' in value
+            ? `${value.ms.join(' / ')} ms`
+            : String(value);
+  return {
+    title: `query ${size}: ${only.join(', ')} (daemon peak RSS ${daemon.peakRssMiB} MiB)`,
+    columns: ['read', 'daemon', 'baseline'],
+    rows: only.map((name) => [name, cell(daemon[name]), cell(baseline[name])]),
+  };
 }
 
 /** Owner q2000: 2,000 products, each created then updated 4 times, spread over the log's time span. */
@@ -150,7 +241,8 @@ async function fillSmallOwner(client, events) {
   const first = new Date(firstCreatedAt(events));
   const last = new Date(Date.now() - 60_000);
   const spanMs = last.getTime() - first.getTime();
-  await client.query(`
+  await client.query(
+    `
     INSERT INTO event_log (event_id, event_type, subject_type, subject_id, owner_id, occurred_at, event_seq, source, handled,
                            received_at, key_id, content_type, payload, sha256)
     SELECT event_id, event_type, 'product', sid::text, '${SMALL_OWNER}', occurred_at, seq, 'webhook', true, occurred_at, 'env:1',
@@ -166,14 +258,18 @@ async function fillSmallOwner(client, events) {
                            $1::timestamptz + ((rev * ${SMALL.products} + (sid - ${SMALL.first})) * ($2::float8 / ${SMALL.products * SMALL.revisions})) * interval '1 millisecond' AS occurred_at,
                            (SELECT string_agg('{"id":"' || (200001 + (sid * 7 + j * 131) % 5000) || '","type":"trait"}', ',') FROM generate_series(0, 3) AS j) AS traits
                       FROM generate_series(${SMALL.first}, ${SMALL.first + SMALL.products - 1}) AS sid
-                     CROSS JOIN generate_series(0, ${SMALL.revisions - 1}) AS rev) AS a) AS b`, [first.toISOString(), spanMs]);
+                     CROSS JOIN generate_series(0, ${SMALL.revisions - 1}) AS rev) AS a) AS b`,
+    [first.toISOString(), spanMs],
+  );
   return { middle: new Date(first.getTime() + spanMs / 2).toISOString() };
 }
 
 async function waitProjected(client, total) {
   const started = performance.now();
   for (;;) {
-    const { rows: [row] } = await client.query(`SELECT (SELECT applied FROM proj_menu.checkpoint)::bigint AS menu`);
+    const {
+      rows: [row],
+    } = await client.query(`SELECT (SELECT applied FROM proj_menu.checkpoint)::bigint AS menu`);
     if (Number(row.menu) >= total) break;
     if (performance.now() - started > 1_800_000) throw new Error('the daemon did not project the log within 30 min');
     process.stderr.write(`\r  projecting: ${row.menu} / ${total}`);
@@ -185,8 +281,13 @@ async function waitProjected(client, total) {
 }
 
 async function sampleIds(client) {
-  const pick = async (owner) => (await client.query(`SELECT id FROM proj_menu.products WHERE owner_id = $1 AND NOT deleted ORDER BY md5(id) LIMIT 200`, [owner]))
-    .rows.map((row) => row.id);
+  const pick = async (owner) =>
+    (
+      await client.query(
+        `SELECT id FROM proj_menu.products WHERE owner_id = $1 AND NOT deleted ORDER BY md5(id) LIMIT 200`,
+        [owner],
+      )
+    ).rows.map((row) => row.id);
   return { big: await pick(BIG_OWNER), small: await pick(SMALL_OWNER) };
 }
 
@@ -200,7 +301,10 @@ async function sampleIds(client) {
  */
 async function measureReads({ bases, duration, asOf, ids, webhookKey, only, daemonPeak }) {
   const at = encodeURIComponent(asOf);
-  const cycle = (paths) => { let n = 0; return () => paths[n++ % paths.length]; };
+  const cycle = (paths) => {
+    let n = 0;
+    return () => paths[n++ % paths.length];
+  };
   const out = { daemon: {}, baseline: {} };
   const measure = async (name, how, servers = ['daemon', 'baseline']) => {
     if (only !== undefined && !only.includes(name)) return;
@@ -220,13 +324,45 @@ async function measureReads({ bases, duration, asOf, ids, webhookKey, only, daem
     out.daemon[name] = combine(runs.daemon);
     out.baseline[name] = combine(runs.baseline);
   };
-  await compare('liveId', (base) => cannon({ base, duration, connections: 10, path: cycle(ids.big.map((id) => `/api/v1/products/${id}`)) }));
-  await compare('livePage', (base) => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${BIG_OWNER}&limit=100` }));
-  await compare('asOfId', (base) => cannon({ base, duration, connections: 10, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) }));
-  await compare('asOfPage', (base) => cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` }));
+  await compare('liveId', (base) =>
+    cannon({ base, duration, connections: 10, path: cycle(ids.big.map((id) => `/api/v1/products/${id}`)) }),
+  );
+  await compare('livePage', (base) =>
+    cannon({ base, duration, connections: 10, path: () => `/api/v1/products?owner_id=${BIG_OWNER}&limit=100` }),
+  );
+  await compare('asOfId', (base) =>
+    cannon({
+      base,
+      duration,
+      connections: 10,
+      path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)),
+    }),
+  );
+  await compare('asOfPage', (base) =>
+    cannon({
+      base,
+      duration,
+      connections: 10,
+      path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}`,
+    }),
+  );
   // One client at a time: what a read costs, rather than how ten of them queue for two cores.
-  await compare('asOfId1', (base) => cannon({ base, duration, connections: 1, path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)) }));
-  await compare('asOfPage1', (base) => cannon({ base, duration, connections: 1, path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}` }));
+  await compare('asOfId1', (base) =>
+    cannon({
+      base,
+      duration,
+      connections: 1,
+      path: cycle(ids.small.map((id) => `/api/v1/products/${id}?as_of=${at}`)),
+    }),
+  );
+  await compare('asOfPage1', (base) =>
+    cannon({
+      base,
+      duration,
+      connections: 1,
+      path: () => `/api/v1/products?owner_id=${SMALL_OWNER}&limit=100&as_of=${at}`,
+    }),
+  );
   // The first read builds the body (the daemon then keeps it while the owner's menu is unchanged).
   await measure('menu2kFirst', (base) => timed(1, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)));
   // Through node:http, as get() reads every body: autocannon's own parser took ~350 ms to take in a
@@ -235,22 +371,50 @@ async function measureReads({ bases, duration, asOf, ids, webhookKey, only, daem
   await measure('menu2kBytes', async (base) => (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).bytes);
   await compare('notModified', async (base) => {
     const etag = (await get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}`)).etag;
-    return cannon({ base, duration, connections: 10, path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}`, headers: { 'if-none-match': etag } });
+    return cannon({
+      base,
+      duration,
+      connections: 10,
+      path: () => `/api/v1/menu?owner_id=${SMALL_OWNER}`,
+      headers: { 'if-none-match': etag },
+    });
   });
   await measure('menu10k', (base) => timed(3, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}`)));
-  await measure('menu10kNormalized', (base) => timed(2, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}&form=normalized`)));
+  await measure('menu10kNormalized', (base) =>
+    timed(2, async () => get(`${base}/api/v1/menu?owner_id=${BIG_OWNER}&form=normalized`)),
+  );
   const daemonOnly = ['daemon'];
-  await measure('menuAsOf', (base) => timed(3, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}&as_of=${at}`)), daemonOnly);
+  await measure(
+    'menuAsOf',
+    (base) => timed(3, async () => get(`${base}/api/v1/menu?owner_id=${SMALL_OWNER}&as_of=${at}`)),
+    daemonOnly,
+  );
   if (only !== undefined && !only.includes('ingressBusy')) return out;
   // While /menu of 10,000 products is built again and again: /health/live and ingress answer as when idle.
-  await measure('healthIdle', (base) => cannon({ base, duration, connections: 1, path: () => '/health/live' }), daemonOnly);
+  await measure(
+    'healthIdle',
+    (base) => cannon({ base, duration, connections: 1, path: () => '/health/live' }),
+    daemonOnly,
+  );
   const nextBody = eventBodies();
-  const ingress = (base) => cannon({ base, duration, connections: 10, method: 'POST', path: () => `/webhooks/${webhookKey}`, body: nextBody,
-    headers: { 'content-type': 'application/json' } });
+  const ingress = (base) =>
+    cannon({
+      base,
+      duration,
+      connections: 10,
+      method: 'POST',
+      path: () => `/webhooks/${webhookKey}`,
+      body: nextBody,
+      headers: { 'content-type': 'application/json' },
+    });
   await measure('ingressIdle', ingress, daemonOnly);
   const heavy = heavyMenuReads(`${bases.daemon}/api/v1/menu?owner_id=${BIG_OWNER}`, 2);
   await sleep(300);
-  await measure('healthBusy', (base) => cannon({ base, duration, connections: 1, path: () => '/health/live' }), daemonOnly);
+  await measure(
+    'healthBusy',
+    (base) => cannon({ base, duration, connections: 1, path: () => '/health/live' }),
+    daemonOnly,
+  );
   await measure('ingressBusy', ingress, daemonOnly);
   await measure('heavyMenus', () => heavy.stop(), daemonOnly);
   return out;
@@ -259,8 +423,14 @@ async function measureReads({ bases, duration, asOf, ids, webhookKey, only, daem
 /** One line per measurement, so a run that fails shows where. */
 function progress(server, out, name, peakMiB) {
   const value = out[name];
-  const summary = value === null || typeof value !== 'object' ? value
-    : 'rps' in value ? `${value.rps} req/s, p99 ${value.p99} ms` : 'ms' in value ? `${value.ms.join(' / ')} ms` : '';
+  const summary =
+    value === null || typeof value !== 'object'
+      ? value
+      : 'rps' in value
+        ? `${value.rps} req/s, p99 ${value.p99} ms`
+        : 'ms' in value
+          ? `${value.ms.join(' / ')} ms`
+          : '';
   log(`    ${server} ${name}: ${summary}${peakMiB === undefined ? '' : ` (peak RSS so far ${peakMiB} MiB)`}`);
 }
 
@@ -274,14 +444,23 @@ function heavyMenuReads(url, workers) {
     worker.once('message', resolve);
     worker.once('error', reject);
   });
-  return { stop: async () => { worker.postMessage('stop'); const completed = await done; await worker.terminate(); return completed; } };
+  return {
+    stop: async () => {
+      worker.postMessage('stop');
+      const completed = await done;
+      await worker.terminate();
+      return completed;
+    },
+  };
 }
 
 if (!isMainThread && workerData?.heavyMenuReads) {
   const { url, workers } = workerData.heavyMenuReads;
   let stopped = false;
   let completed = 0;
-  parentPort.once('message', () => { stopped = true; });
+  parentPort.once('message', () => {
+    stopped = true;
+  });
   const loops = Array.from({ length: workers }, async () => {
     while (!stopped) {
       await get(url);
@@ -297,11 +476,14 @@ if (!isMainThread && workerData?.heavyMenuReads) {
  */
 function get(url, headers = {}) {
   const started = performance.now();
-  const failed = (error, what = '') => new Error(`GET ${url}: ${error.message} after ${Math.round(performance.now() - started)} ms${what}`);
+  const failed = (error, what = '') =>
+    new Error(`GET ${url}: ${error.message} after ${Math.round(performance.now() - started)} ms${what}`);
   return new Promise((resolve, reject) => {
     const request = httpGet(url, { headers, timeout: 120_000 }, (response) => {
       let bytes = 0;
-      response.on('data', (chunk) => { bytes += chunk.length; });
+      response.on('data', (chunk) => {
+        bytes += chunk.length;
+      });
       response.on('error', (error) => reject(failed(error, ' (reading the body)')));
       response.on('end', () => {
         if (response.statusCode !== 200) reject(new Error(`GET ${url}: ${response.statusCode}`));
@@ -331,22 +513,46 @@ async function cannon({ base, duration, amount, connections, path, method = 'GET
   // A second of the same requests first, not counted, for either server: JIT, pooled connections
   // and (the daemon's as_of statements) prepared statements settle before the measured run.
   if (duration !== undefined && method === 'GET') {
-    await autocannon({ url: base, connections, duration: 1, pipelining: 1, timeout: 30, headers,
-      requests: [{ setupRequest: (request) => ({ ...request, path: path() }) }] });
+    await autocannon({
+      url: base,
+      connections,
+      duration: 1,
+      pipelining: 1,
+      timeout: 30,
+      headers,
+      requests: [{ setupRequest: (request) => ({ ...request, path: path() }) }],
+    });
   }
   // Unaggregated, so that combine() can merge the latency histograms of two runs.
   const raw = await autocannon({
-    url: base, connections, ...(amount ? { amount } : { duration }), pipelining: 1, timeout: 30, method, headers, skipAggregateResult: true,
+    url: base,
+    connections,
+    ...(amount ? { amount } : { duration }),
+    pipelining: 1,
+    timeout: 30,
+    method,
+    headers,
+    skipAggregateResult: true,
     requests: [{ setupRequest: (request) => ({ ...request, path: path(), ...(body ? { body: body() } : {}) }) }],
   });
-  const bad = raw.non2xx - (headers['if-none-match'] ? raw['3xx'] ?? 0 : 0);
+  const bad = raw.non2xx - (headers['if-none-match'] ? (raw['3xx'] ?? 0) : 0);
   // A server answering errors fast is not a fast server: such a figure would mean nothing.
   if (bad > 0 || raw.errors + raw.timeouts > 0) {
-    throw new Error(`${base}: ${bad} answers not 2XX and ${raw.errors + raw.timeouts} errors out of ${raw.totalRequests} requests`);
+    throw new Error(
+      `${base}: ${bad} answers not 2XX and ${raw.errors + raw.timeouts} errors out of ${raw.totalRequests} requests`,
+    );
   }
   const { latency } = autocannon.aggregateResult([raw], { url: base, connections });
-  return { rps: Math.round(raw.totalCompletedRequests / raw.duration), p50: latency.p50, p99: latency.p99, max: latency.max,
-    requests: raw.totalCompletedRequests, errors: raw.errors + raw.timeouts, non2xx: bad, raw };
+  return {
+    rps: Math.round(raw.totalCompletedRequests / raw.duration),
+    p50: latency.p50,
+    p99: latency.p99,
+    max: latency.max,
+    requests: raw.totalCompletedRequests,
+    errors: raw.errors + raw.timeouts,
+    non2xx: bad,
+    raw,
+  };
 }
 
 /** A measure as the results keep it: a load run without its encoded histograms. */
@@ -359,9 +565,20 @@ function withoutRaw(value) {
 /** Two load runs of one server as one: the mean rate, and the percentiles of all their requests (autocannon merges the histograms). */
 function combine(runs) {
   const total = (key) => runs.reduce((sum, run) => sum + run[key], 0);
-  const { latency } = autocannon.aggregateResult(runs.map((run) => run.raw), { url: 'http://127.0.0.1', connections: 1 });
-  return { rps: Math.round(total('rps') / runs.length), p50: latency.p50, p99: latency.p99, max: latency.max, requests: total('requests'),
-    errors: total('errors'), non2xx: total('non2xx'), runs: runs.map((run) => run.rps) };
+  const { latency } = autocannon.aggregateResult(
+    runs.map((run) => run.raw),
+    { url: 'http://127.0.0.1', connections: 1 },
+  );
+  return {
+    rps: Math.round(total('rps') / runs.length),
+    p50: latency.p50,
+    p99: latency.p99,
+    max: latency.max,
+    requests: total('requests'),
+    errors: total('errors'),
+    non2xx: total('non2xx'),
+    runs: runs.map((run) => run.rps),
+  };
 }
 
 async function explains(client, asOf, ids) {
@@ -373,14 +590,25 @@ async function explains(client, asOf, ids) {
   };
   // The as_of statements as the daemon runs them: prepared, on a session that plans them generically
   // (EXECUTE takes its arguments as literals: a utility statement has no bound parameters).
-  const literal = (value) => (typeof value === 'number' ? String(value) : client.escapeLiteral(value instanceof Date ? value.toISOString()
-    : Array.isArray(value) ? `{${value.map((item) => JSON.stringify(String(item))).join(',')}}` : String(value)));
+  const literal = (value) =>
+    typeof value === 'number'
+      ? String(value)
+      : client.escapeLiteral(
+          value instanceof Date
+            ? value.toISOString()
+            : Array.isArray(value)
+              ? `{${value.map((item) => JSON.stringify(String(item))).join(',')}}`
+              : String(value),
+        );
   const explainPrepared = async (name, sql, params) => {
     await client.query(`PREPARE explained AS ${sql}`);
     try {
       await client.query(`SET plan_cache_mode = force_generic_plan`);
-      const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE explained(${params.map(literal).join(', ')})`);
-      plans[name] = `-- ${name} (prepared, generic plan: plan_cache_mode = force_generic_plan, as the daemon runs it)\n${sql.trim()}\n\n` +
+      const { rows } = await client.query(
+        `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE explained(${params.map(literal).join(', ')})`,
+      );
+      plans[name] =
+        `-- ${name} (prepared, generic plan: plan_cache_mode = force_generic_plan, as the daemon runs it)\n${sql.trim()}\n\n` +
         `${rows.map((row) => row['QUERY PLAN']).join('\n')}\n`;
     } finally {
       await client.query('DEALLOCATE explained');
@@ -397,7 +625,9 @@ async function explains(client, asOf, ids) {
       if (section.traits !== undefined) {
         // The lookup of the first chunk's traits (the daemon fetches products 200 at a time).
         const { rows } = await client.query(`${section.sql} LIMIT 200`, [SMALL_OWNER]);
-        await explain(`menu-${form}-${section.key}-traits`, section.traits, [[...new Set(rows.flatMap((row) => row.traits))]]);
+        await explain(`menu-${form}-${section.key}-traits`, section.traits, [
+          [...new Set(rows.flatMap((row) => row.traits))],
+        ]);
       }
     }
   }
@@ -436,12 +666,26 @@ function tables(size, { daemon, baseline }) {
       title: `query ${size}: single requests (ms each)`,
       columns: ['read', 'daemon', 'baseline'],
       rows: [
-        ['/menu 2,000 products, first read (built)', daemon.menu2kFirst.ms.join(' / '), baseline.menu2kFirst.ms.join(' / ')],
-        [`/menu 2,000 products, ${Math.round(daemon.menu2kBytes / 1e5) / 10} MB, 20 reads: p50 / p99`, `${daemon.menu2k.p50} / ${daemon.menu2k.p99}`,
-          `${baseline.menu2k.p50} / ${baseline.menu2k.p99}`],
-        [`/menu 10,000 products, ${Math.round(daemon.menu10k.bytes / 1e5) / 10} MB`, daemon.menu10k.ms.join(' / '), baseline.menu10k.ms.join(' / ')],
-        [`/menu 10,000 products normalized, ${Math.round(daemon.menu10kNormalized.bytes / 1e5) / 10} MB`, daemon.menu10kNormalized.ms.join(' / '),
-          baseline.menu10kNormalized.ms.join(' / ')],
+        [
+          '/menu 2,000 products, first read (built)',
+          daemon.menu2kFirst.ms.join(' / '),
+          baseline.menu2kFirst.ms.join(' / '),
+        ],
+        [
+          `/menu 2,000 products, ${Math.round(daemon.menu2kBytes / 1e5) / 10} MB, 20 reads: p50 / p99`,
+          `${daemon.menu2k.p50} / ${daemon.menu2k.p99}`,
+          `${baseline.menu2k.p50} / ${baseline.menu2k.p99}`,
+        ],
+        [
+          `/menu 10,000 products, ${Math.round(daemon.menu10k.bytes / 1e5) / 10} MB`,
+          daemon.menu10k.ms.join(' / '),
+          baseline.menu10k.ms.join(' / '),
+        ],
+        [
+          `/menu 10,000 products normalized, ${Math.round(daemon.menu10kNormalized.bytes / 1e5) / 10} MB`,
+          daemon.menu10kNormalized.ms.join(' / '),
+          baseline.menu10kNormalized.ms.join(' / '),
+        ],
         ['/menu?as_of 2,000 products', daemon.menuAsOf.ms.join(' / '), '-'],
       ],
     },
@@ -449,32 +693,106 @@ function tables(size, { daemon, baseline }) {
       title: `query ${size}: the event loop under heavy reads (daemon; 2 clients reading /menu of 10,000 products in a loop, ${daemon.heavyMenus} read)`,
       columns: ['measure', 'idle p99 ms', 'during p99 ms', 'ratio', 'req/s idle', 'req/s during'],
       rows: [
-        ['POST /webhooks (10 conn)', daemon.ingressIdle.p99, daemon.ingressBusy.p99, ratio(daemon.ingressBusy.p99, daemon.ingressIdle.p99),
-          daemon.ingressIdle.rps, daemon.ingressBusy.rps],
-        ['GET /health/live (1 conn)', daemon.healthIdle.p99, daemon.healthBusy.p99, ratio(daemon.healthBusy.p99, daemon.healthIdle.p99),
-          daemon.healthIdle.rps, daemon.healthBusy.rps],
+        [
+          'POST /webhooks (10 conn)',
+          daemon.ingressIdle.p99,
+          daemon.ingressBusy.p99,
+          ratio(daemon.ingressBusy.p99, daemon.ingressIdle.p99),
+          daemon.ingressIdle.rps,
+          daemon.ingressBusy.rps,
+        ],
+        [
+          'GET /health/live (1 conn)',
+          daemon.healthIdle.p99,
+          daemon.healthBusy.p99,
+          ratio(daemon.healthBusy.p99, daemon.healthIdle.p99),
+          daemon.healthIdle.rps,
+          daemon.healthBusy.rps,
+        ],
       ],
     },
     {
       title: `query ${size}: targets`,
       columns: ['measure', 'value', 'target', 'result'],
       rows: [
-        ['/menu 2,000 p99 ms (after the first read)', daemon.menu2k.p99, `< ${TARGET.menu2kP99Ms}`, met(daemon.menu2k.p99 < TARGET.menu2kP99Ms)],
-        ['/menu 10,000 ms (slowest of 3)', daemon.menu10k.max, `< ${TARGET.menu10kMs}`, met(daemon.menu10k.max < TARGET.menu10kMs)],
-        ['304 req/s at 10 conn', daemon.notModified.rps, `>= ${TARGET.notModifiedRps}`, met(daemon.notModified.rps >= TARGET.notModifiedRps)],
-        ['304 p99 ms', daemon.notModified.p99, `< ${TARGET.notModifiedP99Ms}`, met(daemon.notModified.p99 < TARGET.notModifiedP99Ms)],
-        ['as_of page of 100 p99 ms, 1 conn', daemon.asOfPage1.p99, `< ${TARGET.asOfP99Ms}`, met(daemon.asOfPage1.p99 < TARGET.asOfP99Ms)],
-        ['as_of by id p99 ms, 1 conn', daemon.asOfId1.p99, `< ${TARGET.asOfP99Ms}`, met(daemon.asOfId1.p99 < TARGET.asOfP99Ms)],
-        ['as_of page of 100 p99 ms, 10 conn', daemon.asOfPage.p99, `< ${TARGET.asOfP99Ms}`, met(daemon.asOfPage.p99 < TARGET.asOfP99Ms)],
-        ['as_of by id p99 ms, 10 conn', daemon.asOfId.p99, `< ${TARGET.asOfP99Ms}`, met(daemon.asOfId.p99 < TARGET.asOfP99Ms)],
-        ['menu?as_of 2,000 ms (slowest of 3)', daemon.menuAsOf.max, `< ${TARGET.menuAsOfMs}`, met(daemon.menuAsOf.max < TARGET.menuAsOfMs)],
-        ['live by id req/s vs baseline', ratio(daemon.liveId.rps, baseline.liveId.rps), `>= ${TARGET.liveRatio}x`,
-          met(daemon.liveId.rps >= TARGET.liveRatio * baseline.liveId.rps)],
-        ['live page req/s vs baseline', ratio(daemon.livePage.rps, baseline.livePage.rps), `>= ${TARGET.liveRatio}x`,
-          met(daemon.livePage.rps >= TARGET.liveRatio * baseline.livePage.rps)],
-        ['ingress p99 during heavy /menu vs idle', ratio(daemon.ingressBusy.p99, daemon.ingressIdle.p99), `<= ${TARGET.ingressRatio}x`,
-          met(daemon.ingressBusy.p99 <= TARGET.ingressRatio * Math.max(1, daemon.ingressIdle.p99))],
-        ['daemon peak RSS (VmHWM) MiB', daemon.peakRssMiB, `< ${TARGET.rssMiB}`, met(daemon.peakRssMiB < TARGET.rssMiB)],
+        [
+          '/menu 2,000 p99 ms (after the first read)',
+          daemon.menu2k.p99,
+          `< ${TARGET.menu2kP99Ms}`,
+          met(daemon.menu2k.p99 < TARGET.menu2kP99Ms),
+        ],
+        [
+          '/menu 10,000 ms (slowest of 3)',
+          daemon.menu10k.max,
+          `< ${TARGET.menu10kMs}`,
+          met(daemon.menu10k.max < TARGET.menu10kMs),
+        ],
+        [
+          '304 req/s at 10 conn',
+          daemon.notModified.rps,
+          `>= ${TARGET.notModifiedRps}`,
+          met(daemon.notModified.rps >= TARGET.notModifiedRps),
+        ],
+        [
+          '304 p99 ms',
+          daemon.notModified.p99,
+          `< ${TARGET.notModifiedP99Ms}`,
+          met(daemon.notModified.p99 < TARGET.notModifiedP99Ms),
+        ],
+        [
+          'as_of page of 100 p99 ms, 1 conn',
+          daemon.asOfPage1.p99,
+          `< ${TARGET.asOfP99Ms}`,
+          met(daemon.asOfPage1.p99 < TARGET.asOfP99Ms),
+        ],
+        [
+          'as_of by id p99 ms, 1 conn',
+          daemon.asOfId1.p99,
+          `< ${TARGET.asOfP99Ms}`,
+          met(daemon.asOfId1.p99 < TARGET.asOfP99Ms),
+        ],
+        [
+          'as_of page of 100 p99 ms, 10 conn',
+          daemon.asOfPage.p99,
+          `< ${TARGET.asOfP99Ms}`,
+          met(daemon.asOfPage.p99 < TARGET.asOfP99Ms),
+        ],
+        [
+          'as_of by id p99 ms, 10 conn',
+          daemon.asOfId.p99,
+          `< ${TARGET.asOfP99Ms}`,
+          met(daemon.asOfId.p99 < TARGET.asOfP99Ms),
+        ],
+        [
+          'menu?as_of 2,000 ms (slowest of 3)',
+          daemon.menuAsOf.max,
+          `< ${TARGET.menuAsOfMs}`,
+          met(daemon.menuAsOf.max < TARGET.menuAsOfMs),
+        ],
+        [
+          'live by id req/s vs baseline',
+          ratio(daemon.liveId.rps, baseline.liveId.rps),
+          `>= ${TARGET.liveRatio}x`,
+          met(daemon.liveId.rps >= TARGET.liveRatio * baseline.liveId.rps),
+        ],
+        [
+          'live page req/s vs baseline',
+          ratio(daemon.livePage.rps, baseline.livePage.rps),
+          `>= ${TARGET.liveRatio}x`,
+          met(daemon.livePage.rps >= TARGET.liveRatio * baseline.livePage.rps),
+        ],
+        [
+          'ingress p99 during heavy /menu vs idle',
+          ratio(daemon.ingressBusy.p99, daemon.ingressIdle.p99),
+          `<= ${TARGET.ingressRatio}x`,
+          met(daemon.ingressBusy.p99 <= TARGET.ingressRatio * Math.max(1, daemon.ingressIdle.p99)),
+        ],
+        [
+          'daemon peak RSS (VmHWM) MiB',
+          daemon.peakRssMiB,
+          `< ${TARGET.rssMiB}`,
+          met(daemon.peakRssMiB < TARGET.rssMiB),
+        ],
       ],
     },
   ];

@@ -60,7 +60,8 @@ function usage() {
 function formatTable({ title, columns, rows }) {
   const cells = [columns, ...rows].map((row) => row.map((cell) => String(cell)));
   const widths = columns.map((_, i) => Math.max(...cells.map((row) => row[i].length)));
-  const line = (row) => `| ${row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join(' | ')} |`;
+  const line = (row) =>
+    `| ${row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join(' | ')} |`;
   const separator = `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`;
   return [`${title}`, '', line(cells[0]), separator, ...cells.slice(1).map(line)].join('\n');
 }
@@ -83,7 +84,7 @@ async function machine() {
   return {
     cpus: cpus().length,
     cpuModel: cpus()[0]?.model,
-    memoryGiB: Math.round(totalmem() / 2 ** 30 * 10) / 10,
+    memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
     kernel: release(),
     node: process.version,
     postgres,
@@ -101,10 +102,13 @@ async function main() {
   const selected = names.length > 0 ? names : Object.keys(BENCHES);
   const unknown = selected.filter((name) => !(name in BENCHES));
   if (unknown.length > 0) throw new Error(`unknown benchmark ${unknown.join(', ')}\n${usage()}`);
-  if (!existsSync(join(ROOT, 'dist/src/main.js'))) throw new Error('dist/src/main.js is missing: run `npm run build` first');
+  if (!existsSync(join(ROOT, 'dist/src/main.js')))
+    throw new Error('dist/src/main.js is missing: run `npm run build` first');
   mkdirSync(RESULTS, { recursive: true });
   const host = await machine();
-  console.error(`machine: ${host.cpus} x ${host.cpuModel}, node ${host.node}, PostgreSQL ${host.postgres}, commit ${host.commit}${host.dirty ? ' (+ uncommitted changes)' : ''}`);
+  console.error(
+    `machine: ${host.cpus} x ${host.cpuModel}, node ${host.node}, PostgreSQL ${host.postgres}, commit ${host.commit}${host.dirty ? ' (+ uncommitted changes)' : ''}`,
+  );
   let failed = false;
   for (const name of selected) {
     const bench = await BENCHES[name]();
@@ -123,7 +127,10 @@ async function main() {
     for (const table of result.tables) console.log(`${formatTable(table)}\n`);
     const { tables: _tables, ...data } = result;
     const file = join(RESULTS, `${name}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(file, `${JSON.stringify({ bench: name, startedAt: startedAt.toISOString(), seconds, machine: host, ...data }, null, 2)}\n`);
+    writeFileSync(
+      file,
+      `${JSON.stringify({ bench: name, startedAt: startedAt.toISOString(), seconds, machine: host, ...data }, null, 2)}\n`,
+    );
     console.log(`${name}: ${seconds} s; results in ${relative(process.cwd(), file)}`);
   }
   if (failed) process.exitCode = 1;
@@ -135,7 +142,9 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
     if (interrupted) process.exit(130);
     interrupted = true;
     console.error(`\n${signal}: stopping the bench's processes and dropping its databases`);
-    stopAll().then(dropAllDatabases).finally(() => process.exit(130));
+    stopAll()
+      .then(dropAllDatabases)
+      .finally(() => process.exit(130));
   });
 }
 

@@ -29,14 +29,22 @@ const NATS_URL = process.env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
 const BATCH = 100;
 const RATE = 200;
 
-export const description = 'sinks: freshness webhook 202 -> HTTP sink receipt at 200/s; catch-up of 1M changes to HTTP and JetStream vs a bare script';
+export const description =
+  'sinks: freshness webhook 202 -> HTTP sink receipt at 200/s; catch-up of 1M changes to HTTP and JetStream vs a bare script';
 export const defaults = { duration: 10, quietWait: 0 };
 
 export async function run({ duration = defaults.duration, logDir }) {
   mkdirSync(logDir, { recursive: true });
   const changes = Number(process.env.BENCH_SINK_CHANGES ?? 1_000_000);
-  const env = { ...process.env, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1', SANDBOX: 'false',
-    LOG_LEVEL: 'warn', RECONCILE_CRON: 'off', NATS_URL };
+  const env = {
+    ...process.env,
+    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    HOST: '127.0.0.1',
+    SANDBOX: 'false',
+    LOG_LEVEL: 'warn',
+    RECONCILE_CRON: 'off',
+    NATS_URL,
+  };
   delete env.API_TOKENS;
   const database = await createMigratedDatabase({ cwd: ROOT, env, suffix: 'sinks' });
   const client = new pg.Client({ connectionString: databaseUrl(database), application_name: 'menu-sync-bench' });
@@ -55,15 +63,30 @@ export async function run({ duration = defaults.duration, logDir }) {
     log(`bare script, HTTP: ${rate(changes, baselineHttp)} changes/s`);
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    daemon = startService('node', ['dist/src/main.js', 'serve'], { cwd: ROOT, env: { ...env, DATABASE_URL: databaseUrl(database), PORT: String(port),
-      WEBHOOK_KEYS: 'bench-webhook-key-0123456789abcdef' }, logFile: join(logDir, 'sinks-daemon.log') });
+    daemon = startService('node', ['dist/src/main.js', 'serve'], {
+      cwd: ROOT,
+      env: {
+        ...env,
+        DATABASE_URL: databaseUrl(database),
+        PORT: String(port),
+        WEBHOOK_KEYS: 'bench-webhook-key-0123456789abcdef',
+      },
+      logFile: join(logDir, 'sinks-daemon.log'),
+    });
     await waitReady(daemon, `${base}/health/ready`, 180_000);
     const daemonHttp = await timed(async () => {
       receiver.reset(changes);
-      await postJson(`${base}/api/v1/sinks`, { kind: 'http', url: receiver.url, batch_size: BATCH, types: ['product'] });
+      await postJson(`${base}/api/v1/sinks`, {
+        kind: 'http',
+        url: receiver.url,
+        batch_size: BATCH,
+        types: ['product'],
+      });
       await receiver.done;
     });
-    log(`daemon http sink: ${rate(changes, daemonHttp)} changes/s (${(daemonHttp / baselineHttp * 100).toFixed(0)} % of the time of the script)`);
+    log(
+      `daemon http sink: ${rate(changes, daemonHttp)} changes/s (${((daemonHttp / baselineHttp) * 100).toFixed(0)} % of the time of the script)`,
+    );
 
     const bareStream = `BENCH_BARE_${randomBytes(3).toString('hex')}`;
     const sinkStream = `BENCH_SINK_${randomBytes(3).toString('hex')}`;
@@ -71,7 +94,13 @@ export async function run({ duration = defaults.duration, logDir }) {
     const baselineNats = await timed(() => bareNats(client, nc, jsm, bareStream, changes));
     log(`bare script, JetStream: ${rate(changes, baselineNats)} changes/s`);
     const daemonNats = await timed(async () => {
-      await postJson(`${base}/api/v1/sinks`, { kind: 'nats', stream: sinkStream, subject_prefix: sinkStream.toLowerCase(), batch_size: BATCH, types: ['product'] });
+      await postJson(`${base}/api/v1/sinks`, {
+        kind: 'nats',
+        stream: sinkStream,
+        subject_prefix: sinkStream.toLowerCase(),
+        batch_size: BATCH,
+        types: ['product'],
+      });
       for (;;) {
         const info = await jsm.streams.info(sinkStream).catch(() => null);
         if (info && info.state.messages >= changes) return;
@@ -82,24 +111,61 @@ export async function run({ duration = defaults.duration, logDir }) {
 
     // (a) freshness: a fresh sink at the head; deliveries of new products, timed 202 -> receipt.
     const freshness = await measureFreshness(base, receiver, duration);
-    log(`freshness: p50 ${freshness.p50Ms} ms, p99 ${freshness.p99Ms} ms, max ${freshness.maxMs} ms over ${freshness.accepted}, ${freshness.missing} missing`);
+    log(
+      `freshness: p50 ${freshness.p50Ms} ms, p99 ${freshness.p99Ms} ms, max ${freshness.maxMs} ms over ${freshness.accepted}, ${freshness.missing} missing`,
+    );
     const exit = await stopService(daemon);
     daemon = undefined;
     const catchUp = [
       ['http', changes, baselineHttp, daemonHttp],
       ['jetstream', changes, baselineNats, daemonNats],
-    ].map(([target, n, bare, sink]) => ({ target, changes: n, bareSeconds: round(bare / 1000), daemonSeconds: round(sink / 1000),
-      bareRate: rate(n, bare), daemonRate: rate(n, sink), ratio: round(bare / sink) }));
-    const met = catchUp.every((row) => row.ratio >= 0.5) && freshness.p99Ms !== null && freshness.p99Ms < 300 && freshness.missing === 0;
+    ].map(([target, n, bare, sink]) => ({
+      target,
+      changes: n,
+      bareSeconds: round(bare / 1000),
+      daemonSeconds: round(sink / 1000),
+      bareRate: rate(n, bare),
+      daemonRate: rate(n, sink),
+      ratio: round(bare / sink),
+    }));
+    const met =
+      catchUp.every((row) => row.ratio >= 0.5) &&
+      freshness.p99Ms !== null &&
+      freshness.p99Ms < 300 &&
+      freshness.missing === 0;
     return {
-      settings: { changes, batchSize: BATCH, freshnessRate: RATE, freshnessSeconds: duration, natsUrl: NATS_URL,
-        bare: 'one keyset-paginated SELECT per batch of 100 in (transaction_id, seq) order, then one POST {"data":[…]} (unsigned) / publishes with Nats-Msg-Id awaited per batch' },
-      catchUp, freshness, exit, targetMet: met,
+      settings: {
+        changes,
+        batchSize: BATCH,
+        freshnessRate: RATE,
+        freshnessSeconds: duration,
+        natsUrl: NATS_URL,
+        bare: 'one keyset-paginated SELECT per batch of 100 in (transaction_id, seq) order, then one POST {"data":[…]} (unsigned) / publishes with Nats-Msg-Id awaited per batch',
+      },
+      catchUp,
+      freshness,
+      exit,
+      targetMet: met,
       tables: [
-        { title: `Sink catch-up of ${changes} changes, batch ${BATCH} (same run; target ratio >= 0.5)`, columns: ['target', 'bare script s', 'daemon sink s', 'bare /s', 'daemon /s', 'ratio'],
-          rows: catchUp.map((row) => [row.target, row.bareSeconds, row.daemonSeconds, row.bareRate, row.daemonRate, row.ratio]) },
-        { title: `Freshness webhook 202 -> HTTP sink receipt at ${RATE}/s for ${duration} s (target p99 < 300 ms)`, columns: ['accepted', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'missing'],
-          rows: [[freshness.accepted, freshness.p50Ms, freshness.p90Ms, freshness.p99Ms, freshness.maxMs, freshness.missing]] },
+        {
+          title: `Sink catch-up of ${changes} changes, batch ${BATCH} (same run; target ratio >= 0.5)`,
+          columns: ['target', 'bare script s', 'daemon sink s', 'bare /s', 'daemon /s', 'ratio'],
+          rows: catchUp.map((row) => [
+            row.target,
+            row.bareSeconds,
+            row.daemonSeconds,
+            row.bareRate,
+            row.daemonRate,
+            row.ratio,
+          ]),
+        },
+        {
+          title: `Freshness webhook 202 -> HTTP sink receipt at ${RATE}/s for ${duration} s (target p99 < 300 ms)`,
+          columns: ['accepted', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'missing'],
+          rows: [
+            [freshness.accepted, freshness.p50Ms, freshness.p90Ms, freshness.p99Ms, freshness.maxMs, freshness.missing],
+          ],
+        },
       ],
     };
   } finally {
@@ -117,13 +183,16 @@ async function fill(client, n) {
   await client.query('SET synchronous_commit = off');
   for (let from = 1; from <= n; from += 100_000) {
     const to = Math.min(n, from + 99_999);
-    await client.query(`
+    await client.query(
+      `
       INSERT INTO change_log (change_id, type, id, owner_id, op, resource)
       SELECT 'bench-' || g, 'product', g::text, '1', 'upsert',
              menu_sync_resource('product', g::text, '1', jsonb_build_object('id', g, 'title', 'Product ' || g, 'available', true,
                'base_cost', jsonb_build_object('GBP', jsonb_build_object('cents', 300 + g % 2000))), '{"traits":{"data":[]}}'::jsonb,
                'bench-event-' || g, now(), g, false)
-        FROM generate_series($1::bigint, $2::bigint) g`, [from, to]);
+        FROM generate_series($1::bigint, $2::bigint) g`,
+      [from, to],
+    );
   }
   await client.query('VACUUM ANALYZE change_log');
 }
@@ -135,11 +204,17 @@ async function bareHttp(client, receiver, n) {
   for (;;) {
     const { rows } = await client.query(
       `SELECT transaction_id::text AS x, seq::text AS s, change_id, type, id, owner_id, op, resource, at FROM change_log
-        WHERE (transaction_id, seq) > ($1::xid8, $2::bigint) ORDER BY transaction_id, seq LIMIT $3`, [...after, BATCH]);
+        WHERE (transaction_id, seq) > ($1::xid8, $2::bigint) ORDER BY transaction_id, seq LIMIT $3`,
+      [...after, BATCH],
+    );
     if (rows.length === 0) break;
     after = [rows.at(-1).x, rows.at(-1).s];
     const body = JSON.stringify({ data: rows.map(({ x: _x, s, ...change }) => ({ seq: Number(s), ...change })) });
-    const response = await fetch(receiver.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const response = await fetch(receiver.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     await response.arrayBuffer();
   }
   await receiver.done;
@@ -153,11 +228,20 @@ async function bareNats(client, nc, jsm, stream, n) {
   while (sent < n) {
     const { rows } = await client.query(
       `SELECT transaction_id::text AS x, seq::text AS s, change_id, type, id, owner_id, op, resource, at FROM change_log
-        WHERE (transaction_id, seq) > ($1::xid8, $2::bigint) ORDER BY transaction_id, seq LIMIT $3`, [...after, BATCH]);
+        WHERE (transaction_id, seq) > ($1::xid8, $2::bigint) ORDER BY transaction_id, seq LIMIT $3`,
+      [...after, BATCH],
+    );
     if (rows.length === 0) break;
     after = [rows.at(-1).x, rows.at(-1).s];
-    await Promise.all(rows.map(({ x: _x, s, ...change }) => js.publish(`${stream.toLowerCase()}.${change.owner_id}.${change.type}.${change.id}`,
-      JSON.stringify({ seq: Number(s), ...change }), { msgID: change.change_id })));
+    await Promise.all(
+      rows.map(({ x: _x, s, ...change }) =>
+        js.publish(
+          `${stream.toLowerCase()}.${change.owner_id}.${change.type}.${change.id}`,
+          JSON.stringify({ seq: Number(s), ...change }),
+          { msgID: change.change_id },
+        ),
+      ),
+    );
     sent += rows.length;
   }
 }
@@ -189,16 +273,27 @@ async function startReceiver() {
       count = 0;
       expected = n;
       arrivals.clear();
-      receiver.done = new Promise((resolve) => { resolveDone = resolve; });
+      receiver.done = new Promise((resolve) => {
+        resolveDone = resolve;
+      });
     },
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
   };
   return receiver;
 }
 
 async function measureFreshness(base, receiver, seconds) {
   receiver.reset(Infinity);
-  const created = await postJson(`${base}/api/v1/sinks`, { kind: 'http', url: receiver.url, batch_size: BATCH, types: ['product'] });
+  const created = await postJson(`${base}/api/v1/sinks`, {
+    kind: 'http',
+    url: receiver.url,
+    batch_size: BATCH,
+    types: ['product'],
+  });
   // Let the new sink catch up with the log first (it starts from the start).
   for (;;) {
     const sink = await (await fetch(`${base}/api/v1/sinks/${created.data.id}`)).json();
@@ -213,11 +308,16 @@ async function measureFreshness(base, receiver, seconds) {
     const wait = due - performance.now();
     if (wait > 0) await sleep(wait);
     const { eventId, body } = productUpdatedBody(String(5_000_000 + i), 10_000_000 + i);
-    sends.push(fetch(`${base}/webhooks/bench-webhook-key-0123456789abcdef`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
-      .then(async (response) => {
+    sends.push(
+      fetch(`${base}/webhooks/bench-webhook-key-0123456789abcdef`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      }).then(async (response) => {
         await response.arrayBuffer();
         if (response.status === 202) accepted.set(eventId, performance.now());
-      }));
+      }),
+    );
   }
   await Promise.all(sends);
   await sleep(3000);
@@ -230,12 +330,22 @@ async function measureFreshness(base, receiver, seconds) {
   }
   latencies.sort((a, b) => a - b);
   const ms = (value) => (value === null ? null : Math.round(value));
-  return { accepted: accepted.size, missing, p50Ms: ms(percentile(latencies, 50)), p90Ms: ms(percentile(latencies, 90)),
-    p99Ms: ms(percentile(latencies, 99)), maxMs: ms(latencies.at(-1) ?? null) };
+  return {
+    accepted: accepted.size,
+    missing,
+    p50Ms: ms(percentile(latencies, 50)),
+    p90Ms: ms(percentile(latencies, 90)),
+    p99Ms: ms(percentile(latencies, 99)),
+    maxMs: ms(latencies.at(-1) ?? null),
+  };
 }
 
 async function postJson(url, body) {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const json = await response.json();
   if (response.status !== 201) throw new Error(`${url}: ${response.status} ${JSON.stringify(json)}`);
   return json;

@@ -52,7 +52,9 @@ export class ChangeLog1764200000000 implements MigrationInterface {
   }
 
   async down(runner: QueryRunner): Promise<void> {
-    await runner.query(`DROP FUNCTION menu_sync_resource(text, text, text, jsonb, jsonb, text, timestamptz, bigint, boolean)`);
+    await runner.query(
+      `DROP FUNCTION menu_sync_resource(text, text, text, jsonb, jsonb, text, timestamptz, bigint, boolean)`,
+    );
     await runner.query(`DROP TABLE change_log_horizon`);
     await runner.query(`DROP TABLE change_log`);
   }

@@ -10,6 +10,15 @@ import { AsOfTail1764500000000 } from './1764500000000-as-of-tail.js';
 import { LogEntriesPrefetched1764600000000 } from './1764600000000-log-entries-prefetched.js';
 
 /** Every migration, in order. A new migration is added here as well. */
-export const MIGRATIONS = [EventLog1763700000000, ReadModel1763800000000, Connections1763900000000, CanonicalId1764000000000,
-  QueryScale1764100000000, ChangeLog1764200000000, Sinks1764300000000, ChangeIdUnindexed1764400000000,
-  AsOfTail1764500000000, LogEntriesPrefetched1764600000000];
+export const MIGRATIONS = [
+  EventLog1763700000000,
+  ReadModel1763800000000,
+  Connections1763900000000,
+  CanonicalId1764000000000,
+  QueryScale1764100000000,
+  ChangeLog1764200000000,
+  Sinks1764300000000,
+  ChangeIdUnindexed1764400000000,
+  AsOfTail1764500000000,
+  LogEntriesPrefetched1764600000000,
+];

@@ -39,7 +39,12 @@ export interface HttpAppOptions {
 }
 
 /** The Nest application on Fastify, fully configured but not yet listening. */
-export async function createHttpApp({ config, databaseUrl, logger, upstream }: HttpAppOptions): Promise<NestFastifyApplication> {
+export async function createHttpApp({
+  config,
+  databaseUrl,
+  logger,
+  upstream,
+}: HttpAppOptions): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -56,19 +61,30 @@ export async function createHttpApp({ config, databaseUrl, logger, upstream }: H
     frameworkErrors: frameworkErrorProblem,
     clientErrorHandler: clientErrorProblem,
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register({ config, databaseUrl, upstream }), adapter, {
-    bodyParser: false,
-    logger: new PinoNestLogger(logger),
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.register({ config, databaseUrl, upstream }),
+    adapter,
+    {
+      bodyParser: false,
+      logger: new PinoNestLogger(logger),
+    },
+  );
   configureFastify(app.getHttpAdapter().getInstance(), config, logger, app.get(MetricsService));
-  installDirectReads(app.getHttpAdapter().getInstance(), app.get(ResourceQueryService), new ApiTokenGuard(app.get(AppConfig)));
+  installDirectReads(
+    app.getHttpAdapter().getInstance(),
+    app.get(ResourceQueryService),
+    new ApiTokenGuard(app.get(AppConfig)),
+  );
   app.useGlobalFilters(new ProblemDetailsFilter());
   app.useGlobalPipes(createValidationPipe());
-  const document = SwaggerModule.createDocument(app, new DocumentBuilder()
-    .setTitle('menu-sync')
-    .setDescription('Mirror of an ordering platform\'s menus, built from an append-only event log')
-    .addBearerAuth()
-    .build());
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('menu-sync')
+      .setDescription("Mirror of an ordering platform's menus, built from an append-only event log")
+      .addBearerAuth()
+      .build(),
+  );
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
   serveConsole(app);
   await app.init();
@@ -82,21 +98,33 @@ export async function createHttpApp({ config, databaseUrl, logger, upstream }: H
  */
 function serveConsole(app: NestFastifyApplication): void {
   if (existsSync(`${CONSOLE_DIR}index.html`)) {
-    app.useStaticAssets({ root: CONSOLE_DIR, prefix: '/console/', redirect: true, maxAge: '1h', immutable: false,
+    app.useStaticAssets({
+      root: CONSOLE_DIR,
+      prefix: '/console/',
+      redirect: true,
+      maxAge: '1h',
+      immutable: false,
       // index.html names the hashed asset files: it is revalidated, they are cached.
       setHeaders: (reply: { header: (name: string, value: string) => void }, file: string) => {
         if (file.endsWith('.html')) reply.header('Cache-Control', 'no-cache');
-      } } as never);
+      },
+    } as never);
   }
-  app.getHttpAdapter().getInstance().get('/', (_request, reply) => reply.redirect('/console/', 302));
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .get('/', (_request, reply) => reply.redirect('/console/', 302));
 }
 
 function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: Pino, metrics: MetricsService): void {
   // Every body is read as raw bytes, bounded by bodyLimit as it is read (chunked bodies too);
   // the webhook route needs the exact bytes, and decides itself what it accepts.
   fastify.removeAllContentTypeParsers();
-  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: config.WEBHOOK_MAX_BODY_BYTES },
-    (_request, body, done) => done(null, body));
+  fastify.addContentTypeParser(
+    '*',
+    { parseAs: 'buffer', bodyLimit: config.WEBHOOK_MAX_BODY_BYTES },
+    (_request, body, done) => done(null, body),
+  );
 
   // While closing, requests still arriving on open connections are refused as a transient fault.
   let closing = false;
@@ -108,24 +136,30 @@ function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: P
     requestContext.enterWith({ reqId: request.id });
     reply.header('x-request-id', request.id);
     if (!closing) return done();
-    void reply.status(503).headers({ 'Retry-After': '5', Connection: 'close', 'Content-Type': PROBLEM_CONTENT_TYPE })
+    void reply
+      .status(503)
+      .headers({ 'Retry-After': '5', Connection: 'close', 'Content-Type': PROBLEM_CONTENT_TYPE })
       .send(problem(503, 'The daemon is shutting down; retry later.', 'unavailable'));
   });
   registerInputChecks(fastify);
   fastify.addHook('onResponse', (request, reply, done) => {
     // Bodies over the limit are refused by Fastify before the ingress handler runs.
-    if (reply.statusCode === 413 && request.routeOptions.url === '/webhooks/:key') metrics.webhookDeliveries.inc({ outcome: 'too_large' });
+    if (reply.statusCode === 413 && request.routeOptions.url === '/webhooks/:key')
+      metrics.webhookDeliveries.inc({ outcome: 'too_large' });
     // At thousands of deliveries a second an info line per success costs a sixth of the CPU:
     // successes are logged at debug, refusals at info, server errors at warn.
     const level = reply.statusCode >= 500 ? 'warn' : reply.statusCode >= 400 ? 'info' : 'debug';
     if (logger.isLevelEnabled(level)) {
-      logger[level]({
-        reqId: request.id,
-        method: request.method,
-        route: request.routeOptions.url ?? 'unmatched',
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime * 100) / 100,
-      }, 'request completed');
+      logger[level](
+        {
+          reqId: request.id,
+          method: request.method,
+          route: request.routeOptions.url ?? 'unmatched',
+          status: reply.statusCode,
+          ms: Math.round(reply.elapsedTime * 100) / 100,
+        },
+        'request completed',
+      );
     }
     done();
   });

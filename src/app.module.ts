@@ -25,13 +25,21 @@ export interface AppModuleOptions {
 
 @Module({})
 export class AppModule {
-  static register({ config, databaseUrl, upstream = UpstreamSettings.fromConfig(config) }: AppModuleOptions): DynamicModule {
+  static register({
+    config,
+    databaseUrl,
+    upstream = UpstreamSettings.fromConfig(config),
+  }: AppModuleOptions): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
         UpstreamSettingsModule.forRoot(upstream),
-        DatabaseModule.forRoot({ url: databaseUrl, poolSize: config.DATABASE_POOL_SIZE, idleSeconds: config.DATABASE_POOL_IDLE_SECONDS }),
+        DatabaseModule.forRoot({
+          url: databaseUrl,
+          poolSize: config.DATABASE_POOL_SIZE,
+          idleSeconds: config.DATABASE_POOL_IDLE_SECONDS,
+        }),
         EventEmitterModule.forRoot(),
         ObservabilityModule,
         EventLogModule,

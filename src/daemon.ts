@@ -28,12 +28,18 @@ export class Daemon {
     const database = await openDatabase(config);
     let sandbox: Sandbox | null = null;
     try {
-      logger.log(database.embedded ? `database: embedded PostgreSQL under ${config.DATA_DIR}` : 'database: external (DATABASE_URL)');
+      logger.log(
+        database.embedded
+          ? `database: embedded PostgreSQL under ${config.DATA_DIR}`
+          : 'database: external (DATABASE_URL)',
+      );
       if (config.MIGRATIONS_RUN) await migrateDatabase(database.url, config.DATABASE_POOL_SIZE);
-      sandbox = config.sandbox ? await Sandbox.start(config, rootLogger).catch((error) => {
-        logger.error({ msg: 'the sandbox emulator could not start: running without an upstream', err: error });
-        return null;
-      }) : null;
+      sandbox = config.sandbox
+        ? await Sandbox.start(config, rootLogger).catch((error) => {
+            logger.error({ msg: 'the sandbox emulator could not start: running without an upstream', err: error });
+            return null;
+          })
+        : null;
       const upstream = sandbox?.upstream ?? UpstreamSettings.fromConfig(config);
       const app = await createHttpApp({ config, databaseUrl: database.url, logger: rootLogger, upstream });
       await app.listen({ port: config.PORT, host: config.HOST });
@@ -42,11 +48,20 @@ export class Daemon {
       config.bindPort(port);
       const host = config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST === '::' ? '::1' : config.HOST;
       const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-      logger.log(`menu-sync listening on ${url} (${sandbox !== null ? `sandbox: the built-in emulator at ${sandbox.emulator.url} is the upstream`
-        : config.hasUpstream ? `upstream: ${config.UPSTREAM_BASE_URL}` : 'no upstream (the sandbox runs with the embedded database, or SANDBOX=true)'})`);
+      logger.log(
+        `menu-sync listening on ${url} (${
+          sandbox !== null
+            ? `sandbox: the built-in emulator at ${sandbox.emulator.url} is the upstream`
+            : config.hasUpstream
+              ? `upstream: ${config.UPSTREAM_BASE_URL}`
+              : 'no upstream (the sandbox runs with the embedded database, or SANDBOX=true)'
+        })`,
+      );
       const daemon = new Daemon(app, url, database, sandbox);
       if (sandbox !== null) {
-        await daemon.connectSandbox(sandbox).catch((error) => logger.error({ msg: 'the sandbox could not connect to its emulator', err: error }));
+        await daemon
+          .connectSandbox(sandbox)
+          .catch((error) => logger.error({ msg: 'the sandbox could not connect to its emulator', err: error }));
       }
       return daemon;
     } catch (error) {
@@ -58,9 +73,13 @@ export class Daemon {
 
   /** A fresh emulator each start: connections to earlier ones are retired, and this one is connected. */
   private async connectSandbox(sandbox: Sandbox): Promise<void> {
-    const retired = await this.app.get(ConnectionRepository).retireSandboxesBut(sandbox.emulator.url, 'its sandbox emulator has stopped');
-    if (retired > 0) this.logger.log(`sandbox: ${retired} connection(s) to earlier emulators marked reauthorization_required`);
-    await sandbox.startCatalogue(this.app.get(SinksService), this.app.get(AppConfig).DATA_DIR)
+    const retired = await this.app
+      .get(ConnectionRepository)
+      .retireSandboxesBut(sandbox.emulator.url, 'its sandbox emulator has stopped');
+    if (retired > 0)
+      this.logger.log(`sandbox: ${retired} connection(s) to earlier emulators marked reauthorization_required`);
+    await sandbox
+      .startCatalogue(this.app.get(SinksService), this.app.get(AppConfig).DATA_DIR)
       .catch((error) => this.logger.error({ msg: 'the sandbox catalogue could not start', err: error }));
     await sandbox.connect(this.url);
   }
@@ -78,7 +97,9 @@ export class Daemon {
     try {
       await this.app.close();
     } finally {
-      await this.sandbox?.stop().catch((error) => this.logger.warn({ msg: 'the sandbox emulator did not stop cleanly', err: error }));
+      await this.sandbox
+        ?.stop()
+        .catch((error) => this.logger.warn({ msg: 'the sandbox emulator did not stop cleanly', err: error }));
       await this.database.close();
       clearTimeout(deadline);
     }

@@ -15,7 +15,10 @@ function layers(): string[][] {
   const text = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
   const block = /```layers\n([\s\S]*?)```/.exec(text);
   if (!block) throw new Error('ARCHITECTURE.md has no ```layers block');
-  return block[1].split('\n').map((line) => line.replace(/#.*/, '').trim()).filter(Boolean)
+  return block[1]
+    .split('\n')
+    .map((line) => line.replace(/#.*/, '').trim())
+    .filter(Boolean)
     .map((line) => line.split(/[\s,]+/));
 }
 
@@ -30,7 +33,12 @@ function productionFiles(dir: string): string[] {
 /** The room of a file: its top folder under src/, or for a file directly in src/ its name. */
 const roomOf = (file: string) => relative(SRC, file).split(sep)[0].replace(/\.ts$/, '');
 
-interface Import { file: string; from: string; to: string; specifier: string }
+interface Import {
+  file: string;
+  from: string;
+  to: string;
+  specifier: string;
+}
 
 function imports(): Import[] {
   return productionFiles(SRC).flatMap((file) => {
@@ -39,7 +47,12 @@ function imports(): Import[] {
       const specifier = match[1];
       const to = specifier.startsWith('.') ? resolve(dirname(file), specifier) : null;
       if (to !== null && !to.startsWith(SRC + sep)) continue;
-      found.push({ file: relative(ROOT, file), from: roomOf(file), to: to === null ? specifier : roomOf(to.replace(/\.js$/, '.ts')), specifier });
+      found.push({
+        file: relative(ROOT, file),
+        from: roomOf(file),
+        to: to === null ? specifier : roomOf(to.replace(/\.js$/, '.ts')),
+        specifier,
+      });
     }
     return found;
   });
@@ -60,14 +73,19 @@ describe('layering (ARCHITECTURE.md)', () => {
     const upward = all
       .filter(({ specifier }) => specifier.startsWith('.'))
       .filter(({ from, to }) => from !== to && !(layerOf.get(to)! < layerOf.get(from)!))
-      .map(({ file, from, to }) => `${file}: ${from} (layer ${layerOf.get(from)}) imports ${to} (layer ${layerOf.get(to)})`);
+      .map(
+        ({ file, from, to }) =>
+          `${file}: ${from} (layer ${layerOf.get(from)}) imports ${to} (layer ${layerOf.get(to)})`,
+      );
     expect(upward).toEqual([]);
   });
 
   it('keeps the domain pure: no Nest, no database, no other room', () => {
     const impure = all
       .filter(({ from }) => from === 'domain')
-      .filter(({ to, specifier }) => (specifier.startsWith('.') ? to !== 'domain' : /^(@nestjs|typeorm|pg)(\/|$)/.test(specifier)))
+      .filter(({ to, specifier }) =>
+        specifier.startsWith('.') ? to !== 'domain' : /^(@nestjs|typeorm|pg)(\/|$)/.test(specifier),
+      )
       .map(({ file, specifier }) => `${file} imports ${specifier}`);
     expect(impure).toEqual([]);
   });

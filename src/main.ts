@@ -20,7 +20,10 @@ async function main(): Promise<void> {
   }
   // The daemon and the emulator log to stdout; one-shot commands print their result there, so they log to stderr.
   const command = process.argv[2];
-  const longRunning = command === undefined || command === 'serve' || command === 'emulator' && !['trigger', 'resend'].includes(process.argv[3] ?? '');
+  const longRunning =
+    command === undefined ||
+    command === 'serve' ||
+    (command === 'emulator' && !['trigger', 'resend'].includes(process.argv[3] ?? ''));
   const rootLogger = createRootLogger(config.LOG_LEVEL, false, longRunning ? 1 : 2, config.LOG_FORMAT);
   const nestLogger = new PinoNestLogger(rootLogger);
   Logger.overrideLogger(nestLogger);
@@ -28,7 +31,9 @@ async function main(): Promise<void> {
   // Synchronous: commander exits by itself right after this handler returns.
   const usageError = (error: Error) => {
     const code = (error as { code?: string }).code;
-    process.exit(code === 'commander.helpDisplayed' || code === 'commander.version' || code === 'commander.help' ? 0 : 2);
+    process.exit(
+      code === 'commander.helpDisplayed' || code === 'commander.version' || code === 'commander.help' ? 0 : 2,
+    );
   };
   const app = await CommandFactory.createWithoutRunning(CliModule.register(config, rootLogger), {
     logger: nestLogger,

@@ -30,26 +30,54 @@ interface Spec {
 
 function logEntry(spec: Spec): NewLogEntry {
   const eventType = `${spec.type}.${spec.kind === 'broken' ? 'updated' : spec.kind}`;
-  const included = spec.kind === 'destroyed' || spec.kind === 'broken' ? []
-    : [{ id: spec.subjectId, type: spec.type, attributes: { id: Number(spec.subjectId), title: spec.title },
-      relationships: { traits: { data: [{ id: '1', type: 'trait' }] } } }];
+  const included =
+    spec.kind === 'destroyed' || spec.kind === 'broken'
+      ? []
+      : [
+          {
+            id: spec.subjectId,
+            type: spec.type,
+            attributes: { id: Number(spec.subjectId), title: spec.title },
+            relationships: { traits: { data: [{ id: '1', type: 'trait' }] } },
+          },
+        ];
   const payload = JSON.stringify({
-    data: { id: spec.eventId, type: 'webhook_event', attributes: { id: spec.seq, created_at: spec.createdAt, event_type: eventType },
-      relationships: { subject: { data: { id: spec.subjectId, type: spec.type } } } },
+    data: {
+      id: spec.eventId,
+      type: 'webhook_event',
+      attributes: { id: spec.seq, created_at: spec.createdAt, event_type: eventType },
+      relationships: { subject: { data: { id: spec.subjectId, type: spec.type } } },
+    },
     included,
   });
   return {
-    eventId: spec.eventId, eventType, subjectType: spec.type, subjectId: spec.subjectId, ownerId: '42',
-    occurredAt: spec.createdAt, eventSeq: spec.seq === null ? null : String(spec.seq), source: 'webhook', handled: true,
-    receivedAt: new Date(), keyId: 'env:1', contentType: 'application/json', payload, rawBody: null, rawSealed: false,
-    rawKey: null, rawKeyAt: null, sha256: createHash('sha256').update(payload).digest(),
+    eventId: spec.eventId,
+    eventType,
+    subjectType: spec.type,
+    subjectId: spec.subjectId,
+    ownerId: '42',
+    occurredAt: spec.createdAt,
+    eventSeq: spec.seq === null ? null : String(spec.seq),
+    source: 'webhook',
+    handled: true,
+    receivedAt: new Date(),
+    keyId: 'env:1',
+    contentType: 'application/json',
+    payload,
+    rawBody: null,
+    rawSealed: false,
+    rawKey: null,
+    rawKeyAt: null,
+    sha256: createHash('sha256').update(payload).digest(),
   };
 }
 
 const anEvent: fc.Arbitrary<Spec> = fc.record({
   type: fc.constantFrom('collection', 'product', 'trait_option'),
-  kind: fc.oneof({ weight: 12, arbitrary: fc.constantFrom('created' as const, 'updated' as const, 'destroyed' as const) },
-    { weight: 1, arbitrary: fc.constant('broken' as const) }),
+  kind: fc.oneof(
+    { weight: 12, arbitrary: fc.constantFrom('created' as const, 'updated' as const, 'destroyed' as const) },
+    { weight: 1, arbitrary: fc.constant('broken' as const) },
+  ),
   subjectId: fc.constantFrom('1', '2', '10'),
   createdAt: fc.constantFrom('2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.001Z', '2024-01-02T00:00:00.000Z'),
   seq: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
@@ -70,8 +98,12 @@ async function everyChange(changes: ChangeLogRepository): Promise<Change[]> {
 
 /** Every resource of the read model as GET /api/v1/{type}/{id} answers it (deleted ones included). */
 async function apiState(dataSource: DataSource): Promise<Map<string, ApiResource>> {
-  const query = new ResourceQueryService(new ReadModelRepository(dataSource), new MenuDocumentRepository(dataSource),
-    new ChangeLogRepository(dataSource), new MenuDocumentCache(loadConfig({}), new DeliveriesInFlight()));
+  const query = new ResourceQueryService(
+    new ReadModelRepository(dataSource),
+    new MenuDocumentRepository(dataSource),
+    new ChangeLogRepository(dataSource),
+    new MenuDocumentCache(loadConfig({}), new DeliveriesInFlight()),
+  );
   const state = new Map<string, ApiResource>();
   for (const table of Object.values(RESOURCE_TABLES).filter((t) => t.schema === 'proj_menu')) {
     for (const { id } of await dataSource.query(`SELECT id FROM ${table.schema}.${table.name}`)) {
@@ -81,64 +113,80 @@ async function apiState(dataSource: DataSource): Promise<Map<string, ApiResource
   return state;
 }
 
-
 describe('the change log written by the projector (PostgreSQL)', () => {
-  it('applied in seq order equals the read model as the API shows it; each resource\'s changes come in version order, none repeats a state', async () => {
-    await fc.assert(fc.asyncProperty(
-      fc.array(anEvent, { minLength: 1, maxLength: 80 }), fc.integer({ min: 1, max: 25 }), fc.integer({ min: 1, max: 20 }),
-      fc.infiniteStream(fc.double({ min: 0, max: 1, noNaN: true })),
-      async (specs, pageSize, batchSize, randoms) => {
-        const database = await createTestDatabase();
-        const dataSource = await openDataSource(database.url, 4);
-        try {
-          const log = new EventLogRepository(dataSource);
-          const projections = new ProjectionRepository();
-          // Duplicate deliveries (same event id) and redeliveries in another order.
-          const delivered = [...specs, ...specs.filter(() => randoms.next().value < 0.3)]
-            .sort(() => randoms.next().value - 0.5).map(logEntry);
-          const runner = dataSource.createQueryRunner();
-          await runner.connect();
-          await projections.prepare(runner);
-          for (let i = 0; i < delivered.length; i += batchSize) {
-            await log.append(delivered.slice(i, i + batchSize));
-            if (randoms.next().value < 0.5) await projections.applyPage(runner, MENU_PROJECTION, pageSize);
-          }
-          const total = (await log.list({ after: 0, limit: 100000 })).length;
-          await catchUp(projections, runner, PROJECTIONS, pageSize, total, 60_000);
-          // Retrying parked events (as reconcile does) publishes nothing for those that still fail.
-          await projections.retryParked(runner, MENU_PROJECTION);
-          await runner.release();
-
-          const changes = await everyChange(new ChangeLogRepository(dataSource));
-          expect(changes.map((change) => change.seq)).toEqual([...changes.map((change) => change.seq)].sort((a, b) => a - b));
-          const applied = new Map<string, ApiResource>();
-          for (const change of changes) applied.set(`${change.type}/${change.id}`, change.resource);
-          expect(new Map([...applied].sort())).toEqual(new Map([...(await apiState(dataSource))].sort()));
-
-          const versions = new Map<number, string>((await dataSource.query(
-            `SELECT position::int AS position, to_char(occurred_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') || '/'
-                    || lpad(coalesce(event_seq, 0)::text, 5, '0') || '/' || event_id AS version FROM event_log`))
-            .map((row: { position: number; version: string }) => [row.position, row.version]));
-          const parked = new Set((await dataSource.query(`SELECT position::int AS position FROM proj_menu.parked_events`))
-            .map((row: { position: number }) => row.position));
-          const last = new Map<string, Change>();
-          for (const change of changes) {
-            const key = `${change.type}/${change.id}`;
-            expect(parked.has(change.resource.version.position)).toBe(false);
-            expect(change.op).toBe(change.resource.deleted ? 'delete' : 'upsert');
-            const before = last.get(key);
-            if (before) {
-              expect(versions.get(change.resource.version.position)! >= versions.get(before.resource.version.position)!).toBe(true);
-              expect(change.resource).not.toEqual(before.resource);
+  it("applied in seq order equals the read model as the API shows it; each resource's changes come in version order, none repeats a state", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(anEvent, { minLength: 1, maxLength: 80 }),
+        fc.integer({ min: 1, max: 25 }),
+        fc.integer({ min: 1, max: 20 }),
+        fc.infiniteStream(fc.double({ min: 0, max: 1, noNaN: true })),
+        async (specs, pageSize, batchSize, randoms) => {
+          const database = await createTestDatabase();
+          const dataSource = await openDataSource(database.url, 4);
+          try {
+            const log = new EventLogRepository(dataSource);
+            const projections = new ProjectionRepository();
+            // Duplicate deliveries (same event id) and redeliveries in another order.
+            const delivered = [...specs, ...specs.filter(() => randoms.next().value < 0.3)]
+              .sort(() => randoms.next().value - 0.5)
+              .map(logEntry);
+            const runner = dataSource.createQueryRunner();
+            await runner.connect();
+            await projections.prepare(runner);
+            for (let i = 0; i < delivered.length; i += batchSize) {
+              await log.append(delivered.slice(i, i + batchSize));
+              if (randoms.next().value < 0.5) await projections.applyPage(runner, MENU_PROJECTION, pageSize);
             }
-            last.set(key, change);
+            const total = (await log.list({ after: 0, limit: 100000 })).length;
+            await catchUp(projections, runner, PROJECTIONS, pageSize, total, 60_000);
+            // Retrying parked events (as reconcile does) publishes nothing for those that still fail.
+            await projections.retryParked(runner, MENU_PROJECTION);
+            await runner.release();
+
+            const changes = await everyChange(new ChangeLogRepository(dataSource));
+            expect(changes.map((change) => change.seq)).toEqual(
+              [...changes.map((change) => change.seq)].sort((a, b) => a - b),
+            );
+            const applied = new Map<string, ApiResource>();
+            for (const change of changes) applied.set(`${change.type}/${change.id}`, change.resource);
+            expect(new Map([...applied].sort())).toEqual(new Map([...(await apiState(dataSource))].sort()));
+
+            const versions = new Map<number, string>(
+              (
+                await dataSource.query(
+                  `SELECT position::int AS position, to_char(occurred_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') || '/'
+                    || lpad(coalesce(event_seq, 0)::text, 5, '0') || '/' || event_id AS version FROM event_log`,
+                )
+              ).map((row: { position: number; version: string }) => [row.position, row.version]),
+            );
+            const parked = new Set(
+              (await dataSource.query(`SELECT position::int AS position FROM proj_menu.parked_events`)).map(
+                (row: { position: number }) => row.position,
+              ),
+            );
+            const last = new Map<string, Change>();
+            for (const change of changes) {
+              const key = `${change.type}/${change.id}`;
+              expect(parked.has(change.resource.version.position)).toBe(false);
+              expect(change.op).toBe(change.resource.deleted ? 'delete' : 'upsert');
+              const before = last.get(key);
+              if (before) {
+                expect(
+                  versions.get(change.resource.version.position)! >= versions.get(before.resource.version.position)!,
+                ).toBe(true);
+                expect(change.resource).not.toEqual(before.resource);
+              }
+              last.set(key, change);
+            }
+            expect(new Set(changes.map((change) => change.change_id)).size).toBe(changes.length);
+          } finally {
+            await dataSource.destroy();
+            await database.drop();
           }
-          expect(new Set(changes.map((change) => change.change_id)).size).toBe(changes.length);
-        } finally {
-          await dataSource.destroy();
-          await database.drop();
-        }
-      },
-    ), { numRuns: 10, endOnFailure: true });
+        },
+      ),
+      { numRuns: 10, endOnFailure: true },
+    );
   }, 300_000);
 });

@@ -5,7 +5,17 @@ import { runCli } from './support/cli.js';
 import { DaemonProcess } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
 import { api, deliver, RunningDaemon, scrape, startDaemon } from './support/http.js';
-import { at, collection, destroyedEvent, Json, menuEvent, product, Resource, trait, traitOption } from './support/menu-events.js';
+import {
+  at,
+  collection,
+  destroyedEvent,
+  Json,
+  menuEvent,
+  product,
+  Resource,
+  trait,
+  traitOption,
+} from './support/menu-events.js';
 
 /**
  * CONTRACT §11, the feed: bootstrap from /menu and follow the SSE feed from its changes_cursor,
@@ -30,10 +40,14 @@ async function send(...events: Json[]): Promise<void> {
 }
 
 async function caughtUp(): Promise<void> {
-  await eventually(async () => {
-    const { data } = (await api(daemon.url, '/api/v1/projections')).json;
-    expect(data.every((projection: Json) => projection.lag === 0)).toBe(true);
-  }, 30000, 50);
+  await eventually(
+    async () => {
+      const { data } = (await api(daemon.url, '/api/v1/projections')).json;
+      expect(data.every((projection: Json) => projection.lag === 0)).toBe(true);
+    },
+    30000,
+    50,
+  );
 }
 
 /** A consumer's catalogue: the newest state of each resource, kept from the bootstrap and the changes. */
@@ -58,16 +72,22 @@ class Catalogue {
 
   /** The catalogue rendered as GET /api/v1/menu shows an owner's menu. */
   menu(owner: string): Json {
-    const live = (type: string) => [...this.resources.values()]
-      .filter((item) => item.type === type && !item.deleted && item.owner_id === owner)
-      .sort((a, b) => Number(a.id) - Number(b.id));
-    const linked = (item: Json, relationship: string, type: string) => (item.relationships[relationship]?.data ?? [])
-      .map((link: Json) => this.resources.get(`${type}/${link.id}`)).filter((found: Json) => found !== undefined && !found.deleted);
+    const live = (type: string) =>
+      [...this.resources.values()]
+        .filter((item) => item.type === type && !item.deleted && item.owner_id === owner)
+        .sort((a, b) => Number(a.id) - Number(b.id));
+    const linked = (item: Json, relationship: string, type: string) =>
+      (item.relationships[relationship]?.data ?? [])
+        .map((link: Json) => this.resources.get(`${type}/${link.id}`))
+        .filter((found: Json) => found !== undefined && !found.deleted);
     return {
       collections: live('collection'),
       products: live('product').map((item) => ({
         ...item,
-        traits: linked(item, 'traits', 'trait').map((t: Json) => ({ ...t, trait_options: linked(t, 'trait_options', 'trait_option') })),
+        traits: linked(item, 'traits', 'trait').map((t: Json) => ({
+          ...t,
+          trait_options: linked(t, 'trait_options', 'trait_option'),
+        })),
       })),
     };
   }
@@ -95,9 +115,12 @@ afterAll(async () => {
 describe('bootstrap from /menu, then follow the SSE feed', () => {
   it('across a daemon restart ends equal to the final menu, each change once and in order', async () => {
     await send(
-      created(traitOption('501', { traitId: '50' })), created(traitOption('502', { traitId: '50' })),
+      created(traitOption('501', { traitId: '50' })),
+      created(traitOption('502', { traitId: '50' })),
       created(trait('50', { optionIds: ['501', '502'] })),
-      created(product('1', { traitIds: ['50'] })), created(product('2')), created(product('3')),
+      created(product('1', { traitIds: ['50'] })),
+      created(product('2')),
+      created(product('3')),
       created(collection('9', { productIds: ['1', '2'] })),
     );
     await caughtUp();
@@ -110,8 +133,12 @@ describe('bootstrap from /menu, then follow the SSE feed', () => {
 
     // Changes made after the snapshot: every one must arrive, none from before it.
     let stream = new ChangeStream(daemon.url, { after: menu.json.changes_cursor, query: `&owner_id=${OWNER}` });
-    await send(updated(product('1', { title: 'Renamed', traitIds: ['50'] })), destroyedEvent('product', '2', meta()),
-      created(product('4', { traitIds: ['50'] })), updated(traitOption('502', { traitId: '50', title: 'Extra' })));
+    await send(
+      updated(product('1', { title: 'Renamed', traitIds: ['50'] })),
+      destroyedEvent('product', '2', meta()),
+      created(product('4', { traitIds: ['50'] })),
+      updated(traitOption('502', { traitId: '50', title: 'Extra' })),
+    );
     await eventually(async () => expect(stream.changes).toHaveLength(4), 30000, 50);
     const seen = [...stream.changes];
     const resumeFrom = stream.lastId!;
@@ -125,19 +152,34 @@ describe('bootstrap from /menu, then follow the SSE feed', () => {
     daemon.process = restarted;
 
     // Last-Event-ID takes precedence over an after that would replay everything.
-    stream = new ChangeStream(daemon.url, { after: menu.json.changes_cursor, lastEventId: resumeFrom, query: `&owner_id=${OWNER}` });
-    await send(destroyedEvent('trait_option', '501', meta()), created(product('2', { title: 'Back again' })),
-      updated(collection('9', { productIds: ['1', '2', '4'] })));
+    stream = new ChangeStream(daemon.url, {
+      after: menu.json.changes_cursor,
+      lastEventId: resumeFrom,
+      query: `&owner_id=${OWNER}`,
+    });
+    await send(
+      destroyedEvent('trait_option', '501', meta()),
+      created(product('2', { title: 'Back again' })),
+      updated(collection('9', { productIds: ['1', '2', '4'] })),
+    );
     await eventually(async () => expect(stream.changes).toHaveLength(3), 30000, 50);
     seen.push(...stream.changes);
     await stream.close();
 
     // Order is guaranteed per resource (product/2: deleted, then back), not across resources of one page.
     expect(seen.map((change) => `${change.op} ${change.type}/${change.id}`).sort()).toEqual([
-      'delete product/2', 'delete trait_option/501', 'upsert collection/9', 'upsert product/1', 'upsert product/2',
-      'upsert product/4', 'upsert trait_option/502',
+      'delete product/2',
+      'delete trait_option/501',
+      'upsert collection/9',
+      'upsert product/1',
+      'upsert product/2',
+      'upsert product/4',
+      'upsert trait_option/502',
     ]);
-    expect(seen.filter((change) => change.id === '2' && change.type === 'product').map((change) => change.op)).toEqual(['delete', 'upsert']);
+    expect(seen.filter((change) => change.id === '2' && change.type === 'product').map((change) => change.op)).toEqual([
+      'delete',
+      'upsert',
+    ]);
     expect(seen.map((change) => change.seq)).toEqual([...seen.map((change) => change.seq)].sort((a, b) => a - b));
     expect(new Set(seen.map((change) => change.change_id)).size).toBe(seen.length);
     for (const change of seen) catalogue.apply(change);
@@ -217,7 +259,9 @@ describe('bad input', () => {
   });
 
   it('a malformed Last-Event-ID on the stream is a 400 naming it', async () => {
-    const answer = await api(daemon.url, '/api/v1/changes', undefined, { headers: { accept: 'text/event-stream', 'last-event-id': 'garbage!' } });
+    const answer = await api(daemon.url, '/api/v1/changes', undefined, {
+      headers: { accept: 'text/event-stream', 'last-event-id': 'garbage!' },
+    });
     expect(answer.status).toBe(400);
     expect(answer.json).toMatchObject({ field: 'Last-Event-ID' });
   });
@@ -238,24 +282,38 @@ describe('retention', () => {
     const owner = 'compacted';
     const deliverTo = async (event: Json) => expect((await deliver(compacting.url, event)).status).toBe(202);
     await deliverTo(menuEvent('created', product('1'), { at: at(1), ownerId: owner }));
-    const first = await eventually(async () => {
-      const page = await changesAfter(compacting.url);
-      expect(page.changes).toHaveLength(1);
-      return page;
-    }, 30000, 50);
+    const first = await eventually(
+      async () => {
+        const page = await changesAfter(compacting.url);
+        expect(page.changes).toHaveLength(1);
+        return page;
+      },
+      30000,
+      50,
+    );
     await deliverTo(menuEvent('updated', product('1', { title: 'Second' }), { at: at(2), ownerId: owner }));
     // Projected apart from the third (one page would publish only the newest): a change after the
     // first cursor is then compacted away, which is what makes that cursor expire.
-    await eventually(async () => expect((await api(compacting.url, `/api/v1/products/1`)).json.attributes.title).toBe('Second'), 30000, 50);
+    await eventually(
+      async () => expect((await api(compacting.url, `/api/v1/products/1`)).json.attributes.title).toBe('Second'),
+      30000,
+      50,
+    );
     await deliverTo(menuEvent('updated', product('1', { title: 'Third' }), { at: at(3), ownerId: owner }));
-    const gone = await eventually(async () => {
-      const answer = await api(compacting.url, `/api/v1/changes?after=${first.cursor}`);
-      expect(answer.status).toBe(410);
-      return answer;
-    }, 30000, 200);
+    const gone = await eventually(
+      async () => {
+        const answer = await api(compacting.url, `/api/v1/changes?after=${first.cursor}`);
+        expect(answer.status).toBe(410);
+        return answer;
+      },
+      30000,
+      200,
+    );
     expect(gone.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(gone.json).toMatchObject({ status: 410, field: 'after', detail: expect.stringMatching(/bootstrap again/) });
-    const stream = await api(compacting.url, '/api/v1/changes', undefined, { headers: { accept: 'text/event-stream', 'last-event-id': first.cursor } });
+    const stream = await api(compacting.url, '/api/v1/changes', undefined, {
+      headers: { accept: 'text/event-stream', 'last-event-id': first.cursor },
+    });
     expect(stream.status).toBe(410);
     expect(stream.json).toMatchObject({ field: 'Last-Event-ID' });
     const { changes } = await changesAfter(compacting.url);

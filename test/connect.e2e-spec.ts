@@ -99,7 +99,9 @@ describe('the browser connect flow', () => {
     expect((await get(`${daemon.url}/auth/connect`)).status).toBe(401);
     expect((await get(`${daemon.url}/auth/connect?api_token=not-the-token-at-all`)).status).toBe(401);
     expect(await count('oauth_authorizations')).toBe(before);
-    expect((await get(`${daemon.url}/auth/connect`, { headers: { Authorization: `Bearer ${API_TOKEN}` } })).status).toBe(302);
+    expect(
+      (await get(`${daemon.url}/auth/connect`, { headers: { Authorization: `Bearer ${API_TOKEN}` } })).status,
+    ).toBe(302);
   });
 
   it('redirects to the authorization request of CONTRACT §6, with a single-use state and PKCE S256', async () => {
@@ -140,7 +142,9 @@ describe('the browser connect flow', () => {
       mode: 'configured',
     });
     expect(Date.parse(connection.token.expires_at)).toBeGreaterThan(Date.now());
-    expect(connection.subscriptions).toEqual([expect.objectContaining({ status: 'registered', callback_uri: `${publicUrl}/webhooks/[redacted]` })]);
+    expect(connection.subscriptions).toEqual([
+      expect.objectContaining({ status: 'registered', callback_uri: `${publicUrl}/webhooks/[redacted]` }),
+    ]);
     expect(issued.length).toBe(1);
     expect(answer.text).not.toContain(issued[0].access_token);
     expect(answer.text).not.toContain(issued[0].refresh_token!);
@@ -150,33 +154,39 @@ describe('the browser connect flow', () => {
     expect((await api(daemon.url, '/api/v1/connections', null)).status).toBe(401);
     const answer = await api(daemon.url, '/api/v1/connections');
     expect(answer.status).toBe(200);
-    expect(answer.json.data).toEqual([{
-      id: 1,
-      state: 'active',
-      auth_url: emulator.url,
-      base_url: emulator.url,
-      scopes: ['read_menu', 'read_orders', 'read_stores'],
-      owner_id: '4001',
-      token: { expires_at: expect.any(String), last_refresh_at: null },
-      last_error: null,
-      subscriptions: [{
+    expect(answer.json.data).toEqual([
+      {
         id: 1,
-        callback_uri: `${publicUrl}/webhooks/[redacted]`,
-        enabled_events: [...SPEC_EVENT_NAMES],
-        status: 'registered',
-        upstream_id: '1',
+        state: 'active',
+        auth_url: emulator.url,
+        base_url: emulator.url,
+        scopes: ['read_menu', 'read_orders', 'read_stores'],
+        owner_id: '4001',
+        token: { expires_at: expect.any(String), last_refresh_at: null },
         last_error: null,
+        subscriptions: [
+          {
+            id: 1,
+            callback_uri: `${publicUrl}/webhooks/[redacted]`,
+            enabled_events: [...SPEC_EVENT_NAMES],
+            status: 'registered',
+            upstream_id: '1',
+            last_error: null,
+            created_at: expect.any(String),
+          },
+        ],
         created_at: expect.any(String),
-      }],
-      created_at: expect.any(String),
-      mode: 'configured',
-    }]);
+        mode: 'configured',
+      },
+    ]);
     for (const token of [issued[0].access_token, issued[0].refresh_token!]) expect(answer.text).not.toContain(token);
   });
 
   it('registered the webhook endpoint with the exact request of spec endpoint 4', async () => {
     const [endpoint] = await endpoints();
-    expect(endpoint.callback_uri).toMatch(new RegExp(`^${publicUrl.replace(/[.]/g, '\\.')}/webhooks/[A-Za-z0-9_-]{43,}$`));
+    expect(endpoint.callback_uri).toMatch(
+      new RegExp(`^${publicUrl.replace(/[.]/g, '\\.')}/webhooks/[A-Za-z0-9_-]{43,}$`),
+    );
     expect(endpoint.enabled_events).toEqual([...SPEC_EVENT_NAMES]);
     const { headers, form } = endpoint.request;
     expect(headers.accept).toBe('application/vnd.service.v2');
@@ -193,11 +203,17 @@ describe('the browser connect flow', () => {
     const triggered = await control(emulator, 'POST', '/_emulator/trigger', { event_type: 'product.updated' });
     expect(triggered.status).toBeLessThan(300);
     const [eventId] = triggered.json.event_ids;
-    await eventually(async () => {
-      const events = await api(daemon.url, '/api/v1/events?event_type=product.updated');
-      expect(events.json.data.map((event: { event_id: string }) => event.event_id)).toContain(eventId);
-    }, 15_000, 100);
-    const deliveries = (await call(emulator, '/_emulator/deliveries')).json.data.filter((delivery: { event_id: string }) => delivery.event_id === eventId);
+    await eventually(
+      async () => {
+        const events = await api(daemon.url, '/api/v1/events?event_type=product.updated');
+        expect(events.json.data.map((event: { event_id: string }) => event.event_id)).toContain(eventId);
+      },
+      15_000,
+      100,
+    );
+    const deliveries = (await call(emulator, '/_emulator/deliveries')).json.data.filter(
+      (delivery: { event_id: string }) => delivery.event_id === eventId,
+    );
     expect(deliveries.map((delivery: { status: number }) => delivery.status)).toEqual([202]);
   });
 
@@ -232,7 +248,9 @@ describe('refused callbacks store nothing', () => {
 
   it('an expired state → 400, even with a valid code', async () => {
     const { callbackUrl, state } = await authorize();
-    await db.query(`UPDATE oauth_authorizations SET expires_at = now() - interval '1 second' WHERE state_hash = $1`, [sha256(state)]);
+    await db.query(`UPDATE oauth_authorizations SET expires_at = now() - interval '1 second' WHERE state_hash = $1`, [
+      sha256(state),
+    ]);
     const answer = await get(callbackUrl);
     expect(answer.status).toBe(400);
     expect(answer.json.type).toBe('urn:menu-sync:problem:invalid-state');
@@ -280,38 +298,56 @@ describe('a subscription the upstream refuses', () => {
     expect(answer.status).toBe(200);
     const connection = answer.json.data;
     expect(connection.state).toBe('active');
-    expect(connection.subscriptions).toEqual([expect.objectContaining({ status: 'failed', upstream_id: null, last_error: expect.stringContaining('422') })]);
+    expect(connection.subscriptions).toEqual([
+      expect.objectContaining({ status: 'failed', upstream_id: null, last_error: expect.stringContaining('422') }),
+    ]);
     // The refused key is no longer accepted.
-    const { rows } = await db.query('SELECT expires_at FROM webhook_keys WHERE id = (SELECT webhook_key_id FROM subscriptions WHERE id = $1)',
-      [connection.subscriptions[0].id]);
+    const { rows } = await db.query(
+      'SELECT expires_at FROM webhook_keys WHERE id = (SELECT webhook_key_id FROM subscriptions WHERE id = $1)',
+      [connection.subscriptions[0].id],
+    );
     expect(rows[0].expires_at).not.toBeNull();
 
     const endpointsBefore = (await endpoints()).length;
     const result = await cli(['subscribe', '--connection', String(connection.id)]);
     expect(result.code).toBe(0);
-    expect(printed(result).data).toEqual([expect.objectContaining({ connection_id: connection.id, status: 'registered' })]);
+    expect(printed(result).data).toEqual([
+      expect.objectContaining({ connection_id: connection.id, status: 'registered' }),
+    ]);
     expect((await endpoints()).length).toBe(endpointsBefore + 1);
     const listed = (await connections()).find((item) => item.id === connection.id);
-    expect(listed.subscriptions.map((subscription: { status: string }) => subscription.status)).toEqual(['failed', 'registered']);
+    expect(listed.subscriptions.map((subscription: { status: string }) => subscription.status)).toEqual([
+      'failed',
+      'registered',
+    ]);
   });
 
   it('`menu-sync subscribe` without --connection registers an endpoint for every active connection', async () => {
-    const active = (await connections()).filter((connection) => connection.state === 'active').map((connection) => connection.id);
+    const active = (await connections())
+      .filter((connection) => connection.state === 'active')
+      .map((connection) => connection.id);
     const endpointsBefore = (await endpoints()).length;
     const result = await cli(['subscribe']);
     expect(result.code).toBe(0);
-    expect(printed(result).data.map((subscription: { connection_id: number; status: string }) => [subscription.connection_id, subscription.status]))
-      .toEqual(active.map((id) => [id, 'registered']));
+    expect(
+      printed(result).data.map((subscription: { connection_id: number; status: string }) => [
+        subscription.connection_id,
+        subscription.status,
+      ]),
+    ).toEqual(active.map((id) => [id, 'registered']));
     expect((await endpoints()).length).toBe(endpointsBefore + active.length);
     // Rotation with an overlap: per connection, the newest key has no expiry, every older one expires in about a day
     // (or already has: the key of a registration the upstream refused).
     const { rows } = await db.query(
       `SELECT connection_id, id, extract(epoch FROM expires_at - now())::int AS expires_in FROM webhook_keys
-        WHERE connection_id = ANY($1) ORDER BY connection_id, id`, [active]);
+        WHERE connection_id = ANY($1) ORDER BY connection_id, id`,
+      [active],
+    );
     for (const id of active) {
       const keys = rows.filter((row) => Number(row.connection_id) === id);
       expect(keys.at(-1).expires_in).toBeNull();
-      for (const older of keys.slice(0, -1)) expect(older.expires_in !== null && (older.expires_in <= 0 || older.expires_in > 23 * 3600)).toBe(true);
+      for (const older of keys.slice(0, -1))
+        expect(older.expires_in !== null && (older.expires_in <= 0 || older.expires_in > 23 * 3600)).toBe(true);
     }
   });
 
@@ -340,7 +376,10 @@ describe('the out-of-band flow of the CLI', () => {
     const exchange = await cli(['auth', 'exchange', code!]);
     expect(exchange.code).toBe(0);
     const connection = printed(exchange).data;
-    expect(connection).toMatchObject({ state: 'active', subscriptions: [expect.objectContaining({ status: 'registered' })] });
+    expect(connection).toMatchObject({
+      state: 'active',
+      subscriptions: [expect.objectContaining({ status: 'registered' })],
+    });
     const listed = await connections();
     expect(listed.length).toBe(countBefore + 1);
     expect(listed.at(-1)).toMatchObject({ id: connection.id, state: 'active' });
@@ -357,7 +396,15 @@ describe('the out-of-band flow of the CLI', () => {
     expect((await cli(['auth', 'exchange'])).code).toBe(2);
     // Without an upstream there is nothing to connect to: a configuration error.
     const env = { ...daemon.process.env };
-    for (const name of ['PATH', 'HOME', 'UPSTREAM_AUTH_URL', 'UPSTREAM_BASE_URL', 'OAUTH_CLIENT_ID', 'OAUTH_CLIENT_SECRET']) delete env[name];
+    for (const name of [
+      'PATH',
+      'HOME',
+      'UPSTREAM_AUTH_URL',
+      'UPSTREAM_BASE_URL',
+      'OAUTH_CLIENT_ID',
+      'OAUTH_CLIENT_SECRET',
+    ])
+      delete env[name];
     const unconfigured = await runCli(['auth', 'url'], env, daemon.process.cwd);
     expect(unconfigured.code).toBe(2);
     expect(unconfigured.stderr).toContain('No upstream is configured');
@@ -372,7 +419,9 @@ describe('tokens at expiry, two processes (CONTRACT §6)', () => {
   it('20 concurrent upstream calls from two processes on an expired token cause exactly one refresh grant', async () => {
     const [connection] = await connections();
     // The token is due (issued 7 h ago, lifetime 6 h) and no longer works upstream either.
-    await db.query(`UPDATE connections SET token_created_at = now() - interval '7 hours' WHERE id = $1`, [connection.id]);
+    await db.query(`UPDATE connections SET token_created_at = now() - interval '7 hours' WHERE id = $1`, [
+      connection.id,
+    ]);
     expect((await call(emulator, '/_emulator/tokens/expire', { method: 'POST' })).status).toBe(200);
     const grantsBefore = (await call(emulator, '/_emulator/token_requests')).json.data.length;
 
@@ -380,10 +429,14 @@ describe('tokens at expiry, two processes (CONTRACT §6)', () => {
     const [first, second] = await Promise.all([cli(args), cli(args)]);
     for (const result of [first, second]) {
       expect({ code: result.code, run: result.code === 0 ? '' : describeRun(result) }).toEqual({ code: 0, run: '' });
-      expect(printed(result).data).toEqual(Array.from({ length: 10 }, () => ({ connection_id: connection.id, status: 200 })));
+      expect(printed(result).data).toEqual(
+        Array.from({ length: 10 }, () => ({ connection_id: connection.id, status: 200 })),
+      );
     }
     const grants = (await call(emulator, '/_emulator/token_requests')).json.data.slice(grantsBefore);
-    expect(grants.map((grant: { grant_type: string; status: number }) => [grant.grant_type, grant.status])).toEqual([['refresh_token', 200]]);
+    expect(grants.map((grant: { grant_type: string; status: number }) => [grant.grant_type, grant.status])).toEqual([
+      ['refresh_token', 200],
+    ]);
     const [after] = await connections();
     expect(after).toMatchObject({ state: 'active', token: { last_refresh_at: expect.any(String) } });
     expect(Date.parse(after.token.expires_at)).toBeGreaterThan(Date.now() + 5 * 3600_000);
@@ -395,23 +448,34 @@ describe('tokens at expiry, two processes (CONTRACT §6)', () => {
     const grantsBefore = (await call(emulator, '/_emulator/token_requests')).json.data.length;
     const result = await cli(['auth', 'check', '--connection', String(connection.id), '--calls', '5']);
     expect({ code: result.code, run: result.code === 0 ? '' : describeRun(result) }).toEqual({ code: 0, run: '' });
-    expect(printed(result).data).toEqual(Array.from({ length: 5 }, () => ({ connection_id: connection.id, status: 200 })));
+    expect(printed(result).data).toEqual(
+      Array.from({ length: 5 }, () => ({ connection_id: connection.id, status: 200 })),
+    );
     const grants = (await call(emulator, '/_emulator/token_requests')).json.data.slice(grantsBefore);
-    expect(grants.map((grant: { grant_type: string; status: number }) => [grant.grant_type, grant.status])).toEqual([['refresh_token', 200]]);
+    expect(grants.map((grant: { grant_type: string; status: number }) => [grant.grant_type, grant.status])).toEqual([
+      ['refresh_token', 200],
+    ]);
   });
 });
 
 describe('secrets at rest and in logs', () => {
-  it('no token and no webhook key is in a pg_dump of the database (the deliveries\' uri included), in any log or CLI output', async () => {
+  it("no token and no webhook key is in a pg_dump of the database (the deliveries' uri included), in any log or CLI output", async () => {
     const dump = await new Promise<string>((resolve, reject) => {
-      execFile(PG_DUMP, ['--no-owner', '--data-only', daemon.database.url], { maxBuffer: 256 * 1024 * 1024 }, (error, stdout) => {
-        if (error) reject(error);
-        else resolve(stdout);
-      });
+      execFile(
+        PG_DUMP,
+        ['--no-owner', '--data-only', daemon.database.url],
+        { maxBuffer: 256 * 1024 * 1024 },
+        (error, stdout) => {
+          if (error) reject(error);
+          else resolve(stdout);
+        },
+      );
     });
     expect(dump).toContain('COPY public.connections');
     expect(dump).toContain(publicUrl);
-    const tokens = issued.flatMap((answer) => [answer.access_token, answer.refresh_token]).filter((token): token is string => token !== undefined);
+    const tokens = issued
+      .flatMap((answer) => [answer.access_token, answer.refresh_token])
+      .filter((token): token is string => token !== undefined);
     const keys = (await endpoints()).map((endpoint) => endpoint.callback_uri.split('/webhooks/')[1]);
     expect(tokens.length).toBeGreaterThanOrEqual(6);
     expect(keys.length).toBeGreaterThanOrEqual(3);

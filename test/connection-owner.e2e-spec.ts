@@ -36,7 +36,9 @@ async function setFaults(faults: Partial<Faults>): Promise<void> {
 async function owners(of: RunningDaemon = daemon): Promise<Record<number, string | null>> {
   const answer = await api(of.url, '/api/v1/connections');
   expect(answer.status).toBe(200);
-  return Object.fromEntries(answer.json.data.map((connection: { id: number; owner_id: string | null }) => [connection.id, connection.owner_id]));
+  return Object.fromEntries(
+    answer.json.data.map((connection: { id: number; owner_id: string | null }) => [connection.id, connection.owner_id]),
+  );
 }
 
 describe('the owner of a connection', () => {
@@ -44,7 +46,14 @@ describe('the owner of a connection', () => {
     const connection = await connect(daemon.url);
 
     expect(issued).toHaveLength(1);
-    expect(Object.keys(issued[0]).sort()).toEqual(['access_token', 'created_at', 'expires_in', 'refresh_token', 'scope', 'token_type']);
+    expect(Object.keys(issued[0]).sort()).toEqual([
+      'access_token',
+      'created_at',
+      'expires_in',
+      'refresh_token',
+      'scope',
+      'token_type',
+    ]);
     expect((await api(daemon.url, '/api/v1/events')).json.data).toEqual([]);
     expect(connection.owner_id).toBe(DEMO_USER_ID);
     expect(await owners()).toEqual({ [connection.id]: DEMO_USER_ID });
@@ -52,7 +61,8 @@ describe('the owner of a connection', () => {
 
   it('comes from the first webhook on its key when token info answers 404 or 401', async () => {
     // One daemon (its own database) per case: the platform sends an event to every endpoint, and a daemon logs it once.
-    const cases: Array<{ status: number; daemon: RunningDaemon; connection: { id: number; owner_id: string | null } }> = [];
+    const cases: Array<{ status: number; daemon: RunningDaemon; connection: { id: number; owner_id: string | null } }> =
+      [];
     try {
       for (const status of [404, 401]) {
         const other = await startDaemonOn(emulator, { RECONCILE_CRON: 'off' });
@@ -61,21 +71,34 @@ describe('the owner of a connection', () => {
         cases.at(-1)!.connection = await connect(other.url);
       }
       await setFaults({});
-      expect(cases.map(({ status, connection }) => ({ status, owner: connection.owner_id }))).toEqual([{ status: 404, owner: null }, { status: 401, owner: null }]);
+      expect(cases.map(({ status, connection }) => ({ status, owner: connection.owner_id }))).toEqual([
+        { status: 404, owner: null },
+        { status: 401, owner: null },
+      ]);
 
       const triggered = await control(emulator, 'POST', '/_emulator/trigger', { event_type: 'product.updated' });
       expect(triggered.status).toBeLessThan(300);
       for (const { status, daemon: other, connection } of cases) {
-        await eventually(async () => {
-          const events = await api(other.url, '/api/v1/events?event_type=product.updated');
-          expect(events.json.data.map((event: { event_id: string }) => event.event_id)).toContain(triggered.json.event_ids[0]);
-        }, 15_000, 100);
+        await eventually(
+          async () => {
+            const events = await api(other.url, '/api/v1/events?event_type=product.updated');
+            expect(events.json.data.map((event: { event_id: string }) => event.event_id)).toContain(
+              triggered.json.event_ids[0],
+            );
+          },
+          15_000,
+          100,
+        );
         // As before token info existed: reconcile (run here by hand) takes the owner of the webhooks seen on the connection's key.
         const env = { ...other.process.env };
         delete env.PATH;
         delete env.HOME;
         const run = await runCli(['reconcile'], env, other.process.cwd);
-        expect({ status, code: run.code, output: run.code === 0 ? '' : describeRun(run) }).toEqual({ status, code: 0, output: '' });
+        expect({ status, code: run.code, output: run.code === 0 ? '' : describeRun(run) }).toEqual({
+          status,
+          code: 0,
+          output: '',
+        });
         expect({ status, owner: (await owners(other))[connection.id] }).toEqual({ status, owner: DEMO_USER_ID });
       }
     } finally {

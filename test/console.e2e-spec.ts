@@ -32,37 +32,60 @@ describe('the console at /console, in a browser, against the sandbox', () => {
   let soupEvents: number[] = [];
 
   const api = async (pathname: string, init: RequestInit = {}) => {
-    const response = await fetch(`${daemon.url}${pathname}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, ...init.headers } });
+    const response = await fetch(`${daemon.url}${pathname}`, {
+      ...init,
+      headers: { authorization: `Bearer ${TOKEN}`, ...init.headers },
+    });
     return { status: response.status, json: (await response.json().catch(() => undefined)) as Json };
   };
   const control = async (method: string, pathname: string, body?: Json) => {
-    const response = await fetch(`${emulator}/_emulator/${pathname}`, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await fetch(`${emulator}/_emulator/${pathname}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: response.status, json: (await response.json().catch(() => undefined)) as Json };
   };
-  const shot = (name: string) => page.screenshot({ path: path.join(ARTIFACTS_DIR, `console-${name}.png`), fullPage: true });
+  const shot = (name: string) =>
+    page.screenshot({ path: path.join(ARTIFACTS_DIR, `console-${name}.png`), fullPage: true });
   const open = async (route: string) => {
-    await page.evaluate((hash) => { (globalThis as Json).location.hash = hash; }, `#/${route}`);
+    await page.evaluate((hash) => {
+      (globalThis as Json).location.hash = hash;
+    }, `#/${route}`);
   };
   /** Moves a time slider to the step nearest `instant` (its span is on the element) and lets the page react. */
-  const slideTo = async (id: string, instant: number) => page.locator(`#${id}`).evaluate((input: Json, target) => {
-    const first = Number(input.dataset.first);
-    const last = Number(input.dataset.last);
-    input.value = String(Math.round(((target - first) / (last - first)) * Number(input.max)));
-    input.dispatchEvent(new Event('input', { bubbles: true }));
-    return { first, last, value: input.value };
-  }, instant);
+  const slideTo = async (id: string, instant: number) =>
+    page.locator(`#${id}`).evaluate((input: Json, target) => {
+      const first = Number(input.dataset.first);
+      const last = Number(input.dataset.last);
+      input.value = String(Math.round(((target - first) / (last - first)) * Number(input.max)));
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+      return { first, last, value: input.value };
+    }, instant);
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'menu-sync-console-'));
     await chmod(dir, 0o755);
-    daemon = await DaemonProcess.start({ cwd: dir, env: { API_TOKENS: TOKEN, WEBHOOK_KEYS: WEBHOOK_KEY }, readyTimeoutMs: FIRST_READY_MS });
-    const [connection] = await eventually(async () => {
-      const listed = (await api('/api/v1/connections')).json.data;
-      expect(listed).toEqual([expect.objectContaining({ state: 'active', owner_id: DEMO_OWNER })]);
-      return listed;
-    }, 30_000, 200);
+    daemon = await DaemonProcess.start({
+      cwd: dir,
+      env: { API_TOKENS: TOKEN, WEBHOOK_KEYS: WEBHOOK_KEY },
+      readyTimeoutMs: FIRST_READY_MS,
+    });
+    const [connection] = await eventually(
+      async () => {
+        const listed = (await api('/api/v1/connections')).json.data;
+        expect(listed).toEqual([expect.objectContaining({ state: 'active', owner_id: DEMO_OWNER })]);
+        return listed;
+      },
+      30_000,
+      200,
+    );
     emulator = connection.base_url;
-    await eventually(async () => expect((await api(`/api/v1/products?owner_id=${DEMO_OWNER}&limit=1000`)).json.data).toHaveLength(30), 30_000, 200);
+    await eventually(
+      async () => expect((await api(`/api/v1/products?owner_id=${DEMO_OWNER}&limit=1000`)).json.data).toHaveLength(30),
+      30_000,
+      200,
+    );
     browser = await launchBrowser();
     page = await browser.context.newPage();
   }, FIRST_READY_MS + 60_000);
@@ -75,14 +98,22 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('/ leads to the console, which asks for the API token once, then shows the connection\'s state (first paint measured)', async () => {
+  it("/ leads to the console, which asks for the API token once, then shows the connection's state (first paint measured)", async () => {
     await page.goto(`${daemon.url}/`);
     expect(new URL(page.url()).pathname).toBe('/console/');
     await page.getByPlaceholder('API token').waitFor();
     // Read once the browser has recorded it: read right after goto(), the entry was sometimes not there yet.
-    await page.waitForFunction(() => (performance as Json).getEntriesByType('paint').some((entry: Json) => entry.name === 'first-contentful-paint'),
-      undefined, { timeout: 10_000 });
-    const paint = await page.evaluate(() => Object.fromEntries((performance as Json).getEntriesByType('paint').map((entry: Json) => [entry.name, Math.round(entry.startTime)])));
+    await page.waitForFunction(
+      () =>
+        (performance as Json).getEntriesByType('paint').some((entry: Json) => entry.name === 'first-contentful-paint'),
+      undefined,
+      { timeout: 10_000 },
+    );
+    const paint = await page.evaluate(() =>
+      Object.fromEntries(
+        (performance as Json).getEntriesByType('paint').map((entry: Json) => [entry.name, Math.round(entry.startTime)]),
+      ),
+    );
     await shot('token');
     await page.getByPlaceholder('API token').fill(TOKEN);
     await page.getByRole('button', { name: 'Open the console' }).click();
@@ -91,15 +122,22 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     await expect(connections.first().textContent()).resolves.toMatch(/^1active4001/);
     await page.locator('#reconcile tbody tr').first().waitFor();
     await page.locator('#projections tbody tr').first().waitFor();
-    await expect(page.locator('#sinks').textContent()).resolves.toMatch(/Sinks are not available on this daemon|No sinks yet|Target/);
-    expect(await page.getByRole('link', { name: 'Connect an account' }).getAttribute('href')).toBe(`/auth/connect?api_token=${TOKEN}`);
+    await expect(page.locator('#sinks').textContent()).resolves.toMatch(
+      /Sinks are not available on this daemon|No sinks yet|Target/,
+    );
+    expect(await page.getByRole('link', { name: 'Connect an account' }).getAttribute('href')).toBe(
+      `/auth/connect?api_token=${TOKEN}`,
+    );
     await shot('overview');
 
     // A reload keeps the token for the tab, and measures a warm start.
     await page.reload();
     await page.locator('#connections tbody tr').first().waitFor();
     const warm = await page.evaluate(() => ({
-      firstContentfulPaint: Math.round((performance as Json).getEntriesByType('paint').find((entry: Json) => entry.name === 'first-contentful-paint')?.startTime ?? -1),
+      firstContentfulPaint: Math.round(
+        (performance as Json).getEntriesByType('paint').find((entry: Json) => entry.name === 'first-contentful-paint')
+          ?.startTime ?? -1,
+      ),
       connectionsShownAt: Math.round(performance.now()),
     }));
     // Five more reloads: the median says more than one sample on a shared machine.
@@ -107,11 +145,21 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     for (let i = 0; i < 5; i++) {
       await page.reload();
       await page.locator('#connections tbody tr').first().waitFor();
-      reloads.push(await page.evaluate(() => Math.round((performance as Json).getEntriesByType('paint').find((entry: Json) => entry.name === 'first-contentful-paint')?.startTime ?? -1)));
+      reloads.push(
+        await page.evaluate(() =>
+          Math.round(
+            (performance as Json)
+              .getEntriesByType('paint')
+              .find((entry: Json) => entry.name === 'first-contentful-paint')?.startTime ?? -1,
+          ),
+        ),
+      );
     }
     const median = [...reloads].sort((a, b) => a - b)[2];
-    process.stdout.write(`console first paint (cold): ${JSON.stringify(paint)}; warm reload: ${JSON.stringify(warm)}; `
-      + `first-contentful-paint of 5 reloads: ${reloads.join(', ')} ms (median ${median} ms)\n`);
+    process.stdout.write(
+      `console first paint (cold): ${JSON.stringify(paint)}; warm reload: ${JSON.stringify(warm)}; ` +
+        `first-contentful-paint of 5 reloads: ${reloads.join(', ')} ms (median ${median} ms)\n`,
+    );
     expect(paint['first-contentful-paint']).toBeGreaterThan(0);
   }, 60_000);
 
@@ -120,24 +168,34 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     await page.getByText('Full English').first().waitFor();
     await shot('menu');
 
-    const created = await control('POST', 'products', { attributes: { title: 'Soup of the day', base_cost: { GBP: 650 } } });
+    const created = await control('POST', 'products', {
+      attributes: { title: 'Soup of the day', base_cost: { GBP: 650 } },
+    });
     expect(created.status).toBe(201);
     const card = page.locator(`#menu [data-product-id="${created.json.id}"]`);
     await card.waitFor({ timeout: 20_000 });
     await expect(card.locator('.product-title').textContent()).resolves.toBe('Soup of the day');
 
-    expect((await control('PATCH', `products/${created.json.id}`, { attributes: { title: 'Soup of the week' } })).status).toBe(200);
-    await page.locator(`#menu [data-product-id="${created.json.id}"] .product-title`, { hasText: 'Soup of the week' }).waitFor({ timeout: 20_000 });
+    expect(
+      (await control('PATCH', `products/${created.json.id}`, { attributes: { title: 'Soup of the week' } })).status,
+    ).toBe(200);
+    await page
+      .locator(`#menu [data-product-id="${created.json.id}"] .product-title`, { hasText: 'Soup of the week' })
+      .waitFor({ timeout: 20_000 });
 
     const events = (await api(`/api/v1/events?subject_type=product&subject_id=${created.json.id}`)).json.data;
     soupEvents = events.map((event: Json) => event.position);
     expect(events.map((event: Json) => event.event_type)).toEqual(['product.created', 'product.updated']);
     const [createdAt, updatedAt] = events.map((event: Json) => Date.parse(event.occurred_at));
     // The owner list (and so the slider's span) is refreshed every 10 s: wait until it covers the update.
-    await eventually(async () => {
-      const last = Number(await page.locator('#as-of').getAttribute('data-last'));
-      expect(last).toBeGreaterThan(updatedAt);
-    }, 15_000, 250);
+    await eventually(
+      async () => {
+        const last = Number(await page.locator('#as-of').getAttribute('data-last'));
+        expect(last).toBeGreaterThan(updatedAt);
+      },
+      15_000,
+      250,
+    );
     const between = (createdAt + updatedAt) / 2;
     await slideTo('as-of', between);
     await page.locator('#menu h2', { hasText: 'Menu as of' }).waitFor();
@@ -156,12 +214,25 @@ describe('the console at /console, in a browser, against the sandbox', () => {
 
   it('Events: a parked event is shown with its error, and what became of an applied one', async () => {
     // \u0000 in the subject: valid JSON that jsonb refuses, so the menu projection parks the event.
-    const body = JSON.stringify(menuEvent('created', product('990001', { extra: { note: 'NOTE' } }), { at: new Date().toISOString(), ownerId: DEMO_OWNER }))
-      .replace('"NOTE"', '"a\\u0000b"');
-    const delivered = await fetch(`${daemon.url}/webhooks/${WEBHOOK_KEY}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const body = JSON.stringify(
+      menuEvent('created', product('990001', { extra: { note: 'NOTE' } }), {
+        at: new Date().toISOString(),
+        ownerId: DEMO_OWNER,
+      }),
+    ).replace('"NOTE"', '"a\\u0000b"');
+    const delivered = await fetch(`${daemon.url}/webhooks/${WEBHOOK_KEY}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     expect(delivered.status).toBe(202);
     const { position } = (await delivered.json()) as Json;
-    await eventually(async () => expect((await api('/api/v1/projections/parked')).json.data).toEqual([expect.objectContaining({ position })]), 15_000, 200);
+    await eventually(
+      async () =>
+        expect((await api('/api/v1/projections/parked')).json.data).toEqual([expect.objectContaining({ position })]),
+      15_000,
+      200,
+    );
 
     await open('events');
     const row = page.locator(`tr[data-position="${position}"]`);
@@ -196,7 +267,9 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     for (const route of ['overview', 'menu', 'events', 'activity']) {
       await open(route);
       await page.waitForTimeout(1500);
-      const overflow = await page.evaluate(() => (globalThis as Json).document.documentElement.scrollWidth - (globalThis as Json).innerWidth);
+      const overflow = await page.evaluate(
+        () => (globalThis as Json).document.documentElement.scrollWidth - (globalThis as Json).innerWidth,
+      );
       expect({ route, overflow }).toEqual({ route, overflow: 0 });
       await shot(`phone-${route}`);
     }

@@ -15,12 +15,20 @@ import { ROOT_DIR } from './support/daemon-process.js';
 const run = promisify(execFile);
 const DEPLOY = path.join(ROOT_DIR, 'deploy');
 /** CONTRACT §11's sink metrics: not in this daemon's registry yet (they come with the sinks). */
-const SINK_FAMILIES = ['menu_sync_change_log_head', 'menu_sync_sink_lag_changes', 'menu_sync_sink_deliveries_total', 'menu_sync_sink_delivery_seconds'];
+const SINK_FAMILIES = [
+  'menu_sync_change_log_head',
+  'menu_sync_sink_lag_changes',
+  'menu_sync_sink_deliveries_total',
+  'menu_sync_sink_delivery_seconds',
+];
 
 async function exposedFamilies(): Promise<Set<string>> {
   const metrics = new MetricsService();
   const names = (await metrics.registry.getMetricsAsJSON()).flatMap((metric) =>
-    String(metric.type) === 'histogram' ? [metric.name, `${metric.name}_bucket`, `${metric.name}_sum`, `${metric.name}_count`] : [metric.name]);
+    String(metric.type) === 'histogram'
+      ? [metric.name, `${metric.name}_bucket`, `${metric.name}_sum`, `${metric.name}_count`]
+      : [metric.name],
+  );
   return new Set([...names, ...SINK_FAMILIES, ...SINK_FAMILIES.map((name) => `${name}_bucket`)]);
 }
 
@@ -37,24 +45,46 @@ describe('deploy/: the ops bundle', () => {
   it('the rules cover lag growing, parked events, a failing sink, reauthorization, the 503 rate and reconcile failing', async () => {
     const rules = await readFile(path.join(DEPLOY, 'prometheus', 'alerts.yml'), 'utf8');
     const alerts = [...rules.matchAll(/- alert: (\w+)/g)].map((match) => match[1]);
-    expect(alerts).toEqual(expect.arrayContaining(['MenuSyncProjectionLagGrowing', 'MenuSyncParkedEvents', 'MenuSyncSinkFailing',
-      'MenuSyncConnectionNeedsReauthorization', 'MenuSyncWebhook503Rate', 'MenuSyncReconcileFailing']));
+    expect(alerts).toEqual(
+      expect.arrayContaining([
+        'MenuSyncProjectionLagGrowing',
+        'MenuSyncParkedEvents',
+        'MenuSyncSinkFailing',
+        'MenuSyncConnectionNeedsReauthorization',
+        'MenuSyncWebhook503Rate',
+        'MenuSyncReconcileFailing',
+      ]),
+    );
   });
 
   it('the dashboard is Grafana JSON whose every query and rule names a family the daemon exposes', async () => {
     const exposed = await exposedFamilies();
     const dashboard = JSON.parse(await readFile(path.join(DEPLOY, 'grafana', 'menu-sync.json'), 'utf8'));
     expect(dashboard).toMatchObject({ title: 'menu-sync', uid: 'menu-sync', panels: expect.any(Array) });
-    const queries = dashboard.panels.flatMap((panel: { targets?: Array<{ expr: string }> }) => (panel.targets ?? []).map((target) => target.expr));
+    const queries = dashboard.panels.flatMap((panel: { targets?: Array<{ expr: string }> }) =>
+      (panel.targets ?? []).map((target) => target.expr),
+    );
     expect(queries.length).toBeGreaterThan(15);
     const rules = await readFile(path.join(DEPLOY, 'prometheus', 'alerts.yml'), 'utf8');
     const unknown = [...referenced(queries.join('\n') + rules)].filter((name) => !exposed.has(name));
     expect(unknown).toEqual([]);
     // Every family of CONTRACT §10 is charted.
-    for (const family of ['menu_sync_webhook_deliveries_total', 'menu_sync_event_append_seconds_bucket', 'menu_sync_log_head_position',
-      'menu_sync_projection_position', 'menu_sync_projection_lag_events', 'menu_sync_parked_events', 'menu_sync_upstream_requests_total',
-      'menu_sync_token_refreshes_total', ...SINK_FAMILIES.filter((name) => name !== 'menu_sync_sink_delivery_seconds'), 'menu_sync_sink_delivery_seconds_bucket']) {
-      expect({ family, charted: queries.some((query: string) => query.includes(family)) }).toEqual({ family, charted: true });
+    for (const family of [
+      'menu_sync_webhook_deliveries_total',
+      'menu_sync_event_append_seconds_bucket',
+      'menu_sync_log_head_position',
+      'menu_sync_projection_position',
+      'menu_sync_projection_lag_events',
+      'menu_sync_parked_events',
+      'menu_sync_upstream_requests_total',
+      'menu_sync_token_refreshes_total',
+      ...SINK_FAMILIES.filter((name) => name !== 'menu_sync_sink_delivery_seconds'),
+      'menu_sync_sink_delivery_seconds_bucket',
+    ]) {
+      expect({ family, charted: queries.some((query: string) => query.includes(family)) }).toEqual({
+        family,
+        charted: true,
+      });
     }
   });
 

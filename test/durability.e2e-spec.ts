@@ -54,17 +54,21 @@ interface Load {
 /** One POST over the given agent: resolves with the answer, rejects on a connection error. */
 function post(url: string, body: string, agent: Agent): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request(url, {
-      method: 'POST',
-      agent,
-      timeout: 10000,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        timeout: 10000,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('request timed out')));
     req.on('error', reject);
     req.end(body);
@@ -96,7 +100,11 @@ function startLoad(baseUrl: string): Load {
           return;
         }
         if (answer.status >= 200 && answer.status < 300) {
-          acked.push({ ...sent, status: answer.status, position: (JSON.parse(answer.body) as { position: number }).position });
+          acked.push({
+            ...sent,
+            status: answer.status,
+            position: (JSON.parse(answer.body) as { position: number }).position,
+          });
         } else {
           refused.set(answer.status, (refused.get(answer.status) ?? 0) + 1);
         }
@@ -133,8 +141,10 @@ async function expectAllInLog(client: pg.Client, acked: Acked[]): Promise<void> 
     const row = byId.get(a.id);
     if (!row) problems.push(`${a.id}: answered ${a.status} (position ${a.position}) but not in event_log`);
     else if (row.copies !== '1') problems.push(`${a.id}: ${row.copies} copies in event_log`);
-    else if (Number(row.position) !== a.position) problems.push(`${a.id}: answered position ${a.position}, logged at ${row.position}`);
-    else if (!row.sha256.equals(createHash('sha256').update(a.body).digest())) problems.push(`${a.id}: stored sha256 differs`);
+    else if (Number(row.position) !== a.position)
+      problems.push(`${a.id}: answered position ${a.position}, logged at ${row.position}`);
+    else if (!row.sha256.equals(createHash('sha256').update(a.body).digest()))
+      problems.push(`${a.id}: stored sha256 differs`);
   }
   expect(rows).toHaveLength(acked.length);
   expect(problems.slice(0, 10)).toEqual([]);
@@ -145,20 +155,22 @@ async function expectDuplicates(baseUrl: string, acked: Acked[]): Promise<void> 
   const url = `${baseUrl}/webhooks/${WEBHOOK_KEY}`;
   const queue = [...acked];
   const problems: string[] = [];
-  await Promise.all(Array.from({ length: SENDERS }, async () => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    try {
-      for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
-        const answer = await post(url, next.body, agent);
-        const expected = JSON.stringify({ status: 'duplicate', position: next.position });
-        if (answer.status !== 200 || JSON.stringify(JSON.parse(answer.body)) !== expected) {
-          problems.push(`${next.id}: expected 200 ${expected}, got ${answer.status} ${answer.body.slice(0, 200)}`);
+  await Promise.all(
+    Array.from({ length: SENDERS }, async () => {
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      try {
+        for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
+          const answer = await post(url, next.body, agent);
+          const expected = JSON.stringify({ status: 'duplicate', position: next.position });
+          if (answer.status !== 200 || JSON.stringify(JSON.parse(answer.body)) !== expected) {
+            problems.push(`${next.id}: expected 200 ${expected}, got ${answer.status} ${answer.body.slice(0, 200)}`);
+          }
         }
+      } finally {
+        agent.destroy();
       }
-    } finally {
-      agent.destroy();
-    }
-  }));
+    }),
+  );
   expect(problems.slice(0, 10)).toEqual([]);
 }
 
@@ -230,8 +242,10 @@ describe('durability of acknowledged deliveries (built daemon, child process)', 
     const result = await load.done;
 
     expect({ exit, logs: exit.code === 0 ? '' : daemon.logs }).toEqual({ exit: { code: 0, signal: null }, logs: '' });
-    report(`SIGTERM: exit in ${shutdownMs} ms, ${result.acked.length} acknowledged, ` +
-      `refused ${JSON.stringify(Object.fromEntries(result.refused))}, ${result.connectionErrors} connection errors`);
+    report(
+      `SIGTERM: exit in ${shutdownMs} ms, ${result.acked.length} acknowledged, ` +
+        `refused ${JSON.stringify(Object.fromEntries(result.refused))}, ${result.connectionErrors} connection errors`,
+    );
     expect(shutdownMs).toBeLessThan(10000);
     expect(result.acked.length).toBeGreaterThan(0);
     // While closing, a delivery may be refused with 503 (not stored, retry), never anything else.

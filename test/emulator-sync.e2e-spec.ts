@@ -46,26 +46,107 @@ describe('emulator → menu-sync, with duplicates and reordering (issue 5)', () 
   async function change(choose: Chooser): Promise<void> {
     const now = await state();
     const ids = (list: Json[]) => list.map((resource) => resource.id as string);
-    const [products, traits, options, collections, orders] = [now.products, now.traits, now.trait_options, now.collections, now.orders].map(ids);
+    const [products, traits, options, collections, orders] = [
+      now.products,
+      now.traits,
+      now.trait_options,
+      now.collections,
+      now.orders,
+    ].map(ids);
     const roll = choose.unit();
     const price = () => ({ GBP: 100 + Math.floor(choose.unit() * 2000), EUR: 120 + Math.floor(choose.unit() * 2000) });
-    const request = roll < 0.14 ? ['POST', '/_emulator/products', { attributes: { title: `P${roll}`, base_cost: price() }, relationships: { traits: choose.some(traits, 2) } }]
-      : roll < 0.28 && products.length > 0 ? ['PATCH', `/_emulator/products/${choose.pick(products)}`, choose.unit() < 0.5
-        ? { attributes: { available: choose.unit() < 0.5, base_cost: price() } } : { relationships: { traits: choose.some(traits, 2) } }]
-        : roll < 0.34 && products.length > 5 ? ['DELETE', `/_emulator/products/${choose.pick(products)}`]
-          : roll < 0.40 ? ['POST', '/_emulator/collections', { attributes: { title: `C${roll}` }, relationships: { products: choose.some(products, 4) } }]
-            : roll < 0.48 && collections.length > 0 ? ['PATCH', `/_emulator/collections/${choose.pick(collections)}`, { attributes: { description: `D${roll}` }, relationships: { products: choose.some(products, 5) } }]
-              : roll < 0.51 && collections.length > 1 ? ['DELETE', `/_emulator/collections/${choose.pick(collections)}`]
-                : roll < 0.56 ? ['POST', '/_emulator/traits', { attributes: { title: `T${roll}`, required: choose.unit() < 0.5 } }]
-                  : roll < 0.60 && traits.length > 0 ? ['PATCH', `/_emulator/traits/${choose.pick(traits)}`, { attributes: { allow_multiple: choose.unit() < 0.5 } }]
-                    : roll < 0.63 && traits.length > 3 ? ['DELETE', `/_emulator/traits/${choose.pick(traits)}`]
-                      : roll < 0.70 && traits.length > 0 ? ['POST', '/_emulator/trait_options', { attributes: { title: `O${roll}`, cost_adjustment: price() }, relationships: { trait: choose.pick(traits) } }]
-                        : roll < 0.77 && options.length > 0 ? ['PATCH', `/_emulator/trait_options/${choose.pick(options)}`, choose.unit() < 0.7
-                          ? { attributes: { available: choose.unit() < 0.5, cost_adjustment: price() } } : { relationships: { trait: choose.pick(traits) ?? null } }]
-                          : roll < 0.81 && options.length > 5 ? ['DELETE', `/_emulator/trait_options/${choose.pick(options)}`]
-                            : roll < 0.92 && products.length > 0 ? ['POST', '/_emulator/orders', { store_id: '1', order_products: [{ product_id: choose.pick(products), quantity: 1 + Math.floor(choose.unit() * 3) }] }]
-                              : orders.length > 0 ? ['PATCH', `/_emulator/orders/${choose.pick(orders)}`, { attributes: { status: choose.pick(['accepted', 'preparing', 'ready', 'collected']) } }]
-                                : ['POST', '/_emulator/traits', { attributes: { title: `T${roll}` } }];
+    const request =
+      roll < 0.14
+        ? [
+            'POST',
+            '/_emulator/products',
+            {
+              attributes: { title: `P${roll}`, base_cost: price() },
+              relationships: { traits: choose.some(traits, 2) },
+            },
+          ]
+        : roll < 0.28 && products.length > 0
+          ? [
+              'PATCH',
+              `/_emulator/products/${choose.pick(products)}`,
+              choose.unit() < 0.5
+                ? { attributes: { available: choose.unit() < 0.5, base_cost: price() } }
+                : { relationships: { traits: choose.some(traits, 2) } },
+            ]
+          : roll < 0.34 && products.length > 5
+            ? ['DELETE', `/_emulator/products/${choose.pick(products)}`]
+            : roll < 0.4
+              ? [
+                  'POST',
+                  '/_emulator/collections',
+                  { attributes: { title: `C${roll}` }, relationships: { products: choose.some(products, 4) } },
+                ]
+              : roll < 0.48 && collections.length > 0
+                ? [
+                    'PATCH',
+                    `/_emulator/collections/${choose.pick(collections)}`,
+                    { attributes: { description: `D${roll}` }, relationships: { products: choose.some(products, 5) } },
+                  ]
+                : roll < 0.51 && collections.length > 1
+                  ? ['DELETE', `/_emulator/collections/${choose.pick(collections)}`]
+                  : roll < 0.56
+                    ? [
+                        'POST',
+                        '/_emulator/traits',
+                        { attributes: { title: `T${roll}`, required: choose.unit() < 0.5 } },
+                      ]
+                    : roll < 0.6 && traits.length > 0
+                      ? [
+                          'PATCH',
+                          `/_emulator/traits/${choose.pick(traits)}`,
+                          { attributes: { allow_multiple: choose.unit() < 0.5 } },
+                        ]
+                      : roll < 0.63 && traits.length > 3
+                        ? ['DELETE', `/_emulator/traits/${choose.pick(traits)}`]
+                        : roll < 0.7 && traits.length > 0
+                          ? [
+                              'POST',
+                              '/_emulator/trait_options',
+                              {
+                                attributes: { title: `O${roll}`, cost_adjustment: price() },
+                                relationships: { trait: choose.pick(traits) },
+                              },
+                            ]
+                          : roll < 0.77 && options.length > 0
+                            ? [
+                                'PATCH',
+                                `/_emulator/trait_options/${choose.pick(options)}`,
+                                choose.unit() < 0.7
+                                  ? { attributes: { available: choose.unit() < 0.5, cost_adjustment: price() } }
+                                  : { relationships: { trait: choose.pick(traits) ?? null } },
+                              ]
+                            : roll < 0.81 && options.length > 5
+                              ? ['DELETE', `/_emulator/trait_options/${choose.pick(options)}`]
+                              : roll < 0.92 && products.length > 0
+                                ? [
+                                    'POST',
+                                    '/_emulator/orders',
+                                    {
+                                      store_id: '1',
+                                      order_products: [
+                                        {
+                                          product_id: choose.pick(products),
+                                          quantity: 1 + Math.floor(choose.unit() * 3),
+                                        },
+                                      ],
+                                    },
+                                  ]
+                                : orders.length > 0
+                                  ? [
+                                      'PATCH',
+                                      `/_emulator/orders/${choose.pick(orders)}`,
+                                      {
+                                        attributes: {
+                                          status: choose.pick(['accepted', 'preparing', 'ready', 'collected']),
+                                        },
+                                      },
+                                    ]
+                                  : ['POST', '/_emulator/traits', { attributes: { title: `T${roll}` } }];
     const [method, path, body] = request as [string, string, unknown];
     ok(await control(emulator, method, path, body), `${method} ${path}`);
     const kind = `${method} ${path.split('/')[2]}`;
@@ -101,18 +182,27 @@ describe('emulator → menu-sync, with duplicates and reordering (issue 5)', () 
     expect(subscribe.status).toBe(201);
 
     // The demo menu was made before anyone subscribed: resending its events brings the mirror up to date.
-    for (const event of events) expect((await control(emulator, 'POST', '/_emulator/deliveries/resend', { event_id: event.event_id })).status).toBe(202);
+    for (const event of events)
+      expect(
+        (await control(emulator, 'POST', '/_emulator/deliveries/resend', { event_id: event.event_id })).status,
+      ).toBe(202);
     const choose = new Chooser(20261121);
     for (let i = 0; i < CHANGES; i++) await change(choose);
 
-    const deliveries = await eventually(async () => {
-      const list = ok(await call(emulator, '/_emulator/deliveries'), 'deliveries');
-      expect(list.pending).toBe(0);
-      return list.data as Json[];
-    }, 60_000, 100);
+    const deliveries = await eventually(
+      async () => {
+        const list = ok(await call(emulator, '/_emulator/deliveries'), 'deliveries');
+        expect(list.pending).toBe(0);
+        return list.data as Json[];
+      },
+      60_000,
+      100,
+    );
     const produced = ok(await call(emulator, '/_emulator/events'), 'events').data.length;
     // Every event was delivered at least once (duplicates and reordering on), none gave up.
-    const delivered = new Set(deliveries.filter((attempt) => attempt.status >= 200 && attempt.status < 300).map((attempt) => attempt.event_id));
+    const delivered = new Set(
+      deliveries.filter((attempt) => attempt.status >= 200 && attempt.status < 300).map((attempt) => attempt.event_id),
+    );
     expect(delivered.size).toBe(produced);
     expect(deliveries.filter((attempt) => attempt.attempt === 1).length).toBeGreaterThan(produced);
 
@@ -123,8 +213,20 @@ describe('emulator → menu-sync, with duplicates and reordering (issue 5)', () 
 
     await expectMirrorEquals(daemon.url, await state());
     // The drive really exercised every kind of change.
-    for (const kind of ['POST products', 'PATCH products', 'DELETE products', 'POST collections', 'DELETE collections', 'POST traits', 'DELETE traits',
-      'POST trait_options', 'PATCH trait_options', 'DELETE trait_options', 'POST orders', 'PATCH orders']) {
+    for (const kind of [
+      'POST products',
+      'PATCH products',
+      'DELETE products',
+      'POST collections',
+      'DELETE collections',
+      'POST traits',
+      'DELETE traits',
+      'POST trait_options',
+      'PATCH trait_options',
+      'DELETE trait_options',
+      'POST orders',
+      'PATCH orders',
+    ]) {
       expect({ kind, made: (made[kind] ?? 0) > 0 }).toEqual({ kind, made: true });
     }
   }, 180_000);

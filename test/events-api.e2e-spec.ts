@@ -1,4 +1,14 @@
-import { Answer, api, API_TOKEN, bytesOf, deliver, RunningDaemon, sha256Hex, startDaemon, WEBHOOK_KEY } from './support/http.js';
+import {
+  Answer,
+  api,
+  API_TOKEN,
+  bytesOf,
+  deliver,
+  RunningDaemon,
+  sha256Hex,
+  startDaemon,
+  WEBHOOK_KEY,
+} from './support/http.js';
 import { webhookEvent } from './support/webhook-events.js';
 
 type Json = any;
@@ -6,7 +16,12 @@ type Json = any;
 function expectProblem(answer: Answer, status: number): void {
   expect(answer.status).toBe(status);
   expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(answer.json).toMatchObject({ type: expect.any(String), title: expect.any(String), status, detail: expect.any(String) });
+  expect(answer.json).toMatchObject({
+    type: expect.any(String),
+    title: expect.any(String),
+    status,
+    detail: expect.any(String),
+  });
 }
 
 describe('/api/v1/events against the real daemon (CONTRACT §5)', () => {
@@ -20,8 +35,12 @@ describe('/api/v1/events against the real daemon (CONTRACT §5)', () => {
     app = await startDaemon();
     // A small log of mixed types and subjects; sent one at a time so positions follow this order.
     const plan: Json[] = [
-      ...[1, 2, 3, 4, 5].map((n) => webhookEvent({ eventType: 'product.updated', subjectId: String(100 + n), ownerId: '42' })),
-      ...[1, 2, 3].map((n) => webhookEvent({ eventType: 'collection.created', subjectId: String(200 + n), ownerId: '43' })),
+      ...[1, 2, 3, 4, 5].map((n) =>
+        webhookEvent({ eventType: 'product.updated', subjectId: String(100 + n), ownerId: '42' }),
+      ),
+      ...[1, 2, 3].map((n) =>
+        webhookEvent({ eventType: 'collection.created', subjectId: String(200 + n), ownerId: '43' }),
+      ),
       ...[1, 2].map(() => webhookEvent({ eventType: 'product.created', subjectId: '7', ownerId: '42' })),
       ...[1, 2].map((n) => webhookEvent({ eventType: 'trait.destroyed', subjectId: String(300 + n), ownerId: '42' })),
     ];
@@ -67,40 +86,49 @@ describe('/api/v1/events against the real daemon (CONTRACT §5)', () => {
       expect(answer.json.data.length).toBeGreaterThan(0);
     });
 
-    it.each(['/health/live', '/health/ready', '/metrics', '/api/docs-json', '/api/docs'])('%s needs no token', async (path) => {
-      const answer = await api(app.url, path, null);
+    it.each(['/health/live', '/health/ready', '/metrics', '/api/docs-json', '/api/docs'])(
+      '%s needs no token',
+      async (path) => {
+        const answer = await api(app.url, path, null);
 
-      expect(answer.status).toBe(200);
-    });
+        expect(answer.status).toBe(200);
+      },
+    );
 
     it('describes the events endpoints in the OpenAPI document', async () => {
       const answer = await api(app.url, '/api/docs-json', null);
 
-      expect(Object.keys(answer.json.paths)).toEqual(expect.arrayContaining(['/api/v1/events', '/api/v1/events/{position}']));
+      expect(Object.keys(answer.json.paths)).toEqual(
+        expect.arrayContaining(['/api/v1/events', '/api/v1/events/{position}']),
+      );
     });
   });
 
   describe('GET /api/v1/events', () => {
-    it('lists every entry in position order with the contract\'s fields', async () => {
+    it("lists every entry in position order with the contract's fields", async () => {
       const answer = await events('?limit=1000');
 
       expect(answer.status).toBe(200);
       expect(answer.json.next_cursor).toBeNull();
-      expect(answer.json.data.map((entry: Json) => entry.event_id)).toEqual(delivered.map(({ event }) => event.data.id));
+      expect(answer.json.data.map((entry: Json) => entry.event_id)).toEqual(
+        delivered.map(({ event }) => event.data.id),
+      );
       const positions = answer.json.data.map((entry: Json) => entry.position);
       expect(positions).toEqual([...positions].sort((a, b) => a - b));
       expect(positions).toEqual(delivered.map(({ position }) => position));
       const { event } = delivered[5];
-      expect(answer.json.data[5]).toEqual(expect.objectContaining({
-        position: delivered[5].position,
-        event_id: event.data.id,
-        event_type: 'collection.created',
-        subject: { type: 'collection', id: '201' },
-        owner_id: '43',
-        occurred_at: new Date(event.data.attributes.created_at).toISOString(),
-        received_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/),
-        source: 'webhook',
-      }));
+      expect(answer.json.data[5]).toEqual(
+        expect.objectContaining({
+          position: delivered[5].position,
+          event_id: event.data.id,
+          event_type: 'collection.created',
+          subject: { type: 'collection', id: '201' },
+          owner_id: '43',
+          occurred_at: new Date(event.data.attributes.created_at).toISOString(),
+          received_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/),
+          source: 'webhook',
+        }),
+      );
     });
 
     it('pages through all entries with next_cursor, each exactly once, in order', async () => {
@@ -124,22 +152,29 @@ describe('/api/v1/events against the real daemon (CONTRACT §5)', () => {
     it('starts after the given position', async () => {
       const answer = await events(`?after=${delivered[9].position}`);
 
-      expect(answer.json.data.map((entry: Json) => entry.position)).toEqual([delivered[10].position, delivered[11].position]);
+      expect(answer.json.data.map((entry: Json) => entry.position)).toEqual([
+        delivered[10].position,
+        delivered[11].position,
+      ]);
     });
 
     it.each([
       ['event_type=collection.created', (e: Json) => e.data.attributes.event_type === 'collection.created'],
       ['subject_type=product', (e: Json) => e.data.relationships.subject.data.type === 'product'],
       ['subject_type=product&subject_id=7', (e: Json) => e.data.relationships.subject.data.id === '7'],
-      ['event_type=trait.destroyed&subject_type=trait&subject_id=302', (e: Json) => e.data.relationships.subject.data.id === '302'],
+      [
+        'event_type=trait.destroyed&subject_type=trait&subject_id=302',
+        (e: Json) => e.data.relationships.subject.data.id === '302',
+      ],
       ['subject_id=999999', () => false],
       ['event_type=store.updated', () => false],
     ])('filters by %s', async (query, expected) => {
       const answer = await events(`?${query}`);
 
       expect(answer.status).toBe(200);
-      expect(answer.json.data.map((entry: Json) => entry.event_id))
-        .toEqual(delivered.filter(({ event }) => expected(event)).map(({ event }) => event.data.id));
+      expect(answer.json.data.map((entry: Json) => entry.event_id)).toEqual(
+        delivered.filter(({ event }) => expected(event)).map(({ event }) => event.data.id),
+      );
     });
 
     it('pages a filtered list too', async () => {
@@ -148,8 +183,9 @@ describe('/api/v1/events against the real daemon (CONTRACT §5)', () => {
 
       const products = delivered.filter(({ event }) => event.data.relationships.subject.data.type === 'product');
       expect(first.json.data).toHaveLength(4);
-      expect([...first.json.data, ...second.json.data].map((entry: Json) => entry.position))
-        .toEqual(products.map(({ position }) => position));
+      expect([...first.json.data, ...second.json.data].map((entry: Json) => entry.position)).toEqual(
+        products.map(({ position }) => position),
+      );
       expect(second.json.next_cursor).toBeNull();
     });
 

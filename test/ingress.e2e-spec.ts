@@ -1,7 +1,18 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { TEST_SERVER_URL } from './support/database.js';
-import { Answer, api, bytesOf, deliver, postChunked, RunningDaemon, scrape, sha256Hex, startDaemon, WEBHOOK_KEY } from './support/http.js';
+import {
+  Answer,
+  api,
+  bytesOf,
+  deliver,
+  postChunked,
+  RunningDaemon,
+  scrape,
+  sha256Hex,
+  startDaemon,
+  WEBHOOK_KEY,
+} from './support/http.js';
 import { webhookEvent } from './support/webhook-events.js';
 
 const MAX_BODY = 32768;
@@ -26,7 +37,12 @@ function paddedTo(size: number, event: Json = webhookEvent()): Buffer {
 function expectProblem(answer: Answer, status: number): void {
   expect(answer.status).toBe(status);
   expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(answer.json).toMatchObject({ type: expect.any(String), title: expect.any(String), status, detail: expect.any(String) });
+  expect(answer.json).toMatchObject({
+    type: expect.any(String),
+    title: expect.any(String),
+    status,
+    detail: expect.any(String),
+  });
 }
 
 describe('POST /webhooks/{key} against the real daemon', () => {
@@ -91,10 +107,22 @@ describe('POST /webhooks/{key} against the real daemon', () => {
     });
 
     it.each([
-      ['pretty-printed with a charset parameter', (text: string) => Buffer.from(text), 'application/json; charset=utf-8'],
+      [
+        'pretty-printed with a charset parameter',
+        (text: string) => Buffer.from(text),
+        'application/json; charset=utf-8',
+      ],
       ['prefixed with a UTF-8 BOM', (text: string) => Buffer.concat([BOM, Buffer.from(text)]), 'application/json'],
-      ['BOM-prefixed with a charset parameter', (text: string) => Buffer.concat([BOM, Buffer.from(text)]), 'application/json; charset=UTF-8'],
-      ['with non-ASCII text and CRLF line ends', (text: string) => Buffer.from(text.replace(/\n/g, '\r\n')), 'Application/JSON'],
+      [
+        'BOM-prefixed with a charset parameter',
+        (text: string) => Buffer.concat([BOM, Buffer.from(text)]),
+        'application/json; charset=UTF-8',
+      ],
+      [
+        'with non-ASCII text and CRLF line ends',
+        (text: string) => Buffer.from(text.replace(/\n/g, '\r\n')),
+        'Application/JSON',
+      ],
     ])('keeps a body %s byte for byte', async (_name, encode, contentType) => {
       const event: Json = webhookEvent({ attributes: { title: 'Crème brûlée — 🍮' } });
       const sent = encode(JSON.stringify(event, null, 2));
@@ -142,8 +170,11 @@ describe('POST /webhooks/{key} against the real daemon', () => {
     const unknownKey = `not-a-key-${randomBytes(16).toString('hex')}`;
 
     it('reveals nothing whatever the body, is counted and stores nothing', async () => {
-      const [headBefore, quarantinedBefore, countedBefore] =
-        [await head(), (await quarantine()).length, await scrape(app.url, DELIVERIES, { outcome: 'unknown_key' })];
+      const [headBefore, quarantinedBefore, countedBefore] = [
+        await head(),
+        (await quarantine()).length,
+        await scrape(app.url, DELIVERIES, { outcome: 'unknown_key' }),
+      ];
 
       const answer = await deliver(app.url, webhookEvent(), { key: unknownKey });
       const garbage = await deliver(app.url, 'not json', { key: unknownKey, contentType: 'text/plain' });
@@ -158,7 +189,7 @@ describe('POST /webhooks/{key} against the real daemon', () => {
     });
 
     // README: "the same problem body as any unknown route" (its detail names the path, so not byte for byte).
-    it('has the problem type and shape of any unknown route\'s 404', async () => {
+    it("has the problem type and shape of any unknown route's 404", async () => {
       const answer = await deliver(app.url, webhookEvent(), { key: unknownKey });
       const unknownRoute = await api(app.url, '/no-such-route', null, { method: 'POST' });
 
@@ -208,7 +239,9 @@ describe('POST /webhooks/{key} against the real daemon', () => {
     it('refuses a chunked body (no Content-Length) once more than the limit is read', async () => {
       const headBefore = await head();
       const body = paddedTo(MAX_BODY * 2);
-      const chunks = Array.from({ length: 8 }, (_, i) => body.subarray((i * body.length) / 8, ((i + 1) * body.length) / 8));
+      const chunks = Array.from({ length: 8 }, (_, i) =>
+        body.subarray((i * body.length) / 8, ((i + 1) * body.length) / 8),
+      );
 
       const answer = await postChunked(webhookUrl, chunks, { 'content-type': 'application/json' });
 
@@ -220,8 +253,11 @@ describe('POST /webhooks/{key} against the real daemon', () => {
       const body = bytesOf(webhookEvent());
       const third = Math.ceil(body.length / 3);
 
-      const answer = await postChunked(webhookUrl,
-        [body.subarray(0, third), body.subarray(third, 2 * third), body.subarray(2 * third)], { 'content-type': 'application/json' });
+      const answer = await postChunked(
+        webhookUrl,
+        [body.subarray(0, third), body.subarray(third, 2 * third), body.subarray(2 * third)],
+        { 'content-type': 'application/json' },
+      );
 
       expect(answer.status).toBe(202);
       expect((await raw(answer.json.position)).equals(body)).toBe(true);
@@ -235,8 +271,9 @@ describe('POST /webhooks/{key} against the real daemon', () => {
       expect(body).toHaveLength(MAX_BODY);
 
       const answer = chunked
-        ? await postChunked(webhookUrl,
-          [body.subarray(0, 5000), body.subarray(5000, 10000), body.subarray(10000)], { 'content-type': 'application/json' })
+        ? await postChunked(webhookUrl, [body.subarray(0, 5000), body.subarray(5000, 10000), body.subarray(10000)], {
+            'content-type': 'application/json',
+          })
         : await deliver(app.url, body);
 
       expect(answer.status).toBe(202);
@@ -249,7 +286,11 @@ describe('POST /webhooks/{key} against the real daemon', () => {
     const invalidUtf8 = () => {
       const text = valid();
       const cut = text.indexOf('Product');
-      return Buffer.concat([Buffer.from(text.slice(0, cut)), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from(text.slice(cut))]);
+      return Buffer.concat([
+        Buffer.from(text.slice(0, cut)),
+        Buffer.from([0xc3, 0x28, 0xff]),
+        Buffer.from(text.slice(cut)),
+      ]);
     };
     const cases: Array<[string, () => unknown, string]> = [
       ['not JSON', () => 'hello, world', 'body'],
@@ -273,31 +314,78 @@ describe('POST /webhooks/{key} against the real daemon', () => {
       ['no data.attributes', () => broken((e) => delete e.data.attributes), 'data.attributes'],
       ['no event_type', () => broken((e) => delete e.data.attributes.event_type), 'data.attributes.event_type'],
       ['a numeric event_type', () => broken((e) => (e.data.attributes.event_type = 7)), 'data.attributes.event_type'],
-      ['an event_type holding \\u0000', () => broken((e) => (e.data.attributes.event_type = 'product.\u0000')), 'data.attributes.event_type'],
+      [
+        'an event_type holding \\u0000',
+        () => broken((e) => (e.data.attributes.event_type = 'product.\u0000')),
+        'data.attributes.event_type',
+      ],
       ['no created_at', () => broken((e) => delete e.data.attributes.created_at), 'data.attributes.created_at'],
-      ['created_at "yesterday"', () => broken((e) => (e.data.attributes.created_at = 'yesterday')), 'data.attributes.created_at'],
-      ['created_at in month 13', () => broken((e) => (e.data.attributes.created_at = '2024-13-01T00:00:00Z')), 'data.attributes.created_at'],
-      ['created_at without a zone', () => broken((e) => (e.data.attributes.created_at = '2024-05-01T10:00:00')), 'data.attributes.created_at'],
-      ['created_at as epoch milliseconds', () => broken((e) => (e.data.attributes.created_at = 1714557600000)), 'data.attributes.created_at'],
+      [
+        'created_at "yesterday"',
+        () => broken((e) => (e.data.attributes.created_at = 'yesterday')),
+        'data.attributes.created_at',
+      ],
+      [
+        'created_at in month 13',
+        () => broken((e) => (e.data.attributes.created_at = '2024-13-01T00:00:00Z')),
+        'data.attributes.created_at',
+      ],
+      [
+        'created_at without a zone',
+        () => broken((e) => (e.data.attributes.created_at = '2024-05-01T10:00:00')),
+        'data.attributes.created_at',
+      ],
+      [
+        'created_at as epoch milliseconds',
+        () => broken((e) => (e.data.attributes.created_at = 1714557600000)),
+        'data.attributes.created_at',
+      ],
       ['attributes.id a fraction', () => broken((e) => (e.data.attributes.id = 1.5)), 'data.attributes.id'],
       ['attributes.id a word', () => broken((e) => (e.data.attributes.id = 'seven')), 'data.attributes.id'],
       ['no relationships', () => broken((e) => delete e.data.relationships), 'data.relationships'],
       ['no subject', () => broken((e) => delete e.data.relationships.subject), 'data.relationships.subject'],
-      ['subject.data null', () => broken((e) => (e.data.relationships.subject.data = null)), 'data.relationships.subject.data'],
-      ['no subject type', () => broken((e) => delete e.data.relationships.subject.data.type), 'data.relationships.subject.data.type'],
-      ['no subject id', () => broken((e) => delete e.data.relationships.subject.data.id), 'data.relationships.subject.data.id'],
-      ['a subject id that is an object', () => broken((e) => (e.data.relationships.subject.data.id = { id: 1 })), 'data.relationships.subject.data.id'],
-      ['a subject type not matching the event type', () => webhookEvent({ eventType: 'product.created', subjectType: 'collection' }),
-        'data.relationships.subject.data.type'],
+      [
+        'subject.data null',
+        () => broken((e) => (e.data.relationships.subject.data = null)),
+        'data.relationships.subject.data',
+      ],
+      [
+        'no subject type',
+        () => broken((e) => delete e.data.relationships.subject.data.type),
+        'data.relationships.subject.data.type',
+      ],
+      [
+        'no subject id',
+        () => broken((e) => delete e.data.relationships.subject.data.id),
+        'data.relationships.subject.data.id',
+      ],
+      [
+        'a subject id that is an object',
+        () => broken((e) => (e.data.relationships.subject.data.id = { id: 1 })),
+        'data.relationships.subject.data.id',
+      ],
+      [
+        'a subject type not matching the event type',
+        () => webhookEvent({ eventType: 'product.created', subjectType: 'collection' }),
+        'data.relationships.subject.data.type',
+      ],
       ['no included for an updated event', () => broken((e) => delete e.included), 'included'],
       ['included not holding the subject', () => broken((e) => (e.included[0].id = '999999')), 'included'],
       ['included holding the id under another type', () => broken((e) => (e.included[0].type = 'trait')), 'included'],
-      ['included an object for a destroyed event', () => broken((e) => {
-        e.data.attributes.event_type = 'product.destroyed';
-        e.included = {};
-      }), 'included'],
-      ['a resource_owner.data.id that is an object', () => broken((e) => (e.data.relationships.resource_owner.data.id = { id: '42' })),
-        'data.relationships.resource_owner.data.id'],
+      [
+        'included an object for a destroyed event',
+        () =>
+          broken((e) => {
+            e.data.attributes.event_type = 'product.destroyed';
+            e.included = {};
+          }),
+        'included',
+      ],
+      [
+        'a resource_owner.data.id that is an object',
+        () => broken((e) => (e.data.relationships.resource_owner.data.id = { id: '42' })),
+        'data.relationships.resource_owner.data.id',
+      ],
     ];
 
     it.each(cases)('refuses %s, naming the field, and quarantines the body', async (_name, make, field) => {
@@ -309,7 +397,8 @@ describe('POST /webhooks/{key} against the real daemon', () => {
       expect(answer.json.field).toBe(field);
       const kept = (await quarantine()).filter((entry) => entry.sha256 === sha256Hex(sent)).at(-1);
       expect(kept).toMatchObject({ status: 400, field, reason: answer.json.detail, sha256: sha256Hex(sent) });
-      const keptBytes = kept.body_encoding === 'base64' ? Buffer.from(kept.body, 'base64') : Buffer.from(kept.body, 'utf8');
+      const keptBytes =
+        kept.body_encoding === 'base64' ? Buffer.from(kept.body, 'base64') : Buffer.from(kept.body, 'utf8');
       expect(keptBytes.equals(sent)).toBe(true);
     });
 
@@ -327,25 +416,48 @@ describe('POST /webhooks/{key} against the real daemon', () => {
 
   describe('valid JSON that PostgreSQL finds awkward: 202 or 400, never 5XX', () => {
     // Built as text: JSON.stringify of so deep a value would overflow the test's own stack.
-    const nested = (depth: number) => Buffer.from(JSON.stringify(webhookEvent({ attributes: { deep: 'DEEP' } }))
-      .replace('"DEEP"', '['.repeat(depth) + ']'.repeat(depth)));
+    const nested = (depth: number) =>
+      Buffer.from(
+        JSON.stringify(webhookEvent({ attributes: { deep: 'DEEP' } })).replace(
+          '"DEEP"',
+          '['.repeat(depth) + ']'.repeat(depth),
+        ),
+      );
     const longId = 'i'.repeat(255);
     const cases: Array<[string, () => Buffer]> = [
-      ['an escaped \\u0000 inside included attributes', () => bytesOf(webhookEvent({ attributes: { title: 'nul\u0000here' } }))],
+      [
+        'an escaped \\u0000 inside included attributes',
+        () => bytesOf(webhookEvent({ attributes: { title: 'nul\u0000here' } })),
+      ],
       ['an escaped \\u0000 as an attribute name', () => bytesOf(webhookEvent({ attributes: { '\u0000': 'nul key' } }))],
-      ['a lone high surrogate inside an attribute', () => bytesOf(webhookEvent({ attributes: { title: 'half \ud800 pair' } }))],
+      [
+        'a lone high surrogate inside an attribute',
+        () => bytesOf(webhookEvent({ attributes: { title: 'half \ud800 pair' } })),
+      ],
       ['a lone low surrogate inside an attribute', () => bytesOf(webhookEvent({ attributes: { title: '\udfff' } }))],
       ['a BOM before the JSON', () => Buffer.concat([BOM, bytesOf(webhookEvent())])],
       ['a 255-character data.id', () => bytesOf(webhookEvent({ eventId: `${longId.slice(36)}${randomUUID()}` }))],
-      ['a 255-character subject id', () => bytesOf(webhookEvent({ subjectId: `${Date.now()}${longId}`.slice(0, 255) }))],
+      [
+        'a 255-character subject id',
+        () => bytesOf(webhookEvent({ subjectId: `${Date.now()}${longId}`.slice(0, 255) })),
+      ],
       ['a 256-character data.id', () => bytesOf(webhookEvent({ eventId: `${'i'.repeat(220)}${randomUUID()}` }))],
       ['an astral-plane data.id', () => bytesOf(webhookEvent({ eventId: `🍕-${randomUUID()}` }))],
-      ['a number too large for a double', () => Buffer.from(JSON.stringify(webhookEvent()).replace('"available":true', '"available":1e400'))],
-      ['an attributes.id beyond 64 bits', () => bytesOf(broken((e) => (e.data.attributes.id = '123456789012345678901234567890')))],
+      [
+        'a number too large for a double',
+        () => Buffer.from(JSON.stringify(webhookEvent()).replace('"available":true', '"available":1e400')),
+      ],
+      [
+        'an attributes.id beyond 64 bits',
+        () => bytesOf(broken((e) => (e.data.attributes.id = '123456789012345678901234567890'))),
+      ],
       ['a created_at with nanoseconds', () => bytesOf(webhookEvent({ createdAt: '2024-05-01T10:00:00.123456789Z' }))],
       ['a created_at in year 1', () => bytesOf(webhookEvent({ createdAt: '0001-01-01T00:00:00Z' }))],
       ['a created_at in year 9999', () => bytesOf(webhookEvent({ createdAt: '9999-12-31T23:59:59.999Z' }))],
-      ...[1000, 6000, 15000].map((depth): [string, () => Buffer] => [`attributes nested ${depth} arrays deep`, () => nested(depth)]),
+      ...[1000, 6000, 15000].map((depth): [string, () => Buffer] => [
+        `attributes nested ${depth} arrays deep`,
+        () => nested(depth),
+      ]),
     ];
 
     it.each(cases)('%s', async (_name, make) => {
@@ -375,7 +487,11 @@ describe('POST /webhooks/{key} against the real daemon', () => {
 
       expect(answer.status).toBe(202);
       const stored = await events(`/${answer.json.position}`);
-      expect(stored.json).toMatchObject({ event_type: 'store.updated', subject: { type: 'store', id: '31' }, handled: false });
+      expect(stored.json).toMatchObject({
+        event_type: 'store.updated',
+        subject: { type: 'store', id: '31' },
+        handled: false,
+      });
       expect(await scrape(app.url, DELIVERIES, { outcome: 'unhandled' })).toBe(countedBefore + 1);
     });
   });
@@ -398,7 +514,10 @@ describe('POST /webhooks/{key} against the real daemon', () => {
       const name = app.database.name;
       const countedBefore = await scrape(app.url, DELIVERIES, { outcome: 'unavailable' });
       await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
-      await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [name]);
+      await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
+        [name],
+      );
 
       let unavailable: Answer;
       try {
@@ -417,7 +536,9 @@ describe('POST /webhooks/{key} against the real daemon', () => {
         retried = await deliver(app.url, event);
       }
       expect([200, 202]).toContain(retried.status);
-      const logged = await events(`?subject_type=product&subject_id=${event.data.relationships.subject.data.id}&limit=1000`);
+      const logged = await events(
+        `?subject_type=product&subject_id=${event.data.relationships.subject.data.id}&limit=1000`,
+      );
       expect(logged.json.data.filter((entry: Json) => entry.event_id === event.data.id)).toHaveLength(1);
     });
   });
@@ -436,13 +557,24 @@ describe('POST /webhooks/{key} against the real daemon', () => {
 
       expect(answers.map((answer) => answer.status)).toEqual([202, 400, 415, 404]);
       // The lines of these requests, found by their request ids: each logged its route and status, none the key.
-      const lines = () => answers.map((answer) => {
-        const id = answer.headers.get('x-request-id')!;
-        return app.process.logs.split('\n').find((line) => line.includes(`"reqId":"${id}"`) && line.includes('request completed'));
-      });
+      const lines = () =>
+        answers.map((answer) => {
+          const id = answer.headers.get('x-request-id')!;
+          return app.process.logs
+            .split('\n')
+            .find((line) => line.includes(`"reqId":"${id}"`) && line.includes('request completed'));
+        });
       // pino writes asynchronously: wait for the access-log lines of the requests just made.
-      await waitFor(async () => routeLines() >= before + 3 && lines().every(Boolean), 10000, () => app.process.logs);
-      expect(lines().map((line) => JSON.parse(line!)).map((entry) => ({ route: entry.route, status: entry.status }))).toEqual([
+      await waitFor(
+        async () => routeLines() >= before + 3 && lines().every(Boolean),
+        10000,
+        () => app.process.logs,
+      );
+      expect(
+        lines()
+          .map((line) => JSON.parse(line!))
+          .map((entry) => ({ route: entry.route, status: entry.status })),
+      ).toEqual([
         { route: '/webhooks/:key', status: 202 },
         { route: '/webhooks/:key', status: 400 },
         { route: '/webhooks/:key', status: 415 },

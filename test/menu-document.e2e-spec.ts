@@ -20,9 +20,15 @@ function menuEvents(): Json[] {
   const events: Json[] = [];
   for (let t = 0; t < TRAITS; t++) {
     const id = String(30000 + t);
-    const optionIds = [String(31000 + 3 * t), String(31000 + 3 * t + 1), ...(t % 2 === 0 ? [String(31000 + 3 * t + 2)] : []), '39999'];
+    const optionIds = [
+      String(31000 + 3 * t),
+      String(31000 + 3 * t + 1),
+      ...(t % 2 === 0 ? [String(31000 + 3 * t + 2)] : []),
+      '39999',
+    ];
     events.push(menuEvent('created', trait(id, { optionIds, title: `Trait ${t}` }), meta(1)));
-    for (const optionId of optionIds.slice(0, -1)) events.push(menuEvent('created', traitOption(optionId, { traitId: id }), meta(1)));
+    for (const optionId of optionIds.slice(0, -1))
+      events.push(menuEvent('created', traitOption(optionId, { traitId: id }), meta(1)));
   }
   for (let p = 0; p < PRODUCTS; p++) {
     const traitIds = Array.from({ length: p % 4 }, (_, i) => String(30000 + ((p + 7 * i) % TRAITS)));
@@ -32,8 +38,11 @@ function menuEvents(): Json[] {
   for (let c = 0; c < 5; c++) {
     events.push(menuEvent('created', collection(String(40000 + c), { productIds: [String(20000 + c)] }), meta(1)));
   }
-  events.push(destroyedEvent('trait', '30005', meta(2)), destroyedEvent('trait_option', '31001', meta(2)),
-    destroyedEvent('product', '20003', meta(2)));
+  events.push(
+    destroyedEvent('trait', '30005', meta(2)),
+    destroyedEvent('trait_option', '31001', meta(2)),
+    destroyedEvent('product', '20003', meta(2)),
+  );
   events.push(menuEvent('created', product('29999', { title: 'Elsewhere' }), meta(1, 'doc-other')));
   return events;
 }
@@ -44,12 +53,18 @@ function rejoin(normalized: Json): Json {
   const traits = byId(normalized.traits);
   const options = byId(normalized.trait_options);
   const linked = (resource: Json, name: string, from: Map<string, Json>) =>
-    (resource.relationships[name]?.data ?? []).map((link: Json) => from.get(String(link.id))).filter((item: Json | undefined) => item);
+    (resource.relationships[name]?.data ?? [])
+      .map((link: Json) => from.get(String(link.id)))
+      .filter((item: Json | undefined) => item);
   return {
     changes_cursor: normalized.changes_cursor,
     collections: normalized.collections,
     products: normalized.products.map((p: Json) => ({
-      ...p, traits: linked(p, 'traits', traits).map((t: Json) => ({ ...t, trait_options: linked(t, 'trait_options', options) })),
+      ...p,
+      traits: linked(p, 'traits', traits).map((t: Json) => ({
+        ...t,
+        trait_options: linked(t, 'trait_options', options),
+      })),
     })),
   };
 }
@@ -57,17 +72,20 @@ function rejoin(normalized: Json): Json {
 describe('GET /api/v1/menu streamed, with the owner version as its ETag', () => {
   let app: RunningDaemon;
   const get = (path: string, headers: Record<string, string> = {}) => api(app.url, path, API_TOKEN, { headers });
-  const menu = (query = '', headers: Record<string, string> = {}) => get(`/api/v1/menu?owner_id=${OWNER}${query}`, headers);
+  const menu = (query = '', headers: Record<string, string> = {}) =>
+    get(`/api/v1/menu?owner_id=${OWNER}${query}`, headers);
 
   async function postAll(events: Json[]): Promise<void> {
     let next = 0;
-    await Promise.all(Array.from({ length: 8 }, async () => {
-      while (next < events.length) {
-        const event = events[next++];
-        const answer = await deliver(app.url, event, { contentType: 'application/json' });
-        if (answer.status !== 202) throw new Error(`delivery answered ${answer.status}: ${answer.text}`);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < events.length) {
+          const event = events[next++];
+          const answer = await deliver(app.url, event, { contentType: 'application/json' });
+          if (answer.status !== 202) throw new Error(`delivery answered ${answer.status}: ${answer.text}`);
+        }
+      }),
+    );
   }
 
   async function caughtUp(): Promise<void> {
@@ -104,7 +122,8 @@ describe('GET /api/v1/menu streamed, with the owner version as its ETag', () => 
     expect(Object.keys(document)).toEqual(['collections', 'products', 'changes_cursor']);
     expect(document.changes_cursor).toEqual(answer.headers.get('x-changes-cursor'));
     expect(document.products.map((p: Json) => p.id)).toEqual(
-      Array.from({ length: PRODUCTS }, (_, p) => String(20000 + p)).filter((id) => id !== '20003'));
+      Array.from({ length: PRODUCTS }, (_, p) => String(20000 + p)).filter((id) => id !== '20003'),
+    );
     expect(document.collections).toEqual((await get(`/api/v1/collections?owner_id=${OWNER}`)).json.data);
     // The old expansion (products/{id}?expand=traits, built in the process) gives the same content for each product.
     for (const expanded of document.products) {
@@ -145,10 +164,12 @@ describe('GET /api/v1/menu streamed, with the owner version as its ETag', () => 
     const content = (document: Json) => ({ ...document, changes_cursor: undefined });
     expect((await menu(latest)).json.changes_cursor).toBeNull();
     expect(content((await menu(latest)).json)).toEqual(content((await menu()).json));
-    expect(content((await menu(`${latest}&form=normalized`)).json)).toEqual(content((await menu('&form=normalized')).json));
+    expect(content((await menu(`${latest}&form=normalized`)).json)).toEqual(
+      content((await menu('&form=normalized')).json),
+    );
   });
 
-  it('If-None-Match with the ETag → 304 without a body; the ETag changes exactly when the owner\'s content does', async () => {
+  it("If-None-Match with the ETag → 304 without a body; the ETag changes exactly when the owner's content does", async () => {
     const first = await menu();
     const etag = first.headers.get('etag')!;
     // Read again unchanged (kept since the first read): the same document, byte for byte, and cursor.
@@ -182,17 +203,26 @@ describe('GET /api/v1/menu streamed, with the owner version as its ETag', () => 
     // A delete: a trait option, which the expanded products show.
     await postAll([destroyedEvent('trait_option', '31000', { at: at(4), ownerId: OWNER })]);
     const withoutOption = await changedFrom(etag2);
-    expect(renamed.json.products.find((p: Json) => p.id === '20000').traits[0].trait_options.map((o: Json) => o.id))
-      .toEqual(['31000', '31002']);
-    expect(withoutOption.json.products.find((p: Json) => p.id === '20000').traits[0].trait_options.map((o: Json) => o.id))
-      .toEqual(['31002']);
+    expect(
+      renamed.json.products.find((p: Json) => p.id === '20000').traits[0].trait_options.map((o: Json) => o.id),
+    ).toEqual(['31000', '31002']);
+    expect(
+      withoutOption.json.products.find((p: Json) => p.id === '20000').traits[0].trait_options.map((o: Json) => o.id),
+    ).toEqual(['31002']);
     const etag3 = withoutOption.headers.get('etag')!;
 
     // A replay swaps a rebuilt schema in with the same content: the ETag stays (it changes exactly
     // when the content does), so the old one still gives 304.
-    const replay: CliResult = await runCli(['replay', '--projection', 'menu'],
-      { DATABASE_URL: app.database.url, TOKEN_ENCRYPTION_KEY: app.process.env.TOKEN_ENCRYPTION_KEY!, LOG_LEVEL: 'info' },
-      app.process.cwd, 120000);
+    const replay: CliResult = await runCli(
+      ['replay', '--projection', 'menu'],
+      {
+        DATABASE_URL: app.database.url,
+        TOKEN_ENCRYPTION_KEY: app.process.env.TOKEN_ENCRYPTION_KEY!,
+        LOG_LEVEL: 'info',
+      },
+      app.process.cwd,
+      120000,
+    );
     expect({ code: replay.code, run: describeRun(replay) }).toMatchObject({ code: 0 });
     expect((await menu('', { 'if-none-match': etag3 })).status).toBe(304);
     const afterReplay = await menu();

@@ -1,7 +1,20 @@
 import { Answer, api, API_TOKEN, deliver, RunningDaemon, startDaemon } from './support/http.js';
 import {
-  at, collection, destroyedEvent, Json, menuEvent, order, orderEvent, orderProduct, orderProductTraitOption, product,
-  Resource, store, trait, traitOption, user,
+  at,
+  collection,
+  destroyedEvent,
+  Json,
+  menuEvent,
+  order,
+  orderEvent,
+  orderProduct,
+  orderProductTraitOption,
+  product,
+  Resource,
+  store,
+  trait,
+  traitOption,
+  user,
 } from './support/menu-events.js';
 import { eventually } from './support/eventually.js';
 
@@ -20,16 +33,18 @@ const MENU_LISTS = [
 ] as const;
 const ALL_LISTS = ['collections', 'products', 'traits', 'trait_options', 'orders', 'order_products', 'stores'];
 
-
-
 function expectProblem(answer: Answer, status: number): void {
   expect(answer.status).toBe(status);
   expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(answer.json).toMatchObject({ type: expect.any(String), title: expect.any(String), status, detail: expect.any(String) });
+  expect(answer.json).toMatchObject({
+    type: expect.any(String),
+    title: expect.any(String),
+    status,
+    detail: expect.any(String),
+  });
 }
 
 const ids = (resources: Json[]) => resources.map((resource) => resource.id);
-
 
 /** A menu's content: without changes_cursor, which live reads carry and as_of reads do not (CONTRACT §11). */
 const menuContent = ({ changes_cursor: _cursor, ...content }: Json) => content;
@@ -43,7 +58,8 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
   /** Delivers one event (an object, or raw JSON text) and insists on the expected ingress answer. */
   async function post(event: Json | string, expected = 202): Promise<Answer> {
     const answer = await deliver(app.url, event, { contentType: 'application/json' });
-    if (answer.status !== expected) throw new Error(`delivery answered ${answer.status}, expected ${expected}: ${answer.text}`);
+    if (answer.status !== expected)
+      throw new Error(`delivery answered ${answer.status}, expected ${expected}: ${answer.text}`);
     highestPosition = Math.max(highestPosition, answer.json.position);
     return answer;
   }
@@ -76,7 +92,9 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
     let cursor: string | null = null;
     do {
       const separator = path.includes('?') ? '&' : '?';
-      const page = await get(`${path}${separator}limit=${limit}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+      const page = await get(
+        `${path}${separator}limit=${limit}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+      );
       expect(page.status).toBe(200);
       expect(page.json.data.length).toBeLessThanOrEqual(limit);
       items.push(...page.json.data);
@@ -106,7 +124,13 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
 
   afterAll(async () => {
     // QUERY_API_DUMP_LOGS=1 prints the daemon's error lines (e.g. the cause of a 500).
-    if (process.env.QUERY_API_DUMP_LOGS) console.log(app?.process.logs.split('\n').filter((line) => /error|ERROR|"level":(50|40)/.test(line)).join('\n'));
+    if (process.env.QUERY_API_DUMP_LOGS)
+      console.log(
+        app?.process.logs
+          .split('\n')
+          .filter((line) => /error|ERROR|"level":(50|40)/.test(line))
+          .join('\n'),
+      );
     await app?.close();
   });
 
@@ -134,37 +158,45 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       await caughtUp();
     });
 
-    it.each(MENU_LISTS.map((list) => list.name))('GET /api/v1/%s lists resources verbatim, by id numerically', async (name) => {
-      const page = await getOk(`/api/v1/${name}?owner_id=lists-${name}`);
-      expect(page.next_cursor).toBeNull();
-      expect(ids(page.data)).toEqual(['2', '10', '100', '1000000000000000000000']);
-      for (const { resource, event, position } of sent.get(name)!) {
-        const listed = page.data.find((item: Json) => item.id === resource.id);
-        expect(listed).toEqual(expected(resource, event, position, `lists-${name}`));
-        // The item endpoint answers the same resource.
-        expect(await getOk(`/api/v1/${name}/${resource.id}`)).toEqual(listed);
-      }
-    });
+    it.each(MENU_LISTS.map((list) => list.name))(
+      'GET /api/v1/%s lists resources verbatim, by id numerically',
+      async (name) => {
+        const page = await getOk(`/api/v1/${name}?owner_id=lists-${name}`);
+        expect(page.next_cursor).toBeNull();
+        expect(ids(page.data)).toEqual(['2', '10', '100', '1000000000000000000000']);
+        for (const { resource, event, position } of sent.get(name)!) {
+          const listed = page.data.find((item: Json) => item.id === resource.id);
+          expect(listed).toEqual(expected(resource, event, position, `lists-${name}`));
+          // The item endpoint answers the same resource.
+          expect(await getOk(`/api/v1/${name}/${resource.id}`)).toEqual(listed);
+        }
+      },
+    );
 
-    it.each(MENU_LISTS.map((list) => list.name))('GET /api/v1/%s pages through everything with limit and next_cursor', async (name) => {
-      const first = await getOk(`/api/v1/${name}?owner_id=lists-${name}&limit=3`);
-      expect(ids(first.data)).toEqual(['2', '10', '100']);
-      expect(typeof first.next_cursor).toBe('string');
-      const second = await getOk(`/api/v1/${name}?owner_id=lists-${name}&limit=3&cursor=${encodeURIComponent(first.next_cursor)}`);
-      expect(ids(second.data)).toEqual(['1000000000000000000000']);
-      expect(second.next_cursor).toBeNull();
+    it.each(MENU_LISTS.map((list) => list.name))(
+      'GET /api/v1/%s pages through everything with limit and next_cursor',
+      async (name) => {
+        const first = await getOk(`/api/v1/${name}?owner_id=lists-${name}&limit=3`);
+        expect(ids(first.data)).toEqual(['2', '10', '100']);
+        expect(typeof first.next_cursor).toBe('string');
+        const second = await getOk(
+          `/api/v1/${name}?owner_id=lists-${name}&limit=3&cursor=${encodeURIComponent(first.next_cursor)}`,
+        );
+        expect(ids(second.data)).toEqual(['1000000000000000000000']);
+        expect(second.next_cursor).toBeNull();
 
-      const { items, pages } = await listAll(`/api/v1/${name}?owner_id=lists-${name}`, 1);
-      expect(ids(items)).toEqual(['2', '10', '100', '1000000000000000000000']);
-      expect(pages).toBeGreaterThanOrEqual(4);
-      // Without an owner filter, every owner's resources, still in id order, without repeats.
-      const everything = await listAll(`/api/v1/${name}`, 2);
-      const all = ids(everything.items);
-      expect(all).toEqual(expect.arrayContaining(['2', '3', '10', '100', '1000000000000000000000']));
-      expect(new Set(all).size).toBe(all.length);
-      const numeric = all.filter((id: string) => /^\d+$/.test(id)).map((id: string) => BigInt(id));
-      expect(numeric).toEqual([...numeric].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
-    });
+        const { items, pages } = await listAll(`/api/v1/${name}?owner_id=lists-${name}`, 1);
+        expect(ids(items)).toEqual(['2', '10', '100', '1000000000000000000000']);
+        expect(pages).toBeGreaterThanOrEqual(4);
+        // Without an owner filter, every owner's resources, still in id order, without repeats.
+        const everything = await listAll(`/api/v1/${name}`, 2);
+        const all = ids(everything.items);
+        expect(all).toEqual(expect.arrayContaining(['2', '3', '10', '100', '1000000000000000000000']));
+        expect(new Set(all).size).toBe(all.length);
+        const numeric = all.filter((id: string) => /^\d+$/.test(id)).map((id: string) => BigInt(id));
+        expect(numeric).toEqual([...numeric].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+      },
+    );
 
     it.each(MENU_LISTS.map((list) => list.name))('GET /api/v1/%s?owner_id= leaves out other owners', async (name) => {
       const other = await getOk(`/api/v1/${name}?owner_id=lists-${name}-other`);
@@ -176,8 +208,11 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
 
   describe('lists: default and maximum limit', () => {
     beforeAll(async () => {
-      const events = Array.from({ length: 101 }, (_, i) => menuEvent('created', collection(String(10001 + i)), { at: at(1), ownerId: 'many' }));
-      for (let i = 0; i < events.length; i += 25) await Promise.all(events.slice(i, i + 25).map((event) => post(event)));
+      const events = Array.from({ length: 101 }, (_, i) =>
+        menuEvent('created', collection(String(10001 + i)), { at: at(1), ownerId: 'many' }),
+      );
+      for (let i = 0; i < events.length; i += 25)
+        await Promise.all(events.slice(i, i + 25).map((event) => post(event)));
       await caughtUp();
     });
 
@@ -212,15 +247,26 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
 
     it('updated_since keeps resources whose newest event occurred since then', async () => {
       expect(ids((await getOk(`/api/v1/products?owner_id=since&updated_since=${at(20)}`)).data)).toEqual(['11002']);
-      expect(ids((await getOk(`/api/v1/products?owner_id=since&updated_since=${at(0)}`)).data)).toEqual(['11001', '11002']);
+      expect(ids((await getOk(`/api/v1/products?owner_id=since&updated_since=${at(0)}`)).data)).toEqual([
+        '11001',
+        '11002',
+      ]);
       expect((await getOk(`/api/v1/products?owner_id=since&updated_since=${at(40)}`)).data).toEqual([]);
     });
 
     it('include_deleted defaults to false and hides destroyed resources; true shows them with "deleted": true', async () => {
       expect(ids((await getOk('/api/v1/traits?owner_id=deleted')).data)).toEqual(['12001', '12003']);
-      expect(ids((await getOk('/api/v1/traits?owner_id=deleted&include_deleted=false')).data)).toEqual(['12001', '12003']);
+      expect(ids((await getOk('/api/v1/traits?owner_id=deleted&include_deleted=false')).data)).toEqual([
+        '12001',
+        '12003',
+      ]);
       const all = (await getOk('/api/v1/traits?owner_id=deleted&include_deleted=true')).data;
-      expect(all.map((t: Json) => [t.id, t.deleted])).toEqual([['12001', false], ['12002', true], ['12003', false], ['12004', true]]);
+      expect(all.map((t: Json) => [t.id, t.deleted])).toEqual([
+        ['12001', false],
+        ['12002', true],
+        ['12003', false],
+        ['12004', true],
+      ]);
     });
   });
 
@@ -245,9 +291,16 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
     });
 
     it('as_of and expand on item reads and on /menu; /menu without owner_id', async () => {
-      for (const path of ['/api/v1/products/1?as_of=yesterday', '/api/v1/collections/1?as_of=yesterday', '/api/v1/traits/1?as_of=yesterday',
-        '/api/v1/trait_options/1?as_of=yesterday', '/api/v1/orders/1?as_of=yesterday', '/api/v1/order_products/1?as_of=yesterday',
-        '/api/v1/stores/1?as_of=yesterday', '/api/v1/menu?owner_id=1&as_of=yesterday']) {
+      for (const path of [
+        '/api/v1/products/1?as_of=yesterday',
+        '/api/v1/collections/1?as_of=yesterday',
+        '/api/v1/traits/1?as_of=yesterday',
+        '/api/v1/trait_options/1?as_of=yesterday',
+        '/api/v1/orders/1?as_of=yesterday',
+        '/api/v1/order_products/1?as_of=yesterday',
+        '/api/v1/stores/1?as_of=yesterday',
+        '/api/v1/menu?owner_id=1&as_of=yesterday',
+      ]) {
         const answer = await get(path);
         expectProblem(answer, 400);
         expect(`${answer.json.field ?? ''} ${answer.json.detail}`).toContain('as_of');
@@ -300,28 +353,34 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       expectProblem(await get(`/api/v1/${name}/not-a-known-id`), 404);
     });
 
-    it.each(MENU_LISTS.map((list) => list.name))('GET /api/v1/%s/{id} after *.destroyed → 410 with the resource, "deleted": true', async (name) => {
-      const { resource } = created.get(name)!;
-      const { event, position } = destroyed.get(name)!;
-      const answer = await get(`/api/v1/${name}/${resource.id}`);
-      expect(answer.status).toBe(410);
-      expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
-      // The tombstone keeps what was deleted (evolve.ts: attributes of the newest create/update).
-      expect(answer.json).toEqual(expected(resource, event, position, 'items', true));
-    });
+    it.each(MENU_LISTS.map((list) => list.name))(
+      'GET /api/v1/%s/{id} after *.destroyed → 410 with the resource, "deleted": true',
+      async (name) => {
+        const { resource } = created.get(name)!;
+        const { event, position } = destroyed.get(name)!;
+        const answer = await get(`/api/v1/${name}/${resource.id}`);
+        expect(answer.status).toBe(410);
+        expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
+        // The tombstone keeps what was deleted (evolve.ts: attributes of the newest create/update).
+        expect(answer.json).toEqual(expected(resource, event, position, 'items', true));
+      },
+    );
 
-    it.each(MENU_LISTS.map((list) => list.name))('GET /api/v1/%s/{id} known only from its destroyed event → 410, "deleted": true', async (name) => {
-      const { event, position } = destroyedOnly.get(name)!;
-      const answer = await get(`/api/v1/${name}/${event.data.relationships.subject.data.id}`);
-      expect(answer.status).toBe(410);
-      expect(answer.json).toMatchObject({
-        type: event.data.relationships.subject.data.type,
-        id: event.data.relationships.subject.data.id,
-        owner_id: 'items',
-        version: { event_id: event.data.id, occurred_at: event.data.attributes.created_at, position },
-        deleted: true,
-      });
-    });
+    it.each(MENU_LISTS.map((list) => list.name))(
+      'GET /api/v1/%s/{id} known only from its destroyed event → 410, "deleted": true',
+      async (name) => {
+        const { event, position } = destroyedOnly.get(name)!;
+        const answer = await get(`/api/v1/${name}/${event.data.relationships.subject.data.id}`);
+        expect(answer.status).toBe(410);
+        expect(answer.json).toMatchObject({
+          type: event.data.relationships.subject.data.type,
+          id: event.data.relationships.subject.data.id,
+          owner_id: 'items',
+          version: { event_id: event.data.id, occurred_at: event.data.attributes.created_at, position },
+          deleted: true,
+        });
+      },
+    );
   });
 
   describe('order independence through HTTP (CONTRACT §4)', () => {
@@ -349,11 +408,18 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       const s = (title: string) => product('14004', { title });
       events.destroyed = destroyedEvent('product', '14004', { at: at(7), ownerId: 'ooo' });
       events.lateUpdate = menuEvent('updated', s('late'), { at: at(6), ownerId: 'ooo' });
-      await postAll([menuEvent('created', s('first'), { at: at(1), ownerId: 'ooo' }), events.destroyed, events.lateUpdate]);
+      await postAll([
+        menuEvent('created', s('first'), { at: at(1), ownerId: 'ooo' }),
+        events.destroyed,
+        events.lateUpdate,
+      ]);
       // Created again after a destroy, delivered first: live, with the newest state.
       events.recreated = menuEvent('created', product('14005', { title: 'again' }), { at: at(3), ownerId: 'ooo' });
-      await postAll([events.recreated, destroyedEvent('product', '14005', { at: at(2), ownerId: 'ooo' }),
-        menuEvent('created', product('14005', { title: 'first' }), { at: at(1), ownerId: 'ooo' })]);
+      await postAll([
+        events.recreated,
+        destroyedEvent('product', '14005', { at: at(2), ownerId: 'ooo' }),
+        menuEvent('created', product('14005', { title: 'first' }), { at: at(1), ownerId: 'ooo' }),
+      ]);
       await caughtUp();
     });
 
@@ -385,7 +451,11 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
 
     it('a create newer than a destroy brings the resource back, whatever the arrival order', async () => {
       const answer = await getOk('/api/v1/products/14005');
-      expect(answer).toMatchObject({ deleted: false, attributes: { title: 'again' }, version: { event_id: events.recreated.data.id } });
+      expect(answer).toMatchObject({
+        deleted: false,
+        attributes: { title: 'again' },
+        version: { event_id: events.recreated.data.id },
+      });
     });
 
     it('a duplicate data.id → 200 duplicate with the original position, whatever its body; state unchanged', async () => {
@@ -473,14 +543,20 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       expect(ids(answer.json.products)).toEqual(['16011', '16012']);
       expect(answer.json.collections[0]).toEqual(await getOk('/api/v1/collections/16001'));
       expect(answer.json.products[0]).toEqual(await getOk('/api/v1/products/16011?expand=traits'));
-      expect(answer.json.products[0].traits.map((t: Json) => [t.id, ids(t.trait_options)])).toEqual([['16021', ['16031', '16032']]]);
+      expect(answer.json.products[0].traits.map((t: Json) => [t.id, ids(t.trait_options)])).toEqual([
+        ['16021', ['16031', '16032']],
+      ]);
       expect(answer.json.products[1]).toEqual(await getOk('/api/v1/products/16012?expand=traits'));
       expect(answer.json.products[1].traits).toEqual([]);
 
       const other = await getOk('/api/v1/menu?owner_id=menu-other');
       expect(ids(other.collections)).toEqual(['16009']);
       expect(ids(other.products)).toEqual(['16019']);
-      expect(await getOk('/api/v1/menu?owner_id=nobody-at-all')).toEqual({ collections: [], products: [], changes_cursor: expect.any(String) });
+      expect(await getOk('/api/v1/menu?owner_id=nobody-at-all')).toEqual({
+        collections: [],
+        products: [],
+        changes_cursor: expect.any(String),
+      });
     });
 
     it('has an ETag; If-None-Match with it → 304; the ETag changes exactly when the content does', async () => {
@@ -547,7 +623,10 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
         orderProductTraitOption('17701', { traitOptionId: '17301' }),
         orderProductTraitOption('17702', { traitOptionId: '17302' }),
       ],
-      traitOptions: [traitOption('17301', { title: 'Order copy cheese', traitId: '17200' }), traitOption('17302', { traitId: '17200' })],
+      traitOptions: [
+        traitOption('17301', { title: 'Order copy cheese', traitId: '17200' }),
+        traitOption('17302', { traitId: '17200' }),
+      ],
       traits: [trait('17200', { optionIds: ['17301', '17302'] })],
       products: [product('17100', { title: 'Order copy burger', cents: 1 }), product('17101')],
       store: theStore,
@@ -561,13 +640,17 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       events.created = orderEvent('created', parts('pending'), orderMeta(10));
       events.cancelled = orderEvent('updated', parts('cancelled'), orderMeta(30));
       events.accepted = orderEvent('updated', parts('accepted'), orderMeta(20)); // older, arrives last
-      events.small = orderEvent('created', {
-        user: user(userId),
-        order: order('95', { orderProductIds: ['96'], storeId: '17800', userId }),
-        orderProducts: [orderProduct('96', { productId: '17100' })],
-        products: [product('17100', { title: 'Another order copy' })],
-        store: theStore,
-      }, orderMeta(11));
+      events.small = orderEvent(
+        'created',
+        {
+          user: user(userId),
+          order: order('95', { orderProductIds: ['96'], storeId: '17800', userId }),
+          orderProducts: [orderProduct('96', { productId: '17100' })],
+          products: [product('17100', { title: 'Another order copy' })],
+          store: theStore,
+        },
+        orderMeta(11),
+      );
       await postAll([events.created, events.small, events.cancelled, events.accepted]);
       await caughtUp();
     });
@@ -586,8 +669,15 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       // The contract does not say in which order; each order product carries its trait options in relationship order.
       const expanded = answer.order_products.map((op: Json) => [op.id, ids(op.order_product_trait_options)]);
       expect(expanded).toHaveLength(2);
-      expect(expanded).toEqual(expect.arrayContaining([['17610', ['17701', '17702']], ['901', []]]));
-      const { order_product_trait_options: options, ...first } = answer.order_products.find((op: Json) => op.id === '17610');
+      expect(expanded).toEqual(
+        expect.arrayContaining([
+          ['17610', ['17701', '17702']],
+          ['901', []],
+        ]),
+      );
+      const { order_product_trait_options: options, ...first } = answer.order_products.find(
+        (op: Json) => op.id === '17610',
+      );
       expect(first).toEqual(await getOk('/api/v1/order_products/17610'));
       expect(first.relationships).toEqual(parts('x').orderProducts[0].relationships);
       expect(options[1]).toMatchObject({
@@ -675,8 +765,14 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       // as_of is inclusive (occurred_at ≤ as_of), in any offset.
       expect((await getOk(`/api/v1/products/18001?as_of=${at(30)}`)).attributes.title).toBe('v3');
       expect(at(25)).toBe('2024-05-01T10:25:00.000Z');
-      expect((await getOk(`/api/v1/products/18001?as_of=${encodeURIComponent('2024-05-01T12:25:00.000+02:00')}`)).attributes.title).toBe('v1');
-      expect((await getOk(`/api/v1/products/18001?as_of=${encodeURIComponent('2024-05-01T12:35:00+02:00')}`)).attributes.title).toBe('v3');
+      expect(
+        (await getOk(`/api/v1/products/18001?as_of=${encodeURIComponent('2024-05-01T12:25:00.000+02:00')}`)).attributes
+          .title,
+      ).toBe('v1');
+      expect(
+        (await getOk(`/api/v1/products/18001?as_of=${encodeURIComponent('2024-05-01T12:35:00+02:00')}`)).attributes
+          .title,
+      ).toBe('v3');
       expect((await getOk(`/api/v1/products/18001?as_of=${at(45)}`)).attributes.title).toBe('v3');
       const gone = await get(`/api/v1/products/18001?as_of=${at(60)}`);
       expect(gone.status).toBe(410);
@@ -714,7 +810,9 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       const older = await get(`/api/v1/menu?owner_id=asof&as_of=${at(25)}`);
       expect(older.status).toBe(200);
       expect(ids(older.json.collections)).toEqual(['18301']);
-      expect(older.json.products.map((p: Json) => [p.id, p.attributes.title, ids(p.traits)])).toEqual([['18001', 'v1', ['18101']]]);
+      expect(older.json.products.map((p: Json) => [p.id, p.attributes.title, ids(p.traits)])).toEqual([
+        ['18001', 'v1', ['18101']],
+      ]);
       const live = await get('/api/v1/menu?owner_id=asof');
       expect(ids(live.json.collections)).toEqual(['18301']);
       expect(live.json.products).toEqual([]);
@@ -722,7 +820,10 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       expect(older.headers.get('etag')).not.toBe(live.headers.get('etag'));
       const latest = await get(`/api/v1/menu?owner_id=asof&as_of=${at(60)}`);
       expect(menuContent(latest.json)).toEqual(menuContent(live.json));
-      expect(menuContent(await getOk(`/api/v1/menu?owner_id=asof&as_of=${at(5)}`))).toEqual({ collections: [], products: [] });
+      expect(menuContent(await getOk(`/api/v1/menu?owner_id=asof&as_of=${at(5)}`))).toEqual({
+        collections: [],
+        products: [],
+      });
     });
   });
 
@@ -732,8 +833,22 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       const answer = await getOk('/api/v1/projections');
       expect(answer.data.map((p: Json) => p.name).sort()).toEqual(['menu', 'orders']);
       for (const projection of answer.data) {
-        expect(Object.keys(projection).sort()).toEqual(['head', 'lag', 'last_error', 'name', 'parked', 'position', 'state']);
-        expect(projection).toMatchObject({ lag: 0, state: 'running', parked: 0, last_error: null, head: highestPosition });
+        expect(Object.keys(projection).sort()).toEqual([
+          'head',
+          'lag',
+          'last_error',
+          'name',
+          'parked',
+          'position',
+          'state',
+        ]);
+        expect(projection).toMatchObject({
+          lag: 0,
+          state: 'running',
+          parked: 0,
+          last_error: null,
+          head: highestPosition,
+        });
         expect(projection.position).toBeGreaterThan(0);
         expect(projection.position).toBeLessThanOrEqual(projection.head);
       }
@@ -747,7 +862,9 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
     const poison = (event: Json) => JSON.stringify(event).replace('"NOTE"', '"a\\u0000b"');
 
     beforeAll(async () => {
-      const body = poison(menuEvent('created', product('19001', { extra: { note: 'NOTE' } }), { at: at(1), ownerId: 'poison' }));
+      const body = poison(
+        menuEvent('created', product('19001', { extra: { note: 'NOTE' } }), { at: at(1), ownerId: 'poison' }),
+      );
       expect(body).toContain('"a\\u0000b"');
       const answer = await post(body);
       expect(answer.json).toMatchObject({ status: 'accepted', position: expect.any(Number) });
@@ -771,19 +888,29 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       expect(menu.last_error.length).toBeGreaterThan(0);
       expectProblem(await get('/api/v1/products/19001'), 404);
 
-      await post(menuEvent('created', product('19002', { title: 'After the poison' }), { at: at(2), ownerId: 'poison' }));
+      await post(
+        menuEvent('created', product('19002', { title: 'After the poison' }), { at: at(2), ownerId: 'poison' }),
+      );
       await eventually(async () => {
         expect((await getOk('/api/v1/products/19002')).attributes.title).toBe('After the poison');
       });
       await caughtUp();
       const after = (await getOk('/api/v1/projections')).data;
-      expect(after.map((p: Json) => [p.name, p.lag, p.state])).toEqual(expect.arrayContaining([['menu', 0, 'running'], ['orders', 0, 'running']]));
+      expect(after.map((p: Json) => [p.name, p.lag, p.state])).toEqual(
+        expect.arrayContaining([
+          ['menu', 0, 'running'],
+          ['orders', 0, 'running'],
+        ]),
+      );
       expect(ids((await getOk('/api/v1/menu?owner_id=poison')).products)).toEqual(['19002']);
     });
 
     it('does not break as_of reads of the menu (a parked event blocks nothing else; never a 5XX)', async () => {
       const menuAsOf = await get(`/api/v1/menu?owner_id=menu&as_of=${later}`);
-      expect({ status: menuAsOf.status, text: menuAsOf.status === 200 ? '' : menuAsOf.text }).toEqual({ status: 200, text: '' });
+      expect({ status: menuAsOf.status, text: menuAsOf.status === 200 ? '' : menuAsOf.text }).toEqual({
+        status: 200,
+        text: '',
+      });
       expect(menuContent(menuAsOf.json)).toEqual(menuContent(await getOk('/api/v1/menu?owner_id=menu')));
       const list = await get(`/api/v1/products?as_of=${later}&limit=1000`);
       expect(list.status).toBe(200);
@@ -814,20 +941,29 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       });
       expectProblem(await get('/api/v1/orders/19500'), 404);
       const ordersAsOf = await get(`/api/v1/orders?owner_id=17777&as_of=${later}`);
-      expect({ status: ordersAsOf.status, text: ordersAsOf.status === 200 ? '' : ordersAsOf.text }).toEqual({ status: 200, text: '' });
+      expect({ status: ordersAsOf.status, text: ordersAsOf.status === 200 ? '' : ordersAsOf.text }).toEqual({
+        status: 200,
+        text: '',
+      });
       expect(ids(ordersAsOf.json.data)).toEqual(['95', '17500']);
       expect((await get(`/api/v1/orders/19501?as_of=${later}`)).status).toBe(200);
     });
   });
 
-  describe('plain reads, answered outside Nest\'s pipeline (query/direct-reads.ts), answer as the pipeline does', () => {
+  describe("plain reads, answered outside Nest's pipeline (query/direct-reads.ts), answer as the pipeline does", () => {
     // A plain query takes the direct path; the same read with a parameter that changes nothing
     // (updated_since at the epoch, expand on a tombstone or an unknown id) goes through Nest's pipeline.
-    const answerOf = (answer: Answer) => ({ status: answer.status, type: answer.headers.get('content-type'),
-      cursor: answer.headers.get('x-changes-cursor'), body: answer.json });
+    const answerOf = (answer: Answer) => ({
+      status: answer.status,
+      type: answer.headers.get('content-type'),
+      cursor: answer.headers.get('x-changes-cursor'),
+      body: answer.json,
+    });
 
     beforeAll(async () => {
-      await postAll(['29001', '29002', '29003'].map((id) => menuEvent('created', product(id), { at: at(1), ownerId: 'direct' })));
+      await postAll(
+        ['29001', '29002', '29003'].map((id) => menuEvent('created', product(id), { at: at(1), ownerId: 'direct' })),
+      );
       await post(destroyedEvent('product', '29003', { at: at(2), ownerId: 'direct' }));
       await caughtUp();
     });
@@ -836,7 +972,10 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       const epoch = 'updated_since=1970-01-01T00:00:00.000Z';
       const first = answerOf(await get('/api/v1/products?owner_id=direct&limit=2'));
       expect(first.body.next_cursor).toEqual(expect.any(String));
-      for (const query of ['owner_id=direct&limit=2', `include_deleted=true&owner_id=direct&cursor=${first.body.next_cursor}`]) {
+      for (const query of [
+        'owner_id=direct&limit=2',
+        `include_deleted=true&owner_id=direct&cursor=${first.body.next_cursor}`,
+      ]) {
         const plain = answerOf(await get(`/api/v1/products?${query}`));
         expect(plain.status).toBe(200);
         expect(plain.cursor).toBe(plain.body.changes_cursor);
@@ -846,7 +985,10 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
     });
 
     it('a tombstone (410) and an unknown id (404)', async () => {
-      for (const [id, status] of [['29003', 410], ['29999', 404]] as const) {
+      for (const [id, status] of [
+        ['29003', 410],
+        ['29999', 404],
+      ] as const) {
         const plain = answerOf(await get(`/api/v1/products/${id}`));
         expect(plain.status).toBe(status);
         expect(answerOf(await get(`/api/v1/products/${id}?expand=traits`))).toEqual(plain);

@@ -7,8 +7,19 @@ import type { WebhookEvent } from '../src/domain/webhook-event.js';
 import { CliProcess, CliResult, describeRun, runCli, spawnCli } from './support/cli.js';
 import { Answer, api, deliver, RunningDaemon, startDaemon } from './support/http.js';
 import {
-  collection, destroyedEvent, Json, menuEvent, orderEvent, orderProduct, orderProductTraitOption, product, Resource, store,
-  trait, traitOption, user,
+  collection,
+  destroyedEvent,
+  Json,
+  menuEvent,
+  orderEvent,
+  orderProduct,
+  orderProductTraitOption,
+  product,
+  Resource,
+  store,
+  trait,
+  traitOption,
+  user,
 } from './support/menu-events.js';
 import { eventually } from './support/eventually.js';
 
@@ -57,7 +68,6 @@ const verbose = (line: string) => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-
 /** A small seeded PRNG (mulberry32): the same log on every run. */
 function prng(seed: number): () => number {
   let a = seed;
@@ -91,11 +101,21 @@ function menuResource(type: keyof typeof COUNTS, id: string, rev: number): Resou
         traitIds: [String(1 + (n % COUNTS.trait)), String(1 + ((n * 7) % COUNTS.trait))],
       });
     case 'trait':
-      return trait(id, { title: `Trait ${id} r${rev}`, optionIds: [String(1 + (n % COUNTS.trait_option)), String(1 + ((n * 3) % COUNTS.trait_option))] });
+      return trait(id, {
+        title: `Trait ${id} r${rev}`,
+        optionIds: [String(1 + (n % COUNTS.trait_option)), String(1 + ((n * 3) % COUNTS.trait_option))],
+      });
     case 'trait_option':
-      return traitOption(id, { title: `Option ${id} r${rev}`, traitId: String(1 + (n % COUNTS.trait)), cents: rev % 500 });
+      return traitOption(id, {
+        title: `Option ${id} r${rev}`,
+        traitId: String(1 + (n % COUNTS.trait)),
+        cents: rev % 500,
+      });
     case 'collection':
-      return collection(id, { title: `Collection ${id} r${rev}`, productIds: [0, 1, 2, 3].map((k) => String(1 + ((n * 11 + k) % COUNTS.product))) });
+      return collection(id, {
+        title: `Collection ${id} r${rev}`,
+        productIds: [0, 1, 2, 3].map((k) => String(1 + ((n * 11 + k) % COUNTS.product))),
+      });
   }
 }
 
@@ -103,7 +123,14 @@ function menuResource(type: keyof typeof COUNTS, id: string, rev: number): Resou
  * order.created/updated: the order, two order products with a trait option each, the store, the
  * user — and menu resources (products, a trait option) that must not change the menu (CONTRACT §4).
  */
-function orderDelivery(kind: 'created' | 'updated', orderId: number, rev: number, at: string, seq: number, id = eventId('order')): Json {
+function orderDelivery(
+  kind: 'created' | 'updated',
+  orderId: number,
+  rev: number,
+  at: string,
+  seq: number,
+  id = eventId('order'),
+): Json {
   const lines = [1, 2].map((j) => {
     const productId = String(1 + ((orderId * 13 + j) % COUNTS.product));
     const optionId = String(1 + ((orderId + j) % COUNTS.trait_option));
@@ -116,15 +143,24 @@ function orderDelivery(kind: 'created' | 'updated', orderId: number, rev: number
     };
   });
   const storeId = String(1 + (orderId % 5));
-  return orderEvent(kind, {
-    user: user(String(9000 + (orderId % 50))),
-    order: order(String(orderId), lines.map((line) => line.op.id), storeId, rev),
-    orderProducts: lines.map((line) => line.op),
-    orderProductTraitOptions: lines.map((line) => line.opto),
-    traitOptions: lines.map((line) => line.option),
-    products: lines.map((line) => line.product),
-    store: store(storeId, { title: `Store ${storeId} r${rev}` }),
-  }, { at, ownerId: ownerOf(orderId), eventId: id, seq });
+  return orderEvent(
+    kind,
+    {
+      user: user(String(9000 + (orderId % 50))),
+      order: order(
+        String(orderId),
+        lines.map((line) => line.op.id),
+        storeId,
+        rev,
+      ),
+      orderProducts: lines.map((line) => line.op),
+      orderProductTraitOptions: lines.map((line) => line.opto),
+      traitOptions: lines.map((line) => line.option),
+      products: lines.map((line) => line.product),
+      store: store(storeId, { title: `Store ${storeId} r${rev}` }),
+    },
+    { at, ownerId: ownerOf(orderId), eventId: id, seq },
+  );
 }
 
 function order(id: string, orderProductIds: string[], storeId: string, rev: number): Resource {
@@ -132,7 +168,12 @@ function order(id: string, orderProductIds: string[], storeId: string, rev: numb
   return {
     id,
     type: 'order',
-    attributes: { id: Number(id), status: statuses[rev % statuses.length], note: rev % 3 === 0 ? null : `note r${rev}`, total: { cents: 1200 + rev } },
+    attributes: {
+      id: Number(id),
+      status: statuses[rev % statuses.length],
+      note: rev % 3 === 0 ? null : `note r${rev}`,
+      total: { cents: 1200 + rev },
+    },
     relationships: {
       order_products: { data: orderProductIds.map((opId) => ({ id: opId, type: 'order_product' })) },
       store: { data: { id: storeId, type: 'store' } },
@@ -147,7 +188,14 @@ function httpDeliveries(): { waves: Json[][]; duplicates: Json[] } {
   for (const type of MENU_TYPES) {
     for (let n = 1; n <= COUNTS[type]; n++) {
       const id = String(n);
-      creates.push(menuEvent('created', menuResource(type, id, 0), { at: when(n % 97), ownerId: ownerOf(id), eventId: eventId(`c-${type}`), seq: 1 }));
+      creates.push(
+        menuEvent('created', menuResource(type, id, 0), {
+          at: when(n % 97),
+          ownerId: ownerOf(id),
+          eventId: eventId(`c-${type}`),
+          seq: 1,
+        }),
+      );
     }
   }
   const changes: Json[] = [];
@@ -155,9 +203,18 @@ function httpDeliveries(): { waves: Json[][]; duplicates: Json[] } {
     const type = MENU_TYPES[k % MENU_TYPES.length];
     const id = String(1 + pick(COUNTS[type]));
     if (k % 5 === 4 && !(type === 'product' && Number(id) <= STABLE)) {
-      changes.push(destroyedEvent(type, id, { at: when(3000 + k), ownerId: ownerOf(id), eventId: eventId(`d-${type}`), seq: 2 }));
+      changes.push(
+        destroyedEvent(type, id, { at: when(3000 + k), ownerId: ownerOf(id), eventId: eventId(`d-${type}`), seq: 2 }),
+      );
     } else {
-      changes.push(menuEvent('updated', menuResource(type, id, 1000 + k), { at: when(3000 + k), ownerId: ownerOf(id), eventId: eventId(`u-${type}`), seq: 2 }));
+      changes.push(
+        menuEvent('updated', menuResource(type, id, 1000 + k), {
+          at: when(3000 + k),
+          ownerId: ownerOf(id),
+          eventId: eventId(`u-${type}`),
+          seq: 2,
+        }),
+      );
     }
   }
   for (let orderId = 1; orderId <= 100; orderId++) {
@@ -169,9 +226,16 @@ function httpDeliveries(): { waves: Json[][]; duplicates: Json[] } {
   for (let k = 0; k < 200; k++) {
     const type = MENU_TYPES[k % MENU_TYPES.length];
     const id = String(1 + pick(COUNTS[type]));
-    stale.push(k % 10 === 9 && !(type === 'product' && Number(id) <= STABLE)
-      ? destroyedEvent(type, id, { at: when(1), ownerId: ownerOf(id), eventId: eventId(`sd-${type}`), seq: 0 })
-      : menuEvent('updated', menuResource(type, id, 500 + k), { at: when(2), ownerId: ownerOf(id), eventId: eventId(`s-${type}`), seq: 0 }));
+    stale.push(
+      k % 10 === 9 && !(type === 'product' && Number(id) <= STABLE)
+        ? destroyedEvent(type, id, { at: when(1), ownerId: ownerOf(id), eventId: eventId(`sd-${type}`), seq: 0 })
+        : menuEvent('updated', menuResource(type, id, 500 + k), {
+            at: when(2),
+            ownerId: ownerOf(id),
+            eventId: eventId(`s-${type}`),
+            seq: 0,
+          }),
+    );
   }
   for (let orderId = 1; orderId <= 50; orderId++) stale.push(orderDelivery('updated', orderId, 99, when(3000), 0));
   // Exact repeats of events already delivered: `200 duplicate`, nothing new in the log.
@@ -201,15 +265,23 @@ function historyRows(count: number): HistoryRow[] {
     const seq = 1 + pick(4);
     let body: Json;
     if (k % 25 === 0) {
-      body = orderDelivery(k % 2 === 0 ? 'created' : 'updated', 1 + pick(ORDERS), k, when(seconds), seq, eventId('h-order'));
+      body = orderDelivery(
+        k % 2 === 0 ? 'created' : 'updated',
+        1 + pick(ORDERS),
+        k,
+        when(seconds),
+        seq,
+        eventId('h-order'),
+      );
     } else {
       const type = MENU_TYPES[pick(MENU_TYPES.length)];
       const id = String(1 + pick(COUNTS[type]));
       const meta = { at: when(seconds), ownerId: ownerOf(id), eventId: eventId(`h-${type}`), seq };
       const roll = random();
-      body = roll < 0.08 && !(type === 'product' && Number(id) <= STABLE)
-        ? destroyedEvent(type, id, meta)
-        : menuEvent(roll < 0.2 ? 'created' : 'updated', menuResource(type, id, k), meta);
+      body =
+        roll < 0.08 && !(type === 'product' && Number(id) <= STABLE)
+          ? destroyedEvent(type, id, meta)
+          : menuEvent(roll < 0.2 ? 'created' : 'updated', menuResource(type, id, k), meta);
     }
     if (k % 50 === 7) delete body.data.attributes.id;
     const seqValue = body.data.attributes.id;
@@ -237,11 +309,21 @@ function historyRows(count: number): HistoryRow[] {
  */
 function poisonRows(): { rows: HistoryRow[]; menu: string[]; orders: string[] } {
   const row = (body: Json): HistoryRow => ({
-    eventId: body.data.id, eventType: body.data.attributes.event_type, subjectType: body.data.relationships.subject.data.type,
-    subjectId: body.data.relationships.subject.data.id, ownerId: body.data.relationships.resource_owner.data.id,
-    occurredAt: body.data.attributes.created_at, eventSeq: String(body.data.attributes.id), payload: JSON.stringify(body),
+    eventId: body.data.id,
+    eventType: body.data.attributes.event_type,
+    subjectType: body.data.relationships.subject.data.type,
+    subjectId: body.data.relationships.subject.data.id,
+    ownerId: body.data.relationships.resource_owner.data.id,
+    occurredAt: body.data.attributes.created_at,
+    eventSeq: String(body.data.attributes.id),
+    payload: JSON.stringify(body),
   });
-  const missing = menuEvent('updated', product('6', { title: 'never shown' }), { at: when(90_000), ownerId: ownerOf(6), eventId: 'poison-missing', seq: 9 });
+  const missing = menuEvent('updated', product('6', { title: 'never shown' }), {
+    at: when(90_000),
+    ownerId: ownerOf(6),
+    eventId: 'poison-missing',
+    seq: 9,
+  });
   missing.included = [product('7', { title: 'never shown either' })];
   const orderless = orderDelivery('created', 7, 0, when(90_000), 9, 'poison-orderless');
   orderless.included = orderless.included.filter((resource: Resource) => resource.type === 'user');
@@ -262,9 +344,18 @@ async function insertHistory(client: pg.Client, rows: HistoryRow[], batch = 5000
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::numeric[], $8::text[], $9::bytea[])
               AS input (event_id, event_type, subject_type, subject_id, owner_id, occurred_at, event_seq, payload, sha256)
        ON CONFLICT (event_id) DO NOTHING`,
-      [column((r) => r.eventId), column((r) => r.eventType), column((r) => r.subjectType), column((r) => r.subjectId),
-        column((r) => r.ownerId), column((r) => r.occurredAt), column((r) => r.eventSeq), column((r) => r.payload),
-        column((r) => createHash('sha256').update(r.payload, 'utf8').digest())]);
+      [
+        column((r) => r.eventId),
+        column((r) => r.eventType),
+        column((r) => r.subjectType),
+        column((r) => r.subjectId),
+        column((r) => r.ownerId),
+        column((r) => r.occurredAt),
+        column((r) => r.eventSeq),
+        column((r) => r.payload),
+        column((r) => createHash('sha256').update(r.payload, 'utf8').digest()),
+      ],
+    );
   }
 }
 
@@ -298,12 +389,20 @@ async function readLog(client: pg.Client): Promise<{ events: WebhookEvent[]; ent
   const { rows } = await client.query(
     `SELECT position::text AS position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at,
             event_seq::text AS event_seq, payload::text AS payload
-       FROM event_log ORDER BY position`);
+       FROM event_log ORDER BY position`,
+  );
   const events: WebhookEvent[] = [];
   for (const row of rows) {
     const event = toWebhookEvent({
-      eventId: row.event_id, eventType: row.event_type, subjectType: row.subject_type, subjectId: row.subject_id,
-      ownerId: row.owner_id, occurredAt: row.occurred_at, eventSeq: row.event_seq, position: Number(row.position), payload: row.payload,
+      eventId: row.event_id,
+      eventType: row.event_type,
+      subjectType: row.subject_type,
+      subjectId: row.subject_id,
+      ownerId: row.owner_id,
+      occurredAt: row.occurred_at,
+      eventSeq: row.event_seq,
+      position: Number(row.position),
+      payload: row.payload,
     });
     if (event !== null) events.push(event);
   }
@@ -314,12 +413,19 @@ async function readModel(client: pg.Client): Promise<Map<string, Comparable>> {
   const model = new Map<string, Comparable>();
   for (const [type, table] of Object.entries(TABLES)) {
     const { rows } = await client.query(
-      `SELECT id, owner_id, deleted, attributes, relationships, event_id, occurred_at, position::text AS position FROM ${table}`);
+      `SELECT id, owner_id, deleted, attributes, relationships, event_id, occurred_at, position::text AS position FROM ${table}`,
+    );
     for (const row of rows) {
       const key = `${type} ${row.id}`;
       model.set(key, {
-        key, owner_id: row.owner_id, deleted: row.deleted, attributes: row.attributes, relationships: row.relationships,
-        event_id: row.event_id, occurred_at: (row.occurred_at as Date).getTime(), position: Number(row.position),
+        key,
+        owner_id: row.owner_id,
+        deleted: row.deleted,
+        attributes: row.attributes,
+        relationships: row.relationships,
+        event_id: row.event_id,
+        occurred_at: (row.occurred_at as Date).getTime(),
+        position: Number(row.position),
       });
     }
   }
@@ -335,7 +441,8 @@ async function expectModelEqualsFold(client: pg.Client): Promise<{ resources: nu
   const started = Date.now();
   const parked = await client.query(
     `SELECT (SELECT coalesce(array_agg(event_id ORDER BY event_id), '{}') FROM proj_menu.parked_events) AS menu,
-            (SELECT coalesce(array_agg(event_id ORDER BY event_id), '{}') FROM proj_orders.parked_events) AS orders`);
+            (SELECT coalesce(array_agg(event_id ORDER BY event_id), '{}') FROM proj_orders.parked_events) AS orders`,
+  );
   expect(parked.rows[0]).toEqual({ menu: [...POISON.menu].sort(), orders: [...POISON.orders].sort() });
   const { events: all, entries } = await readLog(client);
   const unappliable = new Set([...POISON.menu, ...POISON.orders]);
@@ -346,14 +453,16 @@ async function expectModelEqualsFold(client: pg.Client): Promise<{ resources: nu
   for (const [key, want] of expected) {
     const got = actual.get(key);
     if (!got) problems.push(`${key}: missing from the read model`);
-    else if (!isDeepStrictEqual(got, want)) problems.push(`${key}: read model ${JSON.stringify(got)}\n  fold ${JSON.stringify(want)}`);
+    else if (!isDeepStrictEqual(got, want))
+      problems.push(`${key}: read model ${JSON.stringify(got)}\n  fold ${JSON.stringify(want)}`);
   }
   for (const key of actual.keys()) if (!expected.has(key)) problems.push(`${key}: in the read model, not in the fold`);
   expect(problems.slice(0, 10)).toEqual([]);
   expect(actual.size).toBe(expected.size);
   const { rows } = await client.query(
     `SELECT (SELECT applied FROM proj_menu.checkpoint)::int AS menu, (SELECT applied FROM proj_orders.checkpoint)::int AS orders,
-            (SELECT count(*) FROM event_log)::int AS entries`);
+            (SELECT count(*) FROM event_log)::int AS entries`,
+  );
   expect(rows[0]).toEqual({ menu: entries, orders: entries, entries });
   verbose(`model = fold of ${entries} entries (${expected.size} resources) checked in ${Date.now() - started} ms`);
   return { resources: expected.size, entries };
@@ -362,7 +471,13 @@ async function expectModelEqualsFold(client: pg.Client): Promise<{ resources: nu
 /** Every table of both live schemas, sorted, with the checkpoints: a snapshot to compare. */
 async function snapshot(client: pg.Client): Promise<string> {
   const parts: unknown[] = [];
-  for (const table of [...Object.values(TABLES), 'proj_menu.checkpoint', 'proj_orders.checkpoint', 'proj_menu.parked_events', 'proj_orders.parked_events']) {
+  for (const table of [
+    ...Object.values(TABLES),
+    'proj_menu.checkpoint',
+    'proj_orders.checkpoint',
+    'proj_menu.parked_events',
+    'proj_orders.parked_events',
+  ]) {
     const { rows } = await client.query(`SELECT to_jsonb(t) AS row FROM ${table} t ORDER BY to_jsonb(t)::text`);
     parts.push({ table, rows: rows.map((row) => row.row) });
   }
@@ -370,7 +485,9 @@ async function snapshot(client: pg.Client): Promise<string> {
 }
 
 async function shadowSchemas(client: pg.Client): Promise<string[]> {
-  const { rows } = await client.query(`SELECT nspname FROM pg_namespace WHERE nspname ~ '^proj_(menu|orders)__' ORDER BY nspname`);
+  const { rows } = await client.query(
+    `SELECT nspname FROM pg_namespace WHERE nspname ~ '^proj_(menu|orders)__' ORDER BY nspname`,
+  );
   return rows.map((row) => row.nspname);
 }
 
@@ -383,25 +500,35 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
 
   async function post(event: Json, expected: number): Promise<Answer> {
     const answer = await deliver(app.url, event);
-    if (answer.status !== expected) throw new Error(`delivery of ${event.data.id} answered ${answer.status}, expected ${expected}: ${answer.text}`);
+    if (answer.status !== expected)
+      throw new Error(`delivery of ${event.data.id} answered ${answer.status}, expected ${expected}: ${answer.text}`);
     return answer;
   }
 
   async function postAll(events: Json[], expected: number, concurrency = 16): Promise<void> {
     let next = 0;
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (next < events.length) await post(events[next++], expected);
-    }));
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < events.length) await post(events[next++], expected);
+      }),
+    );
   }
 
   /** Every projection has read the whole log. */
   async function caughtUp(timeoutMs = 30000): Promise<Json[]> {
-    return eventually(async () => {
-      const status = await api(app.url, '/api/v1/projections');
-      expect(status.status).toBe(200);
-      expect(status.json.data.map((p: Json) => [p.name, p.lag])).toEqual([['menu', 0], ['orders', 0]]);
-      return status.json.data;
-    }, timeoutMs, 100);
+    return eventually(
+      async () => {
+        const status = await api(app.url, '/api/v1/projections');
+        expect(status.status).toBe(200);
+        expect(status.json.data.map((p: Json) => [p.name, p.lag])).toEqual([
+          ['menu', 0],
+          ['orders', 0],
+        ]);
+        return status.json.data;
+      },
+      timeoutMs,
+      100,
+    );
   }
 
   let liveCounter = 0;
@@ -411,11 +538,15 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
     const at = when(100_000 + k);
     const meta = (id: string) => ({ at, ownerId: ownerOf(id), eventId: eventId('live'), seq: 1 });
     switch (k % 10) {
-      case 0: case 1: case 2: case 3: {
+      case 0:
+      case 1:
+      case 2:
+      case 3: {
         const id = String(1 + (k % STABLE));
         return menuEvent('updated', menuResource('product', id, 100_000 + k), meta(id));
       }
-      case 4: case 5: {
+      case 4:
+      case 5: {
         const id = String(100_000 + k);
         return menuEvent('created', menuResource('product', id, k), meta(id));
       }
@@ -440,7 +571,11 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
   beforeAll(async () => {
     const started = Date.now();
     app = await startDaemon({ LOG_LEVEL: 'info' });
-    cliEnv = { DATABASE_URL: app.database.url, TOKEN_ENCRYPTION_KEY: app.process.env.TOKEN_ENCRYPTION_KEY, LOG_LEVEL: 'info' };
+    cliEnv = {
+      DATABASE_URL: app.database.url,
+      TOKEN_ENCRYPTION_KEY: app.process.env.TOKEN_ENCRYPTION_KEY,
+      LOG_LEVEL: 'info',
+    };
     db = new pg.Client({ connectionString: app.database.url });
     await db.connect();
 
@@ -465,7 +600,12 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
     await CliProcess.killAll();
     await db?.end();
     if (process.env.REPLAY_VERBOSE) {
-      verbose(app?.process.logs.split('\n').filter((line) => /"level":"(error|warn)"/.test(line)).join('\n') ?? '');
+      verbose(
+        app?.process.logs
+          .split('\n')
+          .filter((line) => /"level":"(error|warn)"/.test(line))
+          .join('\n') ?? '',
+      );
     }
     await app?.close();
   });
@@ -473,7 +613,10 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
   it('refuses an unknown projection name with exit code 2', async () => {
     for (const command of ['replay', 'verify']) {
       const result = await run([command, '--projection', 'nope']);
-      expect({ code: result.code, output: result.stderr }).toEqual({ code: 2, output: expect.stringContaining('--projection must be') });
+      expect({ code: result.code, output: result.stderr }).toEqual({
+        code: 2,
+        output: expect.stringContaining('--projection must be'),
+      });
     }
     expect(await shadowSchemas(db)).toEqual([]);
   }, 30000);
@@ -524,7 +667,12 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
           polls.push({ t: Date.now(), path: p, status: 0, body: String(error) });
           continue;
         }
-        polls.push({ t: Date.now(), path: p, status: answer.status, body: answer.status === 200 ? '' : answer.text.slice(0, 300) });
+        polls.push({
+          t: Date.now(),
+          path: p,
+          status: answer.status,
+          body: answer.status === 200 ? '' : answer.text.slice(0, 300),
+        });
       }
     };
     const pollers = [
@@ -545,7 +693,8 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
       try {
         while (watching) {
           const { rows } = await client.query(
-            `SELECT to_regnamespace('proj_menu__shadow') IS NOT NULL OR to_regnamespace('proj_orders__shadow') IS NOT NULL AS shadow`);
+            `SELECT to_regnamespace('proj_menu__shadow') IS NOT NULL OR to_regnamespace('proj_orders__shadow') IS NOT NULL AS shadow`,
+          );
           if (rows[0].shadow) shadowSeen.push(Date.now());
           await sleep(10);
         }
@@ -568,15 +717,22 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
     }
     expect({ code: result.code, run: result.code === 0 ? '' : describeRun(result) }).toEqual({ code: 0, run: '' });
     // Each projection rebuilt from at least the whole log as it was, its unappliable events parked again.
-    const rebuilt = (name: string) => Number(new RegExp(`^${name}: rebuilt from (\\d+) log entries .*, (\\d+) parked, swapped in$`, 'm').exec(result.stdout)?.[1]);
+    const rebuilt = (name: string) =>
+      Number(
+        new RegExp(`^${name}: rebuilt from (\\d+) log entries .*, (\\d+) parked, swapped in$`, 'm').exec(
+          result.stdout,
+        )?.[1],
+      );
     expect(rebuilt('menu')).toBeGreaterThanOrEqual(entriesBefore);
     expect(rebuilt('orders')).toBeGreaterThanOrEqual(entriesBefore);
     expect(result.stdout).toMatch(new RegExp(`^menu: .*, ${POISON.menu.length} parked, swapped in$`, 'm'));
     expect(result.stdout).toMatch(new RegExp(`^orders: .*, ${POISON.orders.length} parked, swapped in$`, 'm'));
     const replayMs = result.endedAt - result.startedAt;
     const inReplay = sent.filter((s) => s.t >= replay.startedAt && s.t <= result.endedAt).length;
-    verbose(`replay: ${replayMs} ms; shadow seen for ${shadowSeen.length ? shadowSeen.at(-1)! - shadowSeen[0] : 0} ms; `
-      + `${sent.length} deliveries (${Math.round((inReplay * 1000) / replayMs)}/s during the replay), ${polls.length} polls`);
+    verbose(
+      `replay: ${replayMs} ms; shadow seen for ${shadowSeen.length ? shadowSeen.at(-1)! - shadowSeen[0] : 0} ms; ` +
+        `${sent.length} deliveries (${Math.round((inReplay * 1000) / replayMs)}/s during the replay), ${polls.length} polls`,
+    );
 
     // The sending and polling genuinely overlapped the rebuild (how many per second is a speed
     // figure, printed above with VERBOSE, not a pass/fail condition).
@@ -602,7 +758,11 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
     for (let k = 1; k <= liveCounter; k++) if (k % 10 <= 3) latest.set(String(1 + (k % STABLE)), 100_000 + k);
     for (const [id, rev] of latest) {
       const answer = await api(app.url, `/api/v1/products/${id}`);
-      expect({ id, status: answer.status, title: answer.json?.attributes?.title }).toEqual({ id, status: 200, title: `Product ${id} r${rev}` });
+      expect({ id, status: answer.status, title: answer.json?.attributes?.title }).toEqual({
+        id,
+        status: 200,
+        title: `Product ${id} r${rev}`,
+      });
       expect((await api(app.url, `/api/v1/products/${id}?as_of=2100-01-01T00:00:00Z`)).json).toEqual(answer.json);
     }
   }, 90000);
@@ -631,12 +791,17 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
     }
     replay.kill('SIGKILL');
     const killed = await replay.wait(10000);
-    expect({ signal: killed.signal, shadowSeen: shadowSince !== undefined, output: killed.signal === 'SIGKILL' ? '' : describeRun(killed) })
-      .toEqual({ signal: 'SIGKILL', shadowSeen: true, output: '' });
+    expect({
+      signal: killed.signal,
+      shadowSeen: shadowSince !== undefined,
+      output: killed.signal === 'SIGKILL' ? '' : describeRun(killed),
+    }).toEqual({ signal: 'SIGKILL', shadowSeen: true, output: '' });
     // It died in the middle: its shadow is left behind, never swapped in.
     expect(await shadowSchemas(db)).toEqual(['proj_menu__shadow']);
-    verbose(`killed the replay ${killed.endedAt - killed.startedAt} ms after start, ${Date.now() - shadowSince!} ms after its shadow appeared, `
-      + `${shadowRows} rows committed in the shadow`);
+    verbose(
+      `killed the replay ${killed.endedAt - killed.startedAt} ms after start, ${Date.now() - shadowSince!} ms after its shadow appeared, ` +
+        `${shadowRows} rows committed in the shadow`,
+    );
 
     // The live schema is the same one, with the same rows and checkpoints.
     expect((await db.query(`SELECT 'proj_menu'::regnamespace::oid::int AS oid`)).rows[0].oid).toBe(schemaOid);
@@ -685,11 +850,16 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
     expect(deleted.stdout).toMatch(/^menu: 2 difference\(s\)$/m);
     expect(deleted.stdout).toMatch(/^orders: 1 difference\(s\)$/m);
     // verify only reports: the live rows stay as they were left.
-    expect((await db.query('SELECT attributes FROM proj_menu.products WHERE id = $1', [tampered])).rows).toEqual([{ attributes: { title: 'tampered' } }]);
+    expect((await db.query('SELECT attributes FROM proj_menu.products WHERE id = $1', [tampered])).rows).toEqual([
+      { attributes: { title: 'tampered' } },
+    ]);
     expect((await db.query('SELECT 1 FROM proj_menu.products WHERE id = $1', [removed])).rows).toEqual([]);
 
     const replayed = await run(['replay']);
-    expect({ code: replayed.code, run: replayed.code === 0 ? '' : describeRun(replayed) }).toEqual({ code: 0, run: '' });
+    expect({ code: replayed.code, run: replayed.code === 0 ? '' : describeRun(replayed) }).toEqual({
+      code: 0,
+      run: '',
+    });
     const again = await run(['verify']);
     expect({ code: again.code, run: again.code === 0 ? '' : describeRun(again) }).toEqual({ code: 0, run: '' });
     expect(again.stdout).toMatch(/^menu: identical to a rebuild from the log$/m);
@@ -710,10 +880,14 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
     let others: CliResult[];
     try {
       // The first holds the rebuild lock once its shadow schema exists.
-      await eventually(async () => {
-        const { rows } = await db.query(`SELECT to_regnamespace('proj_menu__shadow') IS NOT NULL AS present`);
-        expect({ running: first.running, shadow: rows[0].present }).toEqual({ running: true, shadow: true });
-      }, 20000, 5);
+      await eventually(
+        async () => {
+          const { rows } = await db.query(`SELECT to_regnamespace('proj_menu__shadow') IS NOT NULL AS present`);
+          expect({ running: first.running, shadow: rows[0].present }).toEqual({ running: true, shadow: true });
+        },
+        20000,
+        5,
+      );
       others = await Promise.all([run(['replay', '--projection', 'menu']), run(['verify', '--projection', 'menu'])]);
       expect(first.running).toBe(true);
     } finally {
@@ -721,11 +895,19 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
       await reader.end();
     }
     const firstResult = await first.wait(60000);
-    verbose(`first replay ${firstResult.startedAt}..${firstResult.endedAt}, others ended ${others.map((o) => o.endedAt).join(', ')}`);
-    expect({ code: firstResult.code, run: firstResult.code === 0 ? '' : describeRun(firstResult) }).toEqual({ code: 0, run: '' });
+    verbose(
+      `first replay ${firstResult.startedAt}..${firstResult.endedAt}, others ended ${others.map((o) => o.endedAt).join(', ')}`,
+    );
+    expect({ code: firstResult.code, run: firstResult.code === 0 ? '' : describeRun(firstResult) }).toEqual({
+      code: 0,
+      run: '',
+    });
     for (const other of others) {
-      expect({ code: other.code, refused: /another replay or verify of menu is running/.test(other.stdout + other.stderr), run: describeRun(other) })
-        .toEqual({ code: 1, refused: true, run: expect.any(String) });
+      expect({
+        code: other.code,
+        refused: /another replay or verify of menu is running/.test(other.stdout + other.stderr),
+        run: describeRun(other),
+      }).toEqual({ code: 1, refused: true, run: expect.any(String) });
     }
     // The refused ones left nothing behind: no scratch schema, and the first one's result stands.
     expect(await shadowSchemas(db)).toEqual([]);
@@ -743,13 +925,18 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
     const replay = cli(['replay', '--projection', 'menu']);
     let dropping: number | undefined;
     try {
-      dropping = await eventually(async () => {
-        if (!replay.running) return undefined;
-        const { rows } = await db.query(
-          `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DROP SCHEMA proj_menu__old%'`);
-        expect(rows).toHaveLength(1);
-        return rows[0].pid as number;
-      }, 30000, 10);
+      dropping = await eventually(
+        async () => {
+          if (!replay.running) return undefined;
+          const { rows } = await db.query(
+            `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DROP SCHEMA proj_menu__old%'`,
+          );
+          expect(rows).toHaveLength(1);
+          return rows[0].pid as number;
+        },
+        30000,
+        10,
+      );
       // …and there its connection is lost (a failover, a network cut, an operator's pg_terminate_backend).
       if (dropping !== undefined) await db.query('SELECT pg_terminate_backend($1)', [dropping]);
     } finally {
@@ -757,11 +944,20 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
       await reader.end();
     }
     const cut = await replay.wait(20000);
-    expect({ waitedOnDrop: dropping !== undefined, run: dropping !== undefined ? '' : describeRun(cut) }).toEqual({ waitedOnDrop: true, run: '' });
-    verbose(`replay cut off during its cleanup: ${describeRun(cut).split('\n')[0]}; schemas left: ${(await shadowSchemas(db)).join(', ')}`);
+    expect({ waitedOnDrop: dropping !== undefined, run: dropping !== undefined ? '' : describeRun(cut) }).toEqual({
+      waitedOnDrop: true,
+      run: '',
+    });
+    verbose(
+      `replay cut off during its cleanup: ${describeRun(cut).split('\n')[0]}; schemas left: ${(await shadowSchemas(db)).join(', ')}`,
+    );
 
     // The swap had committed: the live model is the rebuilt one, and the daemon projects on from it.
-    await postAll(Array.from({ length: 10 }, () => liveEvent()), 202, 2);
+    await postAll(
+      Array.from({ length: 10 }, () => liveEvent()),
+      202,
+      2,
+    );
     await caughtUp();
     await expectModelEqualsFold(db);
 

@@ -11,11 +11,19 @@ import { settledSink, SinkReceiver } from './support/sink-receiver.js';
 type Json = any;
 
 const post = (url: string, path: string, body: unknown) =>
-  api(url, path, API_TOKEN, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  api(url, path, API_TOKEN, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 /** Distinct resources of one owner, each changed once: every change must arrive. */
 const distinct = (ownerId: string, count: number) =>
-  Array.from({ length: count }, (_, n) => ({ type: n % 3 === 0 ? 'collection' : 'product', id: `${ownerId}-${n}`, ownerId }));
+  Array.from({ length: count }, (_, n) => ({
+    type: n % 3 === 0 ? 'collection' : 'product',
+    id: `${ownerId}-${n}`,
+    ownerId,
+  }));
 
 describe('sinks across crashes, and to NATS JetStream (CONTRACT §11)', () => {
   let app: RunningDaemon;
@@ -44,7 +52,12 @@ describe('sinks across crashes, and to NATS JetStream (CONTRACT §11)', () => {
     const receiver = await new SinkReceiver().start();
     receivers.push(receiver);
     receiver.always = { status: 204, delayMs: 150 };
-    const created = await post(app.url, '/api/v1/sinks', { kind: 'http', url: receiver.url, owner_ids: ['k1'], batch_size: 5 });
+    const created = await post(app.url, '/api/v1/sinks', {
+      kind: 'http',
+      url: receiver.url,
+      owner_ids: ['k1'],
+      batch_size: 5,
+    });
     receiver.secrets = [created.json.data.secret];
     const inserted = await insertChanges(app.database.url, distinct('k1', 120));
     await eventually(async () => expect(receiver.received.length).toBeGreaterThanOrEqual(4), 20000, 10);
@@ -55,10 +68,14 @@ describe('sinks across crashes, and to NATS JetStream (CONTRACT §11)', () => {
     const { PORT: _port, ...env } = app.process.env;
     const restarted = await DaemonProcess.start({ cwd: app.process.cwd, env });
 
-    await eventually(async () => {
-      const acknowledged = new Set(receiver.acknowledgedChanges.map((change) => change.change_id));
-      expect(inserted.filter((change) => !acknowledged.has(change.change_id))).toEqual([]);
-    }, 60000, 100);
+    await eventually(
+      async () => {
+        const acknowledged = new Set(receiver.acknowledgedChanges.map((change) => change.change_id));
+        expect(inserted.filter((change) => !acknowledged.has(change.change_id))).toEqual([]);
+      },
+      60000,
+      100,
+    );
     expect(receiver.received.length).toBeGreaterThan(before);
     expect(receiver.received.length).toBeLessThan(before + 30);
     await settledSink(restarted.url, created.json.data.id, { state: 'active', lag: 0 });
@@ -73,11 +90,25 @@ describe('sinks across crashes, and to NATS JetStream (CONTRACT §11)', () => {
     receiver.secrets = [created.json.data.secret];
     const id = created.json.data.id;
     const inserted = await insertChanges(app.database.url, distinct('k2', 6));
-    await eventually(async () => expect((await api(baseUrl, `/api/v1/sinks/${id}`)).json.data)
-      .toMatchObject({ state: 'failing', lag: 6, last_error: expect.stringContaining('503') }), 30000, 100);
-    await eventually(async () => expect(await scrape(baseUrl, 'menu_sync_sinks_failing')).toBeGreaterThanOrEqual(1), 5000, 100);
+    await eventually(
+      async () =>
+        expect((await api(baseUrl, `/api/v1/sinks/${id}`)).json.data).toMatchObject({
+          state: 'failing',
+          lag: 6,
+          last_error: expect.stringContaining('503'),
+        }),
+      30000,
+      100,
+    );
+    await eventually(
+      async () => expect(await scrape(baseUrl, 'menu_sync_sinks_failing')).toBeGreaterThanOrEqual(1),
+      5000,
+      100,
+    );
     receiver.always = undefined;
-    await post(baseUrl, `/api/v1/sinks/${id}/replay`, { from: (await api(baseUrl, `/api/v1/sinks/${id}`)).json.data.cursor });
+    await post(baseUrl, `/api/v1/sinks/${id}/replay`, {
+      from: (await api(baseUrl, `/api/v1/sinks/${id}`)).json.data.cursor,
+    });
     await eventually(async () => expect(receiver.catalogue.size).toBe(inserted.length), 20000, 50);
     await settledSink(baseUrl, id, { state: 'active', failing_since: null, lag: 0 });
   });
@@ -87,8 +118,18 @@ describe('sinks across crashes, and to NATS JetStream (CONTRACT §11)', () => {
     const stream = `MENU_SYNC_TEST_${suffix}`;
     const prefix = `menutest${suffix}`;
     streams.push(stream);
-    const inserted = await insertChanges(app.database.url, [...distinct('n1', 10), ...distinct('n1', 10), { type: 'product', id: 'n1-1', ownerId: 'n1', op: 'delete' as const }]);
-    const created = await post(baseUrl, '/api/v1/sinks', { kind: 'nats', stream, subject_prefix: prefix, owner_ids: ['n1'], batch_size: 7 });
+    const inserted = await insertChanges(app.database.url, [
+      ...distinct('n1', 10),
+      ...distinct('n1', 10),
+      { type: 'product', id: 'n1-1', ownerId: 'n1', op: 'delete' as const },
+    ]);
+    const created = await post(baseUrl, '/api/v1/sinks', {
+      kind: 'nats',
+      stream,
+      subject_prefix: prefix,
+      owner_ids: ['n1'],
+      batch_size: 7,
+    });
     expect(created.status).toBe(201);
     expect(created.json.data).toMatchObject({ kind: 'nats', stream, subject_prefix: prefix });
     expect(created.json.data.secret).toBeUndefined();
@@ -99,10 +140,16 @@ describe('sinks across crashes, and to NATS JetStream (CONTRACT §11)', () => {
     const published = await scrape(baseUrl, 'menu_sync_sink_deliveries_total', { sink: id, outcome: 'ok' });
     expect(published).toBe(Math.ceil(inserted.length / 7));
     expect((await post(baseUrl, `/api/v1/sinks/${id}/replay`, { from: 'start' })).status).toBe(200);
-    await eventually(async () => {
-      expect(await scrape(baseUrl, 'menu_sync_sink_deliveries_total', { sink: id, outcome: 'ok' })).toBe(2 * published);
-      expect((await api(baseUrl, `/api/v1/sinks/${id}`)).json.data.lag).toBe(0);
-    }, 20000, 100);
+    await eventually(
+      async () => {
+        expect(await scrape(baseUrl, 'menu_sync_sink_deliveries_total', { sink: id, outcome: 'ok' })).toBe(
+          2 * published,
+        );
+        expect((await api(baseUrl, `/api/v1/sinks/${id}`)).json.data.lag).toBe(0);
+      },
+      20000,
+      100,
+    );
 
     const messages = await readStream(nc, stream);
     const ids = messages.map((message) => message.msgId);
@@ -113,13 +160,17 @@ describe('sinks across crashes, and to NATS JetStream (CONTRACT §11)', () => {
       expect(message.msgId).toBe(message.change.change_id);
     }
     const got = newestByResource(messages.map((message) => message.change));
-    expect(new Map([...got].map(([key, change]) => [key, change.change_id])))
-      .toEqual(new Map([...newestByResource(inserted)].map(([key, change]) => [key, change.change_id])));
+    expect(new Map([...got].map(([key, change]) => [key, change.change_id]))).toEqual(
+      new Map([...newestByResource(inserted)].map(([key, change]) => [key, change.change_id])),
+    );
     expect(got.get('product/n1-1')).toMatchObject({ op: 'delete' });
   });
 });
 
-async function readStream(nc: NatsConnection, stream: string): Promise<Array<{ subject: string; msgId: string; change: Json }>> {
+async function readStream(
+  nc: NatsConnection,
+  stream: string,
+): Promise<Array<{ subject: string; msgId: string; change: Json }>> {
   const consumer = await jetstream(nc).consumers.get(stream);
   const out = [];
   const messages = await consumer.fetch({ max_messages: 10000, expires: 2000 });

@@ -18,15 +18,24 @@ const ACTIVE = 'this daemon is the active sink dispatcher';
 const BEHIND = 'sink cursor is older than the change log keeps';
 
 const post = (url: string, path: string, body: unknown) =>
-  api(url, path, API_TOKEN, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  api(url, path, API_TOKEN, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 const resources = (ownerId: string, count: number, round: number) =>
-  Array.from({ length: count }, (_, n) => ({ type: n % 3 === 0 ? 'collection' : 'product', id: `${ownerId}-${n}`, ownerId,
-    attributes: { round, n } }));
+  Array.from({ length: count }, (_, n) => ({
+    type: n % 3 === 0 ? 'collection' : 'product',
+    id: `${ownerId}-${n}`,
+    ownerId,
+    attributes: { round, n },
+  }));
 
 function expectConverged(receiver: SinkReceiver, expected: Map<string, Json>): void {
-  expect(new Map([...receiver.catalogue].map(([key, change]) => [key, change.change_id])))
-    .toEqual(new Map([...expected].map(([key, change]) => [key, change.change_id])));
+  expect(new Map([...receiver.catalogue].map(([key, change]) => [key, change.change_id]))).toEqual(
+    new Map([...expected].map(([key, change]) => [key, change.change_id])),
+  );
 }
 
 async function createSink(url: string, receiver: SinkReceiver, body: Json): Promise<Json> {
@@ -68,10 +77,14 @@ describe('the sink dispatcher across daemons, and a sink behind the compaction h
       first.process.kill('SIGKILL');
       await first.process.waitForExit(10000);
       await eventually(async () => expect(second!.logs).toContain(ACTIVE), 15000, 50);
-      await eventually(async () => {
-        const acknowledged = new Set(target.acknowledgedChanges.map((change) => change.change_id));
-        expect(inserted.filter((change) => !acknowledged.has(change.change_id))).toEqual([]);
-      }, 30000, 100);
+      await eventually(
+        async () => {
+          const acknowledged = new Set(target.acknowledgedChanges.map((change) => change.change_id));
+          expect(inserted.filter((change) => !acknowledged.has(change.change_id))).toEqual([]);
+        },
+        30000,
+        100,
+      );
       expectConverged(target, newestByResource(inserted));
       // One batch in flight per sink, across both daemons and the takeover.
       expect(target.maxInFlight).toBe(1);
@@ -115,8 +128,12 @@ describe('the sink dispatcher across daemons, and a sink behind the compaction h
       // After the state from the start, the sink goes on from the head. The target can hold every
       // newest state a moment before the sink has settled at the head (a loaded machine's full run
       // read state retrying, lag 15, right then): settled within seconds, not at once.
-      await eventually(async () => expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data)
-        .toMatchObject({ state: 'active', lag: 0 }), 20000, 100);
+      await eventually(
+        async () =>
+          expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data).toMatchObject({ state: 'active', lag: 0 }),
+        20000,
+        100,
+      );
       const more = await insertChanges(app.database.url, resources('h1', 2, 4));
       await eventually(async () => expectConverged(target, newestByResource([...all, ...more])), 20000, 50);
     });

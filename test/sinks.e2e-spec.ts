@@ -9,9 +9,17 @@ import { webhookEvent } from './support/webhook-events.js';
 type Json = any;
 
 const post = (app: RunningDaemon, path: string, body: unknown) =>
-  api(app.url, path, API_TOKEN, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  api(app.url, path, API_TOKEN, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 const patch = (app: RunningDaemon, path: string, body: unknown) =>
-  api(app.url, path, API_TOKEN, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  api(app.url, path, API_TOKEN, {
+    method: 'PATCH',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 function expectProblem(answer: Answer, status: number, field: string): void {
   expect(answer.status).toBe(status);
@@ -24,16 +32,22 @@ function plan(ownerId: string, resources = 12, rounds = 3) {
   const inputs = [];
   for (let round = 0; round < rounds; round++) {
     for (let n = 0; n < resources; n++) {
-      inputs.push({ type: n % 4 === 0 ? 'collection' : 'product', id: `${ownerId}-${n}`, ownerId,
-        op: round === rounds - 1 && n === 1 ? 'delete' as const : 'upsert' as const, attributes: { name: `v${round}`, n } });
+      inputs.push({
+        type: n % 4 === 0 ? 'collection' : 'product',
+        id: `${ownerId}-${n}`,
+        ownerId,
+        op: round === rounds - 1 && n === 1 ? ('delete' as const) : ('upsert' as const),
+        attributes: { name: `v${round}`, n },
+      });
     }
   }
   return inputs;
 }
 
 function expectConverged(receiver: SinkReceiver, expected: Map<string, Json>): void {
-  expect(new Map([...receiver.catalogue].map(([key, change]) => [key, change.change_id])))
-    .toEqual(new Map([...expected].map(([key, change]) => [key, change.change_id])));
+  expect(new Map([...receiver.catalogue].map(([key, change]) => [key, change.change_id]))).toEqual(
+    new Map([...expected].map(([key, change]) => [key, change.change_id])),
+  );
 }
 
 describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
@@ -82,7 +96,9 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     });
 
     it('answers 404 for an unknown or malformed sink id and 400 naming from for a malformed replay cursor', async () => {
-      expect((await post(app, '/api/v1/sinks/00000000-0000-4000-8000-000000000000/replay', { from: 'start' })).status).toBe(404);
+      expect(
+        (await post(app, '/api/v1/sinks/00000000-0000-4000-8000-000000000000/replay', { from: 'start' })).status,
+      ).toBe(404);
       expect((await api(app.url, '/api/v1/sinks/not-a-uuid')).status).toBe(404);
       expect((await api(app.url, '/api/v1/sinks/not-a-uuid', API_TOKEN, { method: 'DELETE' })).status).toBe(404);
       const target = await receiver();
@@ -91,15 +107,25 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
       expectProblem(await post(app, `/api/v1/sinks/${sink.id}/replay`, { from: 'bm90LWEtY3Vyc29y' }), 400, 'from');
       expectProblem(await patch(app, `/api/v1/sinks/${sink.id}`, { state: 'failing' }), 400, 'state');
       expectProblem(await patch(app, `/api/v1/sinks/${sink.id}`, { url: 'mailto:x@example.com' }), 400, 'url');
-      expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data).toMatchObject({ url: target.url, state: 'active' });
+      expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data).toMatchObject({
+        url: target.url,
+        state: 'active',
+      });
       expect((await api(app.url, `/api/v1/sinks/${sink.id}`, API_TOKEN, { method: 'DELETE' })).status).toBe(204);
       expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).status).toBe(404);
     });
 
     it('answers 401 without the API token', async () => {
       expect((await api(app.url, '/api/v1/sinks', null)).status).toBe(401);
-      expect((await api(app.url, '/api/v1/sinks', null, { method: 'POST', headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ kind: 'http', url: 'http://127.0.0.1:1/x' }) })).status).toBe(401);
+      expect(
+        (
+          await api(app.url, '/api/v1/sinks', null, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ kind: 'http', url: 'http://127.0.0.1:1/x' }),
+          })
+        ).status,
+      ).toBe(401);
       expect(await sqlQuery(app.database.url, 'SELECT id FROM sinks')).toEqual([]);
     });
   });
@@ -109,8 +135,15 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     const other = await insertChanges(app.database.url, plan('other-owner', 3, 1));
     const inserted = await insertChanges(app.database.url, plan('o1'));
     const sink = await createSink(target, { owner_ids: ['o1'], batch_size: 10 });
-    expect(sink).toMatchObject({ kind: 'http', url: target.url, state: 'active', batch_size: 10, timeout_ms: 15000,
-      types: ['collection', 'product', 'trait', 'trait_option'], owner_ids: ['o1'] });
+    expect(sink).toMatchObject({
+      kind: 'http',
+      url: target.url,
+      state: 'active',
+      batch_size: 10,
+      timeout_ms: 15000,
+      types: ['collection', 'product', 'trait', 'trait_option'],
+      owner_ids: ['o1'],
+    });
     expect(sink.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
 
     await eventually(async () => expectConverged(target, newestByResource(inserted)), 20000, 100);
@@ -123,7 +156,9 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
     expect(new Set(target.received.map((batch) => batch.webhookId)).size).toBe(target.received.length);
     expect(target.acknowledgedChanges.every((change) => change.owner_id === 'o1')).toBe(true);
-    expect(target.acknowledgedChanges.some((change) => other.some((o) => o.change_id === change.change_id))).toBe(false);
+    expect(target.acknowledgedChanges.some((change) => other.some((o) => o.change_id === change.change_id))).toBe(
+      false,
+    );
     const deleted = target.catalogue.get('product/o1-1');
     expect(deleted).toMatchObject({ op: 'delete', resource: { deleted: true } });
     await eventually(async () => {
@@ -132,7 +167,9 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
       expect(view.last_success_at).not.toBeNull();
       expect(view.secret).toBeUndefined();
     });
-    expect(await scrape(app.url, 'menu_sync_sink_deliveries_total', { sink: sink.id, outcome: 'ok' })).toBe(target.received.length);
+    expect(await scrape(app.url, 'menu_sync_sink_deliveries_total', { sink: sink.id, outcome: 'ok' })).toBe(
+      target.received.length,
+    );
     expect(await scrape(app.url, 'menu_sync_sink_lag_changes', { sink: sink.id })).toBe(0);
   });
 
@@ -140,42 +177,66 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     const target = await receiver();
     const sink = await createSink(target, { owner_ids: ['501'], types: ['product'] });
     const events = [
-      ...[1, 2, 3, 4, 5].map((n) => webhookEvent({ eventType: 'product.created', subjectId: String(9000 + n), ownerId: '501' })),
-      webhookEvent({ eventType: 'product.updated', subjectId: '9002', ownerId: '501', attributes: { title: 'Renamed' } }),
+      ...[1, 2, 3, 4, 5].map((n) =>
+        webhookEvent({ eventType: 'product.created', subjectId: String(9000 + n), ownerId: '501' }),
+      ),
+      webhookEvent({
+        eventType: 'product.updated',
+        subjectId: '9002',
+        ownerId: '501',
+        attributes: { title: 'Renamed' },
+      }),
       webhookEvent({ eventType: 'product.destroyed', subjectId: '9004', ownerId: '501' }),
       webhookEvent({ eventType: 'product.created', subjectId: '9999', ownerId: '777' }),
     ];
     for (const event of events) expect((await deliver(app.url, event)).status).toBe(202);
 
-    await eventually(async () => {
-      const menu = (await api(app.url, '/api/v1/menu?owner_id=501')).json;
-      const live = [...target.catalogue.values()].filter((change) => change.op === 'upsert').map((change) => change.resource);
-      expect(live.map((resource) => resource.id).sort()).toEqual(menu.products.map((product: Json) => product.id).sort());
-      for (const product of menu.products) {
-        const { traits: _traits, ...resource } = product;
-        expect(target.catalogue.get(`product/${product.id}`).resource).toEqual(resource);
-      }
-      expect(target.catalogue.get('product/9004')).toMatchObject({ op: 'delete', resource: { deleted: true } });
-    }, 20000, 50);
+    await eventually(
+      async () => {
+        const menu = (await api(app.url, '/api/v1/menu?owner_id=501')).json;
+        const live = [...target.catalogue.values()]
+          .filter((change) => change.op === 'upsert')
+          .map((change) => change.resource);
+        expect(live.map((resource) => resource.id).sort()).toEqual(
+          menu.products.map((product: Json) => product.id).sort(),
+        );
+        for (const product of menu.products) {
+          const { traits: _traits, ...resource } = product;
+          expect(target.catalogue.get(`product/${product.id}`).resource).toEqual(resource);
+        }
+        expect(target.catalogue.get('product/9004')).toMatchObject({ op: 'delete', resource: { deleted: true } });
+      },
+      20000,
+      50,
+    );
     expect(target.catalogue.get('product/9002').resource.attributes.title).toBe('Renamed');
     expect(target.catalogue.has('product/9999')).toBe(false);
     expect(target.received.every((batch) => batch.verified !== null)).toBe(true);
     await eventually(async () => expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data.lag).toBe(0));
   });
 
-  it('retries through 500s, a timeout and Retry-After under the batch\'s webhook-id, then converges with nothing missing', async () => {
+  it("retries through 500s, a timeout and Retry-After under the batch's webhook-id, then converges with nothing missing", async () => {
     const target = await receiver();
-    target.script = [{ status: 500 }, { status: 502 }, { hangMs: 2500 }, { status: 503, headers: { 'retry-after': '2' } }];
+    target.script = [
+      { status: 500 },
+      { status: 502 },
+      { hangMs: 2500 },
+      { status: 503, headers: { 'retry-after': '2' } },
+    ];
     const inserted = await insertChanges(app.database.url, plan('o2', 5, 2));
     const sink = await createSink(target, { owner_ids: ['o2'], batch_size: 4, timeout_ms: 1000 });
 
-    await eventually(async () => {
-      const view = (await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data;
-      expect(view).toMatchObject({ state: 'retrying', last_error: expect.stringMatching(/50\d|no answer/) });
-      expect(view.attempts).toBeGreaterThan(0);
-      expect(view.lag).toBe(inserted.length);
-      expect(Date.parse(view.next_attempt_at)).toBeGreaterThan(0);
-    }, 10000, 20);
+    await eventually(
+      async () => {
+        const view = (await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data;
+        expect(view).toMatchObject({ state: 'retrying', last_error: expect.stringMatching(/50\d|no answer/) });
+        expect(view.attempts).toBeGreaterThan(0);
+        expect(view.lag).toBe(inserted.length);
+        expect(Date.parse(view.next_attempt_at)).toBeGreaterThan(0);
+      },
+      10000,
+      20,
+    );
     await eventually(async () => expectConverged(target, newestByResource(inserted)), 60000, 100);
 
     const firstBatch = target.received.slice(0, 5);
@@ -186,8 +247,14 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     const acknowledged = new Set(target.acknowledgedChanges.map((change) => change.change_id));
     for (const change of newestByResource(inserted).values()) expect(acknowledged.has(change.change_id)).toBe(true);
     expect(await scrape(app.url, 'menu_sync_sink_deliveries_total', { sink: sink.id, outcome: 'retry' })).toBe(4);
-    await eventually(async () => expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data)
-      .toMatchObject({ state: 'active', attempts: 0, last_error: null, lag: 0 }));
+    await eventually(async () =>
+      expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data).toMatchObject({
+        state: 'active',
+        attempts: 0,
+        last_error: null,
+        lag: 0,
+      }),
+    );
   });
 
   it('disables a sink whose target answers 410 and sends nothing more until PATCH {"state":"active"}', async () => {
@@ -196,8 +263,12 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     const inserted = await insertChanges(app.database.url, plan('o4', 3, 1));
     const sink = await createSink(target, { owner_ids: ['o4'] });
 
-    await eventually(async () => expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data)
-      .toMatchObject({ state: 'disabled', last_error: expect.stringContaining('410') }));
+    await eventually(async () =>
+      expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data).toMatchObject({
+        state: 'disabled',
+        last_error: expect.stringContaining('410'),
+      }),
+    );
     await new Promise((resolve) => setTimeout(resolve, 2000));
     expect(target.received).toHaveLength(1);
     expect(await scrape(app.url, 'menu_sync_sink_deliveries_total', { sink: sink.id, outcome: 'disabled' })).toBe(1);
@@ -207,7 +278,7 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     expect(target.received[1].webhookId).toBe(target.received[0].webhookId);
   });
 
-  it('keeps a sink on time while another sink\'s target hangs (isolation)', async () => {
+  it("keeps a sink on time while another sink's target hangs (isolation)", async () => {
     const dead = await receiver();
     dead.always = { hangMs: 30000 };
     const alive = await receiver();
@@ -263,9 +334,17 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     await insertChanges(app.database.url, plan('o5', 2, 1));
     // A batch built while the rotation committed may carry the old signature alone: this receiver
     // (holding only the new secret) refuses it, and the retry carries both. Look at the accepted one.
-    await eventually(async () => expect(target.received.some((received) => received.verified !== null)).toBe(true), 10000, 50);
+    await eventually(
+      async () => expect(target.received.some((received) => received.verified !== null)).toBe(true),
+      10000,
+      50,
+    );
     const batch = target.received.find((received) => received.verified !== null)!;
-    const headers = { 'webhook-id': batch.webhookId, 'webhook-timestamp': batch.timestamp, 'webhook-signature': batch.signature };
+    const headers = {
+      'webhook-id': batch.webhookId,
+      'webhook-timestamp': batch.timestamp,
+      'webhook-signature': batch.signature,
+    };
     expect(batch.signature.split(' ')).toHaveLength(2);
     expect(new Webhook(fresh).verify(batch.body, headers)).toEqual(JSON.parse(batch.body));
     expect(new Webhook(previous).verify(batch.body, headers)).toEqual(JSON.parse(batch.body));
@@ -279,10 +358,21 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     const target = await receiver();
     const inserted = await insertChanges(app.database.url, plan('c1', 3, 1));
 
-    const added = await runCli(['sinks', 'add', '--kind', 'http', '--url', target.url, '--owner-ids', 'c1', '--batch-size', '2'], env, undefined, 120000);
+    const added = await runCli(
+      ['sinks', 'add', '--kind', 'http', '--url', target.url, '--owner-ids', 'c1', '--batch-size', '2'],
+      env,
+      undefined,
+      120000,
+    );
     expect(added.code).toBe(0);
     const sink = JSON.parse(added.stdout).data;
-    expect(sink).toMatchObject({ kind: 'http', url: target.url, owner_ids: ['c1'], batch_size: 2, secret: expect.stringMatching(/^whsec_/) });
+    expect(sink).toMatchObject({
+      kind: 'http',
+      url: target.url,
+      owner_ids: ['c1'],
+      batch_size: 2,
+      secret: expect.stringMatching(/^whsec_/),
+    });
     target.secrets = [sink.secret];
     await eventually(async () => expectConverged(target, newestByResource(inserted)), 10000, 50);
 
@@ -304,9 +394,12 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
       [['sinks', 'frobnicate'], 2],
     ];
     const results = await Promise.all(failures.map(([args]) => runCli(args, env, undefined, 180000)));
-    expect(results.map((result, index) => ({ args: failures[index][0], code: result.code })))
-      .toEqual(failures.map(([args, code]) => ({ args, code })));
-    expect((await api(app.url, '/api/v1/sinks')).json.data.filter((s: Json) => s.owner_ids?.includes('c1'))).toHaveLength(1);
+    expect(results.map((result, index) => ({ args: failures[index][0], code: result.code }))).toEqual(
+      failures.map(([args, code]) => ({ args, code })),
+    );
+    expect(
+      (await api(app.url, '/api/v1/sinks')).json.data.filter((s: Json) => s.owner_ids?.includes('c1')),
+    ).toHaveLength(1);
 
     const removed = await runCli(['sinks', 'remove', sink.id], env, undefined, 120000);
     expect(removed.code).toBe(0);
@@ -317,8 +410,15 @@ describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
     const secrets = receivers.flatMap((r) => r.secrets);
     expect(secrets.length).toBeGreaterThan(3);
     const rows = await sqlQuery(app.database.url, 'SELECT * FROM sinks');
-    const stored = rows.map((row) => JSON.stringify(row) + Object.values(row).map((value) =>
-      Buffer.isBuffer(value) ? value.toString('latin1') + value.toString('base64') : '').join('')).join('\n');
+    const stored = rows
+      .map(
+        (row) =>
+          JSON.stringify(row) +
+          Object.values(row)
+            .map((value) => (Buffer.isBuffer(value) ? value.toString('latin1') + value.toString('base64') : ''))
+            .join(''),
+      )
+      .join('\n');
     for (const secret of secrets) {
       const key = secret.slice('whsec_'.length);
       expect(stored).not.toContain(key);

@@ -26,7 +26,11 @@ async function call(url: string, init?: RequestInit): Promise<Answer> {
 }
 
 function postEvent(daemon: DaemonProcess, key: string, body: string): Promise<Answer> {
-  return call(`${daemon.url}/webhooks/${key}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  return call(`${daemon.url}/webhooks/${key}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
 }
 
 describe('zero configuration: `menu-sync serve` with nothing set', () => {
@@ -59,27 +63,36 @@ describe('zero configuration: `menu-sync serve` with nothing set', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('comes up on an embedded PostgreSQL under ./data, accepts a delivery on the local key, and stops it on SIGTERM', async () => {
-    const daemon = await start(FIRST_READY_MS);
-    expect(Object.keys(daemon.env).sort()).toEqual(['HOME', 'PATH', 'PORT']);
-    expect(daemon.logs).toMatch(/embedded PostgreSQL/);
+  it(
+    'comes up on an embedded PostgreSQL under ./data, accepts a delivery on the local key, and stops it on SIGTERM',
+    async () => {
+      const daemon = await start(FIRST_READY_MS);
+      expect(Object.keys(daemon.env).sort()).toEqual(['HOME', 'PATH', 'PORT']);
+      expect(daemon.logs).toMatch(/embedded PostgreSQL/);
 
-    const keyFile = path.join(dir, 'data', 'webhook.key');
-    expect((await stat(keyFile)).mode & 0o777).toBe(0o600);
-    key = (await readFile(keyFile, 'utf8')).trim();
-    expect(key.length).toBeGreaterThanOrEqual(43);
+      const keyFile = path.join(dir, 'data', 'webhook.key');
+      expect((await stat(keyFile)).mode & 0o777).toBe(0o600);
+      key = (await readFile(keyFile, 'utf8')).trim();
+      expect(key.length).toBeGreaterThanOrEqual(43);
 
-    const accepted = await postEvent(daemon, key, body);
-    expect(accepted).toEqual({ status: 202, json: { status: 'accepted', position: expect.any(Number), event_id: eventId } });
-    position = accepted.json.position as number;
+      const accepted = await postEvent(daemon, key, body);
+      expect(accepted).toEqual({
+        status: 202,
+        json: { status: 'accepted', position: expect.any(Number), event_id: eventId },
+      });
+      position = accepted.json.position as number;
 
-    // Loopback client, API_TOKENS unset: no token needed.
-    const listed = await call(`${daemon.url}/api/v1/events?subject_type=product&subject_id=${subjectId}`);
-    expect(listed.status).toBe(200);
-    expect(listed.json.data).toEqual([expect.objectContaining({ position, event_id: eventId, event_type: 'product.updated' })]);
+      // Loopback client, API_TOKENS unset: no token needed.
+      const listed = await call(`${daemon.url}/api/v1/events?subject_type=product&subject_id=${subjectId}`);
+      expect(listed.status).toBe(200);
+      expect(listed.json.data).toEqual([
+        expect.objectContaining({ position, event_id: eventId, event_type: 'product.updated' }),
+      ]);
 
-    await expectCleanStop(daemon, dir);
-  }, FIRST_READY_MS + 30000);
+      await expectCleanStop(daemon, dir);
+    },
+    FIRST_READY_MS + 30000,
+  );
 
   it('keeps the event across a restart, and comes back after a SIGKILL that left its PostgreSQL running', async () => {
     expect(position).toBeDefined();
@@ -102,8 +115,10 @@ describe('zero configuration: `menu-sync serve` with nothing set', () => {
     const second = webhookEvent({ subjectId });
     expect((await postEvent(daemon, key, JSON.stringify(second))).status).toBe(202);
     const after = await call(`${daemon.url}/api/v1/events?subject_type=product&subject_id=${subjectId}`);
-    expect((after.json.data as Array<{ event_id: string }>).map((e) => e.event_id))
-      .toEqual([eventId, (second.data as { id: string }).id]);
+    expect((after.json.data as Array<{ event_id: string }>).map((e) => e.event_id)).toEqual([
+      eventId,
+      (second.data as { id: string }).id,
+    ]);
 
     await expectCleanStop(daemon, dir);
   }, 90000);

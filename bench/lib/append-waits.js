@@ -23,8 +23,11 @@ export function sampleAppendWaits(client, database, intervalMs = 50) {
   const loop = (async () => {
     const before = (await client.query(COUNTERS)).rows[0];
     while (!stopped) {
-      const { rows } = await client.query(`SELECT backend_type, wait_event_type, wait_event FROM pg_stat_activity
-        WHERE backend_type = 'checkpointer' OR (datname = $1 AND state = 'active' AND query LIKE 'INSERT INTO event_log%')`, [database]);
+      const { rows } = await client.query(
+        `SELECT backend_type, wait_event_type, wait_event FROM pg_stat_activity
+        WHERE backend_type = 'checkpointer' OR (datname = $1 AND state = 'active' AND query LIKE 'INSERT INTO event_log%')`,
+        [database],
+      );
       samples++;
       for (const row of rows) {
         const wait = row.wait_event ? `${row.wait_event_type}:${row.wait_event}` : 'running (CPU)';
@@ -43,15 +46,23 @@ export function sampleAppendWaits(client, database, intervalMs = 50) {
   return async () => {
     stopped = true;
     const counters = await loop;
-    const pct = (map) => Object.fromEntries(Object.entries(map).sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, Math.round((v / samples) * 1000) / 10]));
+    const pct = (map) =>
+      Object.fromEntries(
+        Object.entries(map)
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, v]) => [k, Math.round((v / samples) * 1000) / 10]),
+      );
     return {
-      samples, intervalMs,
+      samples,
+      intervalMs,
       // Share of the samples in which an append was in that state (an append in flight in x % of them, waiting on …).
       appendInFlightPct: Math.round((appendSamples / samples) * 1000) / 10,
       appendWaits: pct(appends),
       checkpointerWaits: pct(checkpointer),
       counters: { ...counters, walMiB: Math.round((counters.wal_bytes / 2 ** 20) * 10) / 10 },
-      loadAverage1m: load.length ? Math.round((load.reduce((a, b) => a + b, 0) / load.length) * 100) / 100 : loadavg()[0],
+      loadAverage1m: load.length
+        ? Math.round((load.reduce((a, b) => a + b, 0) / load.length) * 100) / 100
+        : loadavg()[0],
     };
   };
 }

@@ -5,7 +5,8 @@ import pg from 'pg';
 import { runToCompletion } from './processes.js';
 
 /** The server the bench creates its databases on (trust auth, as CI's). */
-export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const SERVER_URL =
+  process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const created = new Set();
 
@@ -26,7 +27,9 @@ export function databaseUrl(name) {
 }
 
 function freshName(suffix) {
-  return `menu_sync_bench_${process.pid}_${randomBytes(3).toString('hex')}_${suffix}`.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+  return `menu_sync_bench_${process.pid}_${randomBytes(3).toString('hex')}_${suffix}`
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, '_');
 }
 
 /** CREATE DATABASE, then `node dist/src/main.js migrate` against it. Returns its name. */

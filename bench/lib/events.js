@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 
 const SUBJECTS = 500;
-const DESCRIPTION = 'Slow-roasted pulled pork shoulder in a brioche bun with house slaw, pickles and smoked chipotle mayo. '.repeat(20);
+const DESCRIPTION =
+  'Slow-roasted pulled pork shoulder in a brioche bun with house slaw, pickles and smoked chipotle mayo. '.repeat(20);
 const ID = '__BENCH_EVENT_ID__';
 const SEQ = '__BENCH_SEQ__';
 const CREATED = '__BENCH_CREATED_AT__';
@@ -22,18 +23,23 @@ function document(subjectId, uri) {
         resource_owner: { data: { id: '42', type: 'user' } },
       },
     },
-    included: [{
-      id: subjectId,
-      type: 'product',
-      attributes: {
-        id: Number(subjectId),
-        title: `Product ${subjectId}`,
-        description: DESCRIPTION,
-        available: true,
-        base_cost: { GBP: { cents: 850, format: '£8.50', currency: { iso_code: 'GBP' } } },
+    included: [
+      {
+        id: subjectId,
+        type: 'product',
+        attributes: {
+          id: Number(subjectId),
+          title: `Product ${subjectId}`,
+          description: DESCRIPTION,
+          available: true,
+          base_cost: { GBP: { cents: 850, format: '£8.50', currency: { iso_code: 'GBP' } } },
+        },
+        relationships: {
+          traits: { data: [{ id: '7', type: 'trait' }] },
+          externally_managed_product_override: { data: null },
+        },
       },
-      relationships: { traits: { data: [{ id: '7', type: 'trait' }] }, externally_managed_product_override: { data: null } },
-    }],
+    ],
   };
 }
 

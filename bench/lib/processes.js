@@ -20,7 +20,8 @@ export function runToCompletion(command, args, { cwd, env, timeoutMs }) {
       clearTimeout(timer);
       running.delete(child);
       if (code === 0) resolve(output);
-      else reject(new Error(`${command} ${args.join(' ')} failed (${signal ?? `exit ${code}`}):\n${output.slice(-4000)}`));
+      else
+        reject(new Error(`${command} ${args.join(' ')} failed (${signal ?? `exit ${code}`}):\n${output.slice(-4000)}`));
     });
   });
 }
@@ -33,10 +34,12 @@ export function startService(command, args, { cwd, env, logFile }) {
   const child = spawn(command, [...nodeArgs, ...args], { cwd, env, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   running.add(child);
-  child.exited = new Promise((resolve) => child.on('exit', (code, signal) => {
-    running.delete(child);
-    resolve({ code, signal });
-  }));
+  child.exited = new Promise((resolve) =>
+    child.on('exit', (code, signal) => {
+      running.delete(child);
+      resolve({ code, signal });
+    }),
+  );
   return child;
 }
 
@@ -46,7 +49,8 @@ export async function waitReady(child, url, timeoutMs = 30_000) {
   let exited = null;
   child.exited.then((status) => (exited = status));
   while (Date.now() < deadline) {
-    if (exited) throw new Error(`process ${child.pid} exited before it was ready (${exited.signal ?? `exit ${exited.code}`})`);
+    if (exited)
+      throw new Error(`process ${child.pid} exited before it was ready (${exited.signal ?? `exit ${exited.code}`})`);
     try {
       const response = await fetch(url, { signal: AbortSignal.timeout(1000) });
       await response.arrayBuffer();

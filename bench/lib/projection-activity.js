@@ -13,8 +13,11 @@ export function classify({ state, query }) {
 
 function statement(query) {
   const text = (query ?? '').replace(/\s+/g, ' ').trim();
-  const projection = /proj_orders|'order\.created'|SELECT resource ->> 'type'/.test(text) ? 'orders'
-    : /proj_menu|'product\.created'|SELECT e\.subject_type, e\.subject_id/.test(text) ? 'menu' : '?';
+  const projection = /proj_orders|'order\.created'|SELECT resource ->> 'type'/.test(text)
+    ? 'orders'
+    : /proj_menu|'product\.created'|SELECT e\.subject_type, e\.subject_id/.test(text)
+      ? 'menu'
+      : '?';
   if (/^WITH changes \(/i.test(text)) return `page statement: extract + park + upserts (${projection})`;
   if (/^WITH page AS/i.test(text)) return 'page bounds';
   if (/^INSERT INTO page_changes/i.test(text)) return `extract changes (${projection})`;
@@ -22,10 +25,12 @@ function statement(query) {
   const upsert = /^INSERT INTO (proj_\w+)\.(\w+) AS t/i.exec(text);
   if (upsert) return `upsert ${upsert[1].replace('proj_', '')}.${upsert[2]}`;
   if (/^UPDATE proj_\w+\.checkpoint/i.test(text)) return `move checkpoint (${projection})`;
-  if (/^SELECT transaction_id::text AS transaction_id, position::text AS position FROM proj_/i.test(text)) return `read checkpoint (${projection})`;
+  if (/^SELECT transaction_id::text AS transaction_id, position::text AS position FROM proj_/i.test(text))
+    return `read checkpoint (${projection})`;
   if (/^SELECT e\.transaction_id::text/i.test(text)) return 'page keys';
   if (/^SELECT pg_advisory_xact_lock/i.test(text)) return 'page lock (pg_advisory_xact_lock)';
-  if (/^(COMMIT|BEGIN|START TRANSACTION|SAVEPOINT|RELEASE|ROLLBACK)/i.test(text)) return text.split(' ')[0].toUpperCase();
+  if (/^(COMMIT|BEGIN|START TRANSACTION|SAVEPOINT|RELEASE|ROLLBACK)/i.test(text))
+    return text.split(' ')[0].toUpperCase();
   if (/^TRUNCATE page_changes/i.test(text)) return 'truncate page_changes (one-by-one path)';
   return `other: ${text.slice(0, 60)}`;
 }
@@ -47,9 +52,12 @@ export function sampleActivity(client, pid, intervalMs) {
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {
-      const { rows } = await client.query(`
+      const { rows } = await client.query(
+        `
         SELECT a.state, a.wait_event_type, a.wait_event, left(a.query, 600) AS query, ${FOREIGN_XACT_SQL} AS foreign_xact_s
-          FROM (SELECT 1) AS one LEFT JOIN pg_stat_activity a ON a.pid = $1`, [pid]);
+          FROM (SELECT 1) AS one LEFT JOIN pg_stat_activity a ON a.pid = $1`,
+        [pid],
+      );
       samples.push(rows[0]);
       await sleep(intervalMs);
     }

@@ -28,7 +28,9 @@ export function baselineSetupSql() {
   return [
     `DROP SCHEMA IF EXISTS ${BASELINE_SCHEMA} CASCADE`,
     `CREATE SCHEMA ${BASELINE_SCHEMA}`,
-    ...TABLES.map(({ schema, table }) => `CREATE TABLE ${BASELINE_SCHEMA}.${table} (LIKE ${schema}.${table} INCLUDING ALL)`),
+    ...TABLES.map(
+      ({ schema, table }) => `CREATE TABLE ${BASELINE_SCHEMA}.${table} (LIKE ${schema}.${table} INCLUDING ALL)`,
+    ),
   ];
 }
 
@@ -56,13 +58,15 @@ export function menuBaselineSql({ type, table }) {
 
 /** One statement for the four order tables: order events' `included` exploded once, then one DISTINCT ON per table. */
 export function ordersBaselineSql() {
-  const inserts = ORDER_TABLES.map(({ type, table }, i) => `
+  const inserts = ORDER_TABLES.map(
+    ({ type, table }, i) => `
       t${i} AS (INSERT INTO ${BASELINE_SCHEMA}.${table} (${COLUMNS})
                 SELECT DISTINCT ON (id) id, owner_id, attributes, relationships, false, occurred_at, event_seq, event_id, position,
                        occurred_at, event_seq, event_id
                   FROM changes WHERE type = '${type}'
                  ORDER BY id, occurred_at DESC, event_seq DESC, event_id COLLATE "C" DESC
-                RETURNING 1)`);
+                RETURNING 1)`,
+  );
   return `
     WITH changes AS MATERIALIZED (
       SELECT resource ->> 'type' AS type, resource ->> 'id' AS id, e.owner_id, e.occurred_at, coalesce(e.event_seq, '-Infinity') AS event_seq,

@@ -5,15 +5,24 @@ import { randomUUID } from 'node:crypto';
 
 /** The menu the log describes; ids of each type live in their own range. */
 export const MENU = { products: 50_000, traits: 5_000, traitOptions: 20_000, collections: 500, owners: 5 };
-const BASE = { product: 100_000, trait: 200_000, trait_option: 300_000, collection: 400_000, store: 900_000, user: 700_000 };
+const BASE = {
+  product: 100_000,
+  trait: 200_000,
+  trait_option: 300_000,
+  collection: 400_000,
+  store: 900_000,
+  user: 700_000,
+};
 const OWNER_BASE = 1000;
 
 /** Milliseconds between consecutive events' created_at (1M events span ~24 h). */
 const STEP_MS = 87;
 
-const DESCRIPTION = ('Slow-roasted pulled pork shoulder in a brioche bun with house slaw, pickles and smoked chipotle mayo, '
-  + 'served with skin-on fries and a pot of barbecue sauce. Charred sweetcorn, crispy shallots and a wedge of lime on the side; '
-  + 'ask for the vegan version with jackfruit and oat-milk aioli. Contains gluten, egg, mustard and celery. ').repeat(3);
+const DESCRIPTION = (
+  'Slow-roasted pulled pork shoulder in a brioche bun with house slaw, pickles and smoked chipotle mayo, ' +
+  'served with skin-on fries and a pot of barbecue sauce. Charred sweetcorn, crispy shallots and a wedge of lime on the side; ' +
+  'ask for the vegan version with jackfruit and oat-milk aioli. Contains gluten, egg, mustard and celery. '
+).repeat(3);
 
 /*
  * Event mix, per 10,000 events after the creation phase (which creates every trait, trait option,
@@ -42,13 +51,19 @@ const CREATION = [
 ];
 export const CREATION_EVENTS = CREATION.reduce((sum, [, n]) => sum + n, 0);
 
-const COUNT = { product: MENU.products, trait: MENU.traits, trait_option: MENU.traitOptions, collection: MENU.collections };
+const COUNT = {
+  product: MENU.products,
+  trait: MENU.traits,
+  trait_option: MENU.traitOptions,
+  collection: MENU.collections,
+};
 
 // --- SQL expression builders (text of SQL expressions over the columns of the generator) ---------
 
 const q = (text) => `'${text.replace(/'/g, "''")}'`;
 const bool = (expr) => `CASE WHEN ${expr} THEN 'true' ELSE 'false' END`;
-const money = (cents) => `'{"GBP":{"cents":' || (${cents}) || ',"format":"£' || ((${cents}) / 100) || '.' || lpad(((${cents}) % 100)::text, 2, '0') || '","currency":{"iso_code":"GBP"}}}'`;
+const money = (cents) =>
+  `'{"GBP":{"cents":' || (${cents}) || ',"format":"£' || ((${cents}) / 100) || '.' || lpad(((${cents}) % 100)::text, 2, '0') || '","currency":{"iso_code":"GBP"}}}'`;
 const ref = (id, type) => `'{"id":"' || (${id}) || '","type":"${type}"}'`;
 const desc = (from, length) => `substr(${q(DESCRIPTION)}::text, (1 + (${from}))::int, (${length})::int)`;
 const iso = (ts) => `to_char((${ts}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -88,15 +103,41 @@ function collectionSql(id, rev, h) {
 }
 
 const STORE_ATTRIBUTES = JSON.stringify({
-  description: 'Neighbourhood kitchen and bar', brand_color: '#aa3300', latitude: 51.5072, longitude: -0.1276,
-  opening_times: Object.fromEntries(['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday']
-    .map((day) => [day, [['9:00', '14:30'], ['17:00', '22:30']]])),
-  status: 'open', demo: false, active: true, due_at_options_mode: 'basic', created_at: '2024-01-01T00:00:00.000Z',
-  is_takeout: true, is_restaurant: true, geocoded_address: null, prevent_orders_being_placed_outside_of_opening_times: true,
-  table_is_required_for_eat_in_orders: false, 'accepting_orders?': true,
-  due_at_options: [{ text: 'As soon as possible', value: 0, type: 'relative' }, { text: 'In 30 minutes', value: 30, type: 'relative' }],
-  logo: { x1: 'https://cdn.example/logo.png', x2: 'https://cdn.example/logo@2x.png', x3: 'https://cdn.example/logo@3x.png' },
-  distance: null, walking_distance: null,
+  description: 'Neighbourhood kitchen and bar',
+  brand_color: '#aa3300',
+  latitude: 51.5072,
+  longitude: -0.1276,
+  opening_times: Object.fromEntries(
+    ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'].map((day) => [
+      day,
+      [
+        ['9:00', '14:30'],
+        ['17:00', '22:30'],
+      ],
+    ]),
+  ),
+  status: 'open',
+  demo: false,
+  active: true,
+  due_at_options_mode: 'basic',
+  created_at: '2024-01-01T00:00:00.000Z',
+  is_takeout: true,
+  is_restaurant: true,
+  geocoded_address: null,
+  prevent_orders_being_placed_outside_of_opening_times: true,
+  table_is_required_for_eat_in_orders: false,
+  'accepting_orders?': true,
+  due_at_options: [
+    { text: 'As soon as possible', value: 0, type: 'relative' },
+    { text: 'In 30 minutes', value: 30, type: 'relative' },
+  ],
+  logo: {
+    x1: 'https://cdn.example/logo.png',
+    x2: 'https://cdn.example/logo@2x.png',
+    x3: 'https://cdn.example/logo@3x.png',
+  },
+  distance: null,
+  walking_distance: null,
 }).slice(1, -1);
 
 /** The `included` of an order event: the order, its order products, their trait options, the trait options, products, store, user. */
@@ -113,7 +154,9 @@ function orderIncludedSql(orderId, owner, ts, i, h, h2) {
     || ',"note":null,"quantity":' || (1 + ${j}) || ',"total":' || (850 * (1 + ${j})) || ',"unit_total":850,"cost":{"cents":850,"format":"£8.50","currency":{"iso_code":"GBP"}}}'
     || ',"relationships":{"product":{"data":' || ${ref(productId(j), 'product')} || '},"order_product_trait_options":{"data":['
     || ${ref(optoId(j), 'order_product_trait_option')} || ']}}}'`;
-  const opto = (j) => `'{"id":"' || ${optoId(j)} || '","type":"order_product_trait_option","attributes":{"id":' || ${optoId(j)}
+  const opto = (
+    j,
+  ) => `'{"id":"' || ${optoId(j)} || '","type":"order_product_trait_option","attributes":{"id":' || ${optoId(j)}
     || ',"cost":{"cents":50,"format":"£0.50","currency":{"iso_code":"GBP"}}},"relationships":{"trait_option":{"data":'
     || ${ref(toId(j), 'trait_option')} || '}}}'`;
   const when = iso(ts);
@@ -149,7 +192,9 @@ export function fillSql() {
   const action = `CASE WHEN i <= ${CREATION_EVENTS} THEN 'created' ${MIX.map(([limit, , kind]) => `WHEN r < ${limit} THEN '${kind}'`).join(' ')} END`;
   const sid = `CASE WHEN stype = 'order' THEN 1000000 + i
                     ${creation.map((c) => `WHEN i <= ${c.to} THEN ${BASE[c.type]} + i - ${c.from}`).join(' ')}
-                    ${Object.entries(COUNT).map(([type, n]) => `WHEN stype = '${type}' THEN ${BASE[type] + 1} + h2 % ${n}`).join(' ')} END`;
+                    ${Object.entries(COUNT)
+                      .map(([type, n]) => `WHEN stype = '${type}' THEN ${BASE[type] + 1} + h2 % ${n}`)
+                      .join(' ')} END`;
   const owner = `${OWNER_BASE + 1} + (CASE WHEN stype = 'order' THEN i ELSE sid END) % ${MENU.owners}`;
   const resource = `CASE
       WHEN action = 'destroyed' THEN ''
@@ -195,27 +240,44 @@ export function productIds() {
 export function productUpdatedBody(id, seq) {
   const eventId = randomUUID();
   const cents = 300 + (seq % 2000);
-  const traits = [0, 1, 2].slice(0, 2 + (Number(id) % 3 >= 1 ? 1 : 0))
+  const traits = [0, 1, 2]
+    .slice(0, 2 + (Number(id) % 3 >= 1 ? 1 : 0))
     .map((j) => ({ id: String(BASE.trait + 1 + ((Number(id) * 7 + j * 131) % MENU.traits)), type: 'trait' }));
   const body = JSON.stringify({
     data: {
       id: eventId,
       type: 'webhook_event',
-      attributes: { id: seq, created_at: new Date().toISOString(), event_type: 'product.updated', uri: 'https://menu-sync.example/webhooks/bench' },
+      attributes: {
+        id: seq,
+        created_at: new Date().toISOString(),
+        event_type: 'product.updated',
+        uri: 'https://menu-sync.example/webhooks/bench',
+      },
       relationships: {
         subject: { data: { id, type: 'product' } },
         resource_owner: { data: { id: String(OWNER_BASE + 1 + (Number(id) % MENU.owners)), type: 'user' } },
       },
     },
-    included: [{
-      id,
-      type: 'product',
-      attributes: {
-        id: Number(id), title: `Product ${id} fresh ${seq}`, description: DESCRIPTION.slice(seq % 200, (seq % 200) + 300), available: true,
-        base_cost: { GBP: { cents, format: `£${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`, currency: { iso_code: 'GBP' } } },
+    included: [
+      {
+        id,
+        type: 'product',
+        attributes: {
+          id: Number(id),
+          title: `Product ${id} fresh ${seq}`,
+          description: DESCRIPTION.slice(seq % 200, (seq % 200) + 300),
+          available: true,
+          base_cost: {
+            GBP: {
+              cents,
+              format: `£${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`,
+              currency: { iso_code: 'GBP' },
+            },
+          },
+        },
+        relationships: { traits: { data: traits }, externally_managed_product_override: { data: null } },
       },
-      relationships: { traits: { data: traits }, externally_managed_product_override: { data: null } },
-    }],
+    ],
   });
   return { eventId, body };
 }

@@ -8,15 +8,24 @@ import { productUpdatedBody } from './projection-events.js';
 /** One HTTP exchange on a keep-alive agent; resolves with the status and the body text. */
 function exchange(agent, base, method, path, body) {
   return new Promise((resolve, reject) => {
-    const request = http.request(`${base}${path}`, {
-      agent, method, timeout: 10_000,
-      headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    }, (response) => {
-      const chunks = [];
-      response.on('data', (chunk) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode, text: Buffer.concat(chunks).toString('utf8') }));
-      response.on('error', reject);
-    });
+    const request = http.request(
+      `${base}${path}`,
+      {
+        agent,
+        method,
+        timeout: 10_000,
+        headers:
+          body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (response) => {
+        const chunks = [];
+        response.on('data', (chunk) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({ status: response.statusCode, text: Buffer.concat(chunks).toString('utf8') }),
+        );
+        response.on('error', reject);
+      },
+    );
     request.on('timeout', () => request.destroy(new Error(`${method} timed out`)));
     request.on('error', reject);
     request.end(body);
@@ -38,14 +47,18 @@ export function percentile(sorted, p) {
  */
 async function openFeed(base) {
   const head = await new Promise((resolve, reject) => {
-    http.get(`${base}/api/v1/products?limit=1`, (response) => {
-      response.resume();
-      response.on('end', () => resolve(response.headers['x-changes-cursor']));
-    }).on('error', reject);
+    http
+      .get(`${base}/api/v1/products?limit=1`, (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.headers['x-changes-cursor']));
+      })
+      .on('error', reject);
   });
   if (!head) throw new Error('the daemon answered no X-Changes-Cursor: cannot follow the change feed');
   const listeners = [];
-  const request = http.get(`${base}/api/v1/changes?after=${encodeURIComponent(head)}&type=product`, { headers: { accept: 'text/event-stream' } });
+  const request = http.get(`${base}/api/v1/changes?after=${encodeURIComponent(head)}&type=product`, {
+    headers: { accept: 'text/event-stream' },
+  });
   await new Promise((resolve, reject) => {
     request.on('error', reject);
     request.on('response', (response) => {
@@ -59,7 +72,11 @@ async function openFeed(base) {
         while ((end = buffered.indexOf('\n\n')) >= 0) {
           const frame = buffered.slice(0, end);
           buffered = buffered.slice(end + 2);
-          const data = frame.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trimStart()).join('\n');
+          const data = frame
+            .split('\n')
+            .filter((line) => line.startsWith('data:'))
+            .map((line) => line.slice(5).trimStart())
+            .join('\n');
           if (data === '') continue;
           const eventId = JSON.parse(data).resource?.version?.event_id;
           if (eventId !== undefined) for (const listener of listeners) listener(eventId, at);
@@ -78,8 +95,20 @@ async function openFeed(base) {
  * (a daemon's first requests after its catch-up: cold code paths and caches) are reported apart
  * (`warmup`), not in the percentiles; `bySecond` shows every second.
  */
-export async function measureFreshness({ base, webhookKey, products, rate, seconds, warmupSeconds = 0, pollMs = 10, giveUpMs = 2000, firstSeq,
-  poll = true, observe = 'poll', checkEvery = 20 }) {
+export async function measureFreshness({
+  base,
+  webhookKey,
+  products,
+  rate,
+  seconds,
+  warmupSeconds = 0,
+  pollMs = 10,
+  giveUpMs = 2000,
+  firstSeq,
+  poll = true,
+  observe = 'poll',
+  checkEvery = 20,
+}) {
   // Two agents: the deliveries must not wait for a socket behind the polls (when visibility slows,
   // hundreds of polls are in flight, and one shared agent's queue made the POST look slow).
   const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
@@ -111,19 +140,31 @@ export async function measureFreshness({ base, webhookKey, products, rate, secon
     if (record.index % checkEvery !== 0) return;
     checks.done++;
     polls++;
-    checks.inFlight.push(exchange(agent, base, 'GET', `/api/v1/products/${record.id}`)
-      .then((product) => {
-        if (product.status !== 200 || JSON.parse(product.text).version?.event_id !== record.eventId) checks.stale++;
-      })
-      .catch(() => pollErrors++));
+    checks.inFlight.push(
+      exchange(agent, base, 'GET', `/api/v1/products/${record.id}`)
+        .then((product) => {
+          if (product.status !== 200 || JSON.parse(product.text).version?.event_id !== record.eventId) checks.stale++;
+        })
+        .catch(() => pollErrors++),
+    );
   }
 
   async function deliver(k) {
     const id = products[k];
     const { eventId, body } = productUpdatedBody(id, firstSeq + k);
     const sent = performance.now();
-    const record = { index: k, id, eventId, warmup: k < warmups, status: null, sentMs: sent - start, postMs: null, acceptedAt: null,
-      visibleMs: null, error: null };
+    const record = {
+      index: k,
+      id,
+      eventId,
+      warmup: k < warmups,
+      status: null,
+      sentMs: sent - start,
+      postMs: null,
+      acceptedAt: null,
+      visibleMs: null,
+      error: null,
+    };
     deliveries.push(record);
     try {
       const answer = await exchange(postAgent, base, 'POST', `/webhooks/${webhookKey}`, body);
@@ -181,13 +222,34 @@ export async function measureFreshness({ base, webhookKey, products, rate, secon
   feed?.close();
   agent.destroy();
   postAgent.destroy();
-  const summary = { ...summarize(deliveries.filter((d) => !d.warmup), { rate, seconds, pollMs, giveUpMs, sendSeconds, poll }), observe,
-    ...(feed ? { readBacks: checks.done, readBacksStale: checks.stale } : {}) };
+  const summary = {
+    ...summarize(
+      deliveries.filter((d) => !d.warmup),
+      { rate, seconds, pollMs, giveUpMs, sendSeconds, poll },
+    ),
+    observe,
+    ...(feed ? { readBacks: checks.done, readBacksStale: checks.stale } : {}),
+  };
   const bySecond = perSecond(deliveries, warmupSeconds + seconds, poll);
   if (warmups === 0) return { ...summary, polls, pollErrors, bySecond };
-  const warmup = summarize(deliveries.filter((d) => d.warmup), { rate, seconds: warmupSeconds, pollMs, giveUpMs, sendSeconds: warmupSeconds, poll });
-  return { ...summary, warmupSeconds, warmup: { deliveries: warmup.deliveries, p50Ms: warmup.p50Ms, p99Ms: warmup.p99Ms, maxMs: warmup.maxMs,
-    postP99Ms: warmup.postP99Ms }, polls, pollErrors, bySecond };
+  const warmup = summarize(
+    deliveries.filter((d) => d.warmup),
+    { rate, seconds: warmupSeconds, pollMs, giveUpMs, sendSeconds: warmupSeconds, poll },
+  );
+  return {
+    ...summary,
+    warmupSeconds,
+    warmup: {
+      deliveries: warmup.deliveries,
+      p50Ms: warmup.p50Ms,
+      p99Ms: warmup.p99Ms,
+      maxMs: warmup.maxMs,
+      postP99Ms: warmup.postP99Ms,
+    },
+    polls,
+    pollErrors,
+    bySecond,
+  };
 }
 
 /** Per second of the run (by send time): where the slow ones cluster. */
@@ -195,20 +257,39 @@ function perSecond(deliveries, seconds, poll) {
   const bySecond = [];
   for (let second = 0; second < Math.ceil(seconds); second++) {
     const inSecond = deliveries.filter((d) => Math.floor(d.sentMs / 1000) === second);
-    const postMs = inSecond.filter((d) => d.postMs !== null).map((d) => d.postMs).sort((a, b) => a - b);
-    const visibleMs = inSecond.filter((d) => d.status === 202).map((d) => d.visibleMs ?? Infinity).sort((a, b) => a - b);
-    bySecond.push({ second, warmup: inSecond.some((d) => d.warmup), deliveries: inSecond.length, postP50Ms: round1(percentile(postMs, 50)),
-      postP99Ms: round1(percentile(postMs, 99)), postMaxMs: round1(postMs.at(-1) ?? null), visibleP99Ms: poll ? round1(percentile(visibleMs, 99)) : null });
+    const postMs = inSecond
+      .filter((d) => d.postMs !== null)
+      .map((d) => d.postMs)
+      .sort((a, b) => a - b);
+    const visibleMs = inSecond
+      .filter((d) => d.status === 202)
+      .map((d) => d.visibleMs ?? Infinity)
+      .sort((a, b) => a - b);
+    bySecond.push({
+      second,
+      warmup: inSecond.some((d) => d.warmup),
+      deliveries: inSecond.length,
+      postP50Ms: round1(percentile(postMs, 50)),
+      postP99Ms: round1(percentile(postMs, 99)),
+      postMaxMs: round1(postMs.at(-1) ?? null),
+      visibleP99Ms: poll ? round1(percentile(visibleMs, 99)) : null,
+    });
   }
   return bySecond;
 }
 
 function summarize(deliveries, { rate, seconds, pollMs, giveUpMs, sendSeconds }) {
-  const visible = deliveries.filter((d) => d.visibleMs !== null).map((d) => d.visibleMs).sort((a, b) => a - b);
+  const visible = deliveries
+    .filter((d) => d.visibleMs !== null)
+    .map((d) => d.visibleMs)
+    .sort((a, b) => a - b);
   const accepted = deliveries.filter((d) => d.status === 202);
   // Deliveries answered 202 but not seen within giveUpMs count as slower than giveUpMs.
   const latencies = [...visible, ...Array(accepted.length - visible.length).fill(Infinity)].sort((a, b) => a - b);
-  const posts = deliveries.filter((d) => d.postMs !== null).map((d) => d.postMs).sort((a, b) => a - b);
+  const posts = deliveries
+    .filter((d) => d.postMs !== null)
+    .map((d) => d.postMs)
+    .sort((a, b) => a - b);
   const ms = (value) => (value === null ? null : value === Infinity ? `>${giveUpMs}` : Math.round(value * 10) / 10);
   return {
     rate,
@@ -217,7 +298,10 @@ function summarize(deliveries, { rate, seconds, pollMs, giveUpMs, sendSeconds })
     giveUpMs,
     deliveries: deliveries.length,
     accepted: accepted.length,
-    statuses: deliveries.reduce((counts, d) => ({ ...counts, [d.status ?? 'error']: (counts[d.status ?? 'error'] ?? 0) + 1 }), {}),
+    statuses: deliveries.reduce(
+      (counts, d) => ({ ...counts, [d.status ?? 'error']: (counts[d.status ?? 'error'] ?? 0) + 1 }),
+      {},
+    ),
     errors: deliveries.filter((d) => d.error).length,
     firstError: deliveries.find((d) => d.error)?.error ?? null,
     achievedRate: Math.round((deliveries.length / sendSeconds) * 10) / 10,

@@ -11,10 +11,15 @@ import { RESOURCE_TABLES } from '../../dist/src/projection/resource-tables.js';
  */
 export async function asOfStatement(filter) {
   const captured = [];
-  const record = (sql, params, name) => { captured.push({ sql, params, name }); return Promise.resolve([]); };
+  const record = (sql, params, name) => {
+    captured.push({ sql, params, name });
+    return Promise.resolve([]);
+  };
   // The repository queries through TypeORM's data source or, for the hot reads, its pg pool (the
   // as_of statements as prepared statements: a config object with their name).
-  const pooled = async (sql, params) => ({ rows: await (typeof sql === 'object' ? record(sql.text, sql.values, sql.name) : record(sql, params)) });
+  const pooled = async (sql, params) => ({
+    rows: await (typeof sql === 'object' ? record(sql.text, sql.values, sql.name) : record(sql, params)),
+  });
   const recorder = { query: record, driver: { master: { query: pooled } } };
   const repository = new ReadModelRepository(recorder);
   // The menu as_of statements run on a pool of their own (sessions that plan them generically):
@@ -26,4 +31,6 @@ export async function asOfStatement(filter) {
 }
 
 /** The startup options under which the daemon runs its menu `as_of` statements (ReadModelRepository.asOfPool). */
-export const GENERIC_PLANS = Object.entries(AS_OF_SESSION_SETTINGS).map(([name, value]) => `-c ${name}=${value}`).join(' ');
+export const GENERIC_PLANS = Object.entries(AS_OF_SESSION_SETTINGS)
+  .map(([name, value]) => `-c ${name}=${value}`)
+  .join(' ');

@@ -44,7 +44,9 @@ async function failure(response) {
   try {
     body = await response.json();
     detail = body.detail ?? body.title ?? detail;
-  } catch { /* not JSON */ }
+  } catch {
+    /* not JSON */
+  }
   return new ApiError(response.status, detail, body);
 }
 
@@ -56,7 +58,11 @@ export async function getJson(path) {
 }
 
 export async function postJson(path, body) {
-  const response = await send(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await send(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (!response.ok) throw await failure(response);
   return response.status === 204 ? null : response.json();
 }

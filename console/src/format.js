@@ -1,5 +1,10 @@
 const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
-const UNITS = [['day', 86400], ['hour', 3600], ['minute', 60], ['second', 1]];
+const UNITS = [
+  ['day', 86400],
+  ['hour', 3600],
+  ['minute', 60],
+  ['second', 1],
+];
 
 /** "in 2 hours", "3 minutes ago". */
 export function fromNow(iso, now = Date.now()) {

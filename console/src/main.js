@@ -15,10 +15,13 @@ function lazyPage(load, what) {
     const [state, setState] = useState({ component: loaded, error: undefined });
     useEffect(() => {
       if (loaded) return;
-      load().then((component) => {
-        loaded = component;
-        setState({ component });
-      }, (error) => setState({ error }));
+      load().then(
+        (component) => {
+          loaded = component;
+          setState({ component });
+        },
+        (error) => setState({ error }),
+      );
     }, []);
     if (state.error) return html`<${ErrorBox} error=${state.error} what=${`Could not load ${what}`} />`;
     return state.component ? html`<${state.component} />` : html`<${Loading} what=${`Loading ${what}`} />`;
@@ -50,16 +53,32 @@ function useRoute() {
 function TokenPrompt({ onSaved }) {
   const [value, setValue] = useState('');
   const had = tokenStore.get() !== null;
-  return html`
-    <div class="token-prompt">
-      <form onSubmit=${(event) => { event.preventDefault(); tokenStore.set(value.trim()); onSaved(); }}>
-        <h2>API token</h2>
-        <p>${had ? 'The daemon refused the token this tab had.' : 'This daemon asks for a token (one of API_TOKENS) for its API.'} ${'It is kept for this tab only.'}</p>
-        <input type="password" autocomplete="current-password" value=${value} onInput=${(event) => setValue(event.currentTarget.value)}
-          placeholder="API token" required minlength="16" autofocus />
-        <button type="submit" class="primary">Open the console</button>
-      </form>
-    </div>`;
+  return html` <div class="token-prompt">
+    <form
+      onSubmit=${(event) => {
+        event.preventDefault();
+        tokenStore.set(value.trim());
+        onSaved();
+      }}
+    >
+      <h2>API token</h2>
+      <p>
+        ${had ? 'The daemon refused the token this tab had.' : 'This daemon asks for a token (one of API_TOKENS) for its API.'}
+        ${'It is kept for this tab only.'}
+      </p>
+      <input
+        type="password"
+        autocomplete="current-password"
+        value=${value}
+        onInput=${(event) => setValue(event.currentTarget.value)}
+        placeholder="API token"
+        required
+        minlength="16"
+        autofocus
+      />
+      <button type="submit" class="primary">Open the console</button>
+    </form>
+  </div>`;
 }
 
 function App() {
@@ -71,16 +90,39 @@ function App() {
   useEffect(() => {
     document.title = `${page.title} · menu-sync`;
   }, [page]);
-  return html`
-    <header class="top">
+  return html` <header class="top">
       <a class="brand" href="#/overview"><span class="logo">▤</span> menu-sync</a>
-      <nav>${PAGES.map((item) => html`<a href=${`#/${item.path}`} class=${item === page ? 'active' : ''} aria-current=${item === page ? 'page' : undefined}>${item.title}</a>`)}</nav>
+      <nav>
+        ${PAGES.map((item) => html`<a href=${`#/${item.path}`} class=${item === page ? 'active' : ''} aria-current=${item === page ? 'page' : undefined}>${item.title}</a>`)}
+      </nav>
       <span class="spacer"></span>
-      ${tokenStore.get() ? html`<button type="button" class="link" onClick=${() => { tokenStore.clear(); location.reload(); }}>Forget token</button>` : null}
+      ${
+        tokenStore.get()
+          ? html`<button
+              type="button"
+              class="link"
+              onClick=${() => {
+                tokenStore.clear();
+                location.reload();
+              }}
+            >
+              Forget token
+            </button>`
+          : null
+      }
       <a class="link" href="/api/docs" target="_blank" rel="noopener">API docs</a>
     </header>
     <main key=${session}>
-      ${needsToken ? html`<${TokenPrompt} onSaved=${() => { setNeedsToken(false); setSession(session + 1); }} />` : html`<${page.component} />`}
+      ${
+        needsToken
+          ? html`<${TokenPrompt}
+              onSaved=${() => {
+                setNeedsToken(false);
+                setSession(session + 1);
+              }}
+            />`
+          : html`<${page.component} />`
+      }
     </main>`;
 }
 

@@ -26,8 +26,15 @@ export function show(value) {
   if (typeof value === 'object' && !Array.isArray(value)) {
     const entries = Object.entries(value);
     if (entries.length > 0 && entries.every(([key]) => /^[A-Z]{3}$/.test(key))) {
-      return entries.map(([currency, price]) => (typeof price === 'object' && price?.format) ? price.format
-        : typeof price === 'object' && typeof price?.cents === 'number' ? `${(price.cents / 100).toFixed(2)} ${currency}` : `${price} ${currency}`).join(' · ');
+      return entries
+        .map(([currency, price]) =>
+          typeof price === 'object' && price?.format
+            ? price.format
+            : typeof price === 'object' && typeof price?.cents === 'number'
+              ? `${(price.cents / 100).toFixed(2)} ${currency}`
+              : `${price} ${currency}`,
+        )
+        .join(' · ');
     }
     if (Array.isArray(value.data)) return value.data.map((ref) => `${ref.type} ${ref.id}`).join(', ') || '(none)';
     if ('data' in value) return value.data ? `${value.data.type} ${value.data.id}` : '(none)';
@@ -42,7 +49,8 @@ function fieldChanges(before, after) {
     const a = before[part] ?? {};
     const b = after[part] ?? {};
     for (const field of new Set([...Object.keys(a), ...Object.keys(b)])) {
-      if (JSON.stringify(a[field]) !== JSON.stringify(b[field])) changes.push({ field, before: show(a[field]), after: show(b[field]) });
+      if (JSON.stringify(a[field]) !== JSON.stringify(b[field]))
+        changes.push({ field, before: show(a[field]), after: show(b[field]) });
     }
   }
   return changes;
@@ -52,10 +60,21 @@ function fieldChanges(before, after) {
 export function diffMenus(from, to) {
   const a = flatten(from);
   const b = flatten(to);
-  const entry = (resource, extra = {}) => ({ key: `${resource.type} ${resource.id}`, label: LABEL[resource.type] ?? resource.type, title: titleOf(resource), ...extra });
+  const entry = (resource, extra = {}) => ({
+    key: `${resource.type} ${resource.id}`,
+    label: LABEL[resource.type] ?? resource.type,
+    title: titleOf(resource),
+    ...extra,
+  });
   const order = (x, y) => x.label.localeCompare(y.label) || x.title.localeCompare(y.title);
-  const added = [...b.values()].filter((resource) => !a.has(`${resource.type} ${resource.id}`)).map((resource) => entry(resource)).sort(order);
-  const removed = [...a.values()].filter((resource) => !b.has(`${resource.type} ${resource.id}`)).map((resource) => entry(resource)).sort(order);
+  const added = [...b.values()]
+    .filter((resource) => !a.has(`${resource.type} ${resource.id}`))
+    .map((resource) => entry(resource))
+    .sort(order);
+  const removed = [...a.values()]
+    .filter((resource) => !b.has(`${resource.type} ${resource.id}`))
+    .map((resource) => entry(resource))
+    .sort(order);
   const changed = [];
   for (const [key, after] of b) {
     const before = a.get(key);

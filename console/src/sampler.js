@@ -40,7 +40,11 @@ async function sample() {
   const counters = {
     accepted: total(metrics, 'menu_sync_webhook_deliveries_total', (l) => ACCEPTED.has(l.outcome)),
     unavailable: total(metrics, 'menu_sync_webhook_deliveries_total', (l) => UNAVAILABLE.has(l.outcome)),
-    refused: total(metrics, 'menu_sync_webhook_deliveries_total', (l) => !ACCEPTED.has(l.outcome) && !UNAVAILABLE.has(l.outcome)),
+    refused: total(
+      metrics,
+      'menu_sync_webhook_deliveries_total',
+      (l) => !ACCEPTED.has(l.outcome) && !UNAVAILABLE.has(l.outcome),
+    ),
     sink_ok: total(metrics, 'menu_sync_sink_deliveries_total', (l) => l.outcome === 'ok'),
   };
   const rate = (key) => {
@@ -51,7 +55,12 @@ async function sample() {
   };
   const point = {
     t,
-    rates: { accepted: rate('accepted'), refused: rate('refused'), unavailable: rate('unavailable'), sink_ok: rate('sink_ok') },
+    rates: {
+      accepted: rate('accepted'),
+      refused: rate('refused'),
+      unavailable: rate('unavailable'),
+      sink_ok: rate('sink_ok'),
+    },
     projectionLag: byLabel(metrics, 'menu_sync_projection_lag_events', 'projection'),
     sinkLag: byLabel(metrics, 'menu_sync_sink_lag_changes', 'sink'),
   };
@@ -64,8 +73,10 @@ async function sample() {
 export function startSampling() {
   if (started) return;
   started = true;
-  const tick = () => sample().catch((error) => listeners.forEach((listener) => listener(samples, error)))
-    .finally(() => setTimeout(tick, INTERVAL_MS));
+  const tick = () =>
+    sample()
+      .catch((error) => listeners.forEach((listener) => listener(samples, error)))
+      .finally(() => setTimeout(tick, INTERVAL_MS));
   void tick();
 }
 

@@ -40,7 +40,7 @@ function apply(state, change) {
 // and start this with the "secret" of the answer: WEBHOOK_SECRET=whsec_... node consumer.js webhook
 async function webhook() {
   const secrets = (process.env.WEBHOOK_SECRET ?? '').split(/[\s,]+/).filter(Boolean); // two during a rotation
-  if (secrets.length === 0) throw new Error('set WEBHOOK_SECRET to the sink\'s whsec_ secret');
+  if (secrets.length === 0) throw new Error("set WEBHOOK_SECRET to the sink's whsec_ secret");
   const verifiers = secrets.map((secret) => new Webhook(secret));
   const state = await load();
   const seen = new Set(state.seen_webhook_ids);
@@ -50,21 +50,33 @@ async function webhook() {
     const chunks = [];
     for await (const chunk of request) chunks.push(chunk);
     const body = Buffer.concat(chunks).toString('utf8');
-    const batch = verifiers.map((webhook) => { try { return webhook.verify(body, request.headers); } catch { return null; } })
+    const batch = verifiers
+      .map((webhook) => {
+        try {
+          return webhook.verify(body, request.headers);
+        } catch {
+          return null;
+        }
+      })
       .find((verified) => verified !== null);
     if (!batch) return response.writeHead(401).end(); // not signed with our secret, or too old (replayed)
     const id = request.headers['webhook-id'];
     // One batch at a time, stored before the 2XX: menu-sync moves its cursor only on our 2XX.
-    queue = queue.then(async () => {
-      if (!seen.has(id)) { // a retry of a batch we already stored: acknowledge, change nothing
-        for (const change of batch.data) apply(state, change);
-        seen.add(id);
-        state.seen_webhook_ids = [...seen].slice(-10000);
-        await save(state);
-      }
-      response.writeHead(204).end();
-    }).catch(() => response.writeHead(500).end()); // 5XX: menu-sync retries the same batch later
-  }).listen(Number(process.env.PORT ?? 8080), '127.0.0.1', () => console.log(`catalogue consumer on :${process.env.PORT ?? 8080}/hook, file ${FILE}`));
+    queue = queue
+      .then(async () => {
+        if (!seen.has(id)) {
+          // a retry of a batch we already stored: acknowledge, change nothing
+          for (const change of batch.data) apply(state, change);
+          seen.add(id);
+          state.seen_webhook_ids = [...seen].slice(-10000);
+          await save(state);
+        }
+        response.writeHead(204).end();
+      })
+      .catch(() => response.writeHead(500).end()); // 5XX: menu-sync retries the same batch later
+  }).listen(Number(process.env.PORT ?? 8080), '127.0.0.1', () =>
+    console.log(`catalogue consumer on :${process.env.PORT ?? 8080}/hook, file ${FILE}`),
+  );
 }
 
 // --- 2. Pull: bootstrap from /menu, then follow the SSE feed --------------------------------------
@@ -80,7 +92,8 @@ async function feed() {
     try {
       await follow(base, owner, headers, state);
     } catch (error) {
-      if (error.status === 410) { // our cursor is older than the change log keeps: start over
+      if (error.status === 410) {
+        // our cursor is older than the change log keeps: start over
         state = { resources: {}, seen_webhook_ids: [], cursor: null };
         continue;
       }
@@ -95,13 +108,37 @@ async function bootstrap(base, owner, headers) {
   const response = await fetch(`${base}/api/v1/menu?owner_id=${encodeURIComponent(owner)}`, { headers });
   if (!response.ok) throw new Error(`GET /api/v1/menu answered ${response.status}`);
   const menu = await response.json();
-  const state = { resources: {}, seen_webhook_ids: [], cursor: response.headers.get('x-changes-cursor') ?? menu.changes_cursor };
-  for (const collection of menu.collections) state.resources[`collection/${collection.id}`] = { type: 'collection', id: collection.id, op: 'upsert', seq: 0, resource: collection };
+  const state = {
+    resources: {},
+    seen_webhook_ids: [],
+    cursor: response.headers.get('x-changes-cursor') ?? menu.changes_cursor,
+  };
+  for (const collection of menu.collections)
+    state.resources[`collection/${collection.id}`] = {
+      type: 'collection',
+      id: collection.id,
+      op: 'upsert',
+      seq: 0,
+      resource: collection,
+    };
   for (const { traits, ...product } of menu.products) {
-    state.resources[`product/${product.id}`] = { type: 'product', id: product.id, op: 'upsert', seq: 0, resource: product };
+    state.resources[`product/${product.id}`] = {
+      type: 'product',
+      id: product.id,
+      op: 'upsert',
+      seq: 0,
+      resource: product,
+    };
     for (const { trait_options: options = [], ...trait } of traits ?? []) {
       state.resources[`trait/${trait.id}`] = { type: 'trait', id: trait.id, op: 'upsert', seq: 0, resource: trait };
-      for (const option of options) state.resources[`trait_option/${option.id}`] = { type: 'trait_option', id: option.id, op: 'upsert', seq: 0, resource: option };
+      for (const option of options)
+        state.resources[`trait_option/${option.id}`] = {
+          type: 'trait_option',
+          id: option.id,
+          op: 'upsert',
+          seq: 0,
+          resource: option,
+        };
     }
   }
   await save(state);
@@ -113,7 +150,8 @@ async function follow(base, owner, headers, state) {
   const response = await fetch(`${base}/api/v1/changes?owner_id=${encodeURIComponent(owner)}`, {
     headers: { ...headers, accept: 'text/event-stream', 'last-event-id': state.cursor },
   });
-  if (!response.ok) throw Object.assign(new Error(`GET /api/v1/changes answered ${response.status}`), { status: response.status });
+  if (!response.ok)
+    throw Object.assign(new Error(`GET /api/v1/changes answered ${response.status}`), { status: response.status });
   const decoder = new TextDecoder();
   let buffer = '';
   for await (const chunk of response.body) {

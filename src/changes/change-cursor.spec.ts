@@ -1,4 +1,10 @@
-import { compactedAway, comparePositions, decodeChangeCursor, encodeChangeCursor, MalformedChangeCursorError } from './change-cursor.js';
+import {
+  compactedAway,
+  comparePositions,
+  decodeChangeCursor,
+  encodeChangeCursor,
+  MalformedChangeCursorError,
+} from './change-cursor.js';
 
 describe('change cursors', () => {
   it('round-trip a position as a URL-safe string', () => {
@@ -8,9 +14,16 @@ describe('change cursors', () => {
     expect(decodeChangeCursor(cursor)).toEqual(position);
   });
 
-  it.each(['', 'not a cursor', '!!', Buffer.from('1.2.3').toString('base64url'), Buffer.from('01.2').toString('base64url'),
-    Buffer.from('18446744073709551616.1').toString('base64url'), Buffer.from('-1.2').toString('base64url'), 'a'.repeat(65)])(
-    'refuse %j, naming the field', (cursor) => {
+  it.each([
+    '',
+    'not a cursor',
+    '!!',
+    Buffer.from('1.2.3').toString('base64url'),
+    Buffer.from('01.2').toString('base64url'),
+    Buffer.from('18446744073709551616.1').toString('base64url'),
+    Buffer.from('-1.2').toString('base64url'),
+    'a'.repeat(65),
+  ])('refuse %j, naming the field', (cursor) => {
     expect(() => decodeChangeCursor(cursor, 'Last-Event-ID')).toThrow(MalformedChangeCursorError);
     try {
       decodeChangeCursor(cursor, 'Last-Event-ID');

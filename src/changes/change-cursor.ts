@@ -4,16 +4,22 @@ import { ChangePosition, START } from './change.js';
 /** A cursor that is not one this daemon gave out: 400 naming the field it came in. */
 export class MalformedChangeCursorError extends AppError {
   constructor(field: string) {
-    super('malformed_change_cursor', 400, 'Bad Request', `${field} must be a cursor given out by this daemon`, { field });
+    super('malformed_change_cursor', 400, 'Bad Request', `${field} must be a cursor given out by this daemon`, {
+      field,
+    });
   }
 }
 
 /** A cursor below the compaction horizon: the changes after it are no longer all kept. */
 export class ExpiredChangeCursorError extends AppError {
   constructor(field: string) {
-    super('change_cursor_expired', 410, 'Gone',
+    super(
+      'change_cursor_expired',
+      410,
+      'Gone',
       `${field} is older than the change log keeps (CHANGES_RETENTION): bootstrap again from GET /api/v1/menu or the lists, then follow their changes_cursor`,
-      { field });
+      { field },
+    );
   }
 }
 
@@ -28,7 +34,8 @@ export function encodeChangeCursor(position: ChangePosition): string {
 export function decodeChangeCursor(cursor: string, field = 'after'): ChangePosition {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(cursor)) throw new MalformedChangeCursorError(field);
   const match = /^(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,18})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match || BigInt(match[1]) > XID8_MAX || BigInt(match[2]) > BIGINT_MAX) throw new MalformedChangeCursorError(field);
+  if (!match || BigInt(match[1]) > XID8_MAX || BigInt(match[2]) > BIGINT_MAX)
+    throw new MalformedChangeCursorError(field);
   return { transactionId: match[1], seq: match[2] };
 }
 

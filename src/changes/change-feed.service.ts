@@ -100,9 +100,11 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
 }
 
 /** The cursor a reader gave (`Last-Event-ID` before `after`) and which field it came in; none: the start. */
-function cursorOf(after: string | undefined, lastEventId?: string): { position: ChangePosition; field: 'after' | 'Last-Event-ID' } {
+function cursorOf(
+  after: string | undefined,
+  lastEventId?: string,
+): { position: ChangePosition; field: 'after' | 'Last-Event-ID' } {
   const field = lastEventId !== undefined && lastEventId !== '' ? 'Last-Event-ID' : 'after';
   const cursor = field === 'after' ? after : lastEventId;
   return { position: cursor === undefined ? START : decodeChangeCursor(cursor, field), field };
 }
-

@@ -24,8 +24,7 @@ const COLUMNS = `seq::text AS seq, transaction_id::text AS transaction_id, chang
  * The newest change a snapshot sees (no row: the log is empty), as text columns `transaction_id`
  * and `seq`. A statement may join it to its own reads to have both in one snapshot.
  */
-export const NEWEST_CHANGE_POSITION =
-  `SELECT c.transaction_id::text AS transaction_id, c.seq::text AS seq FROM change_log c ORDER BY c.transaction_id DESC, c.seq DESC LIMIT 1`;
+export const NEWEST_CHANGE_POSITION = `SELECT c.transaction_id::text AS transaction_id, c.seq::text AS seq FROM change_log c ORDER BY c.transaction_id DESC, c.seq DESC LIMIT 1`;
 
 /** A row of NEWEST_CHANGE_POSITION (null columns or no row: START). */
 export function changePosition(row: { transaction_id: string | null; seq: string | null } | undefined): ChangePosition {
@@ -61,22 +60,29 @@ export class ChangeLogRepository {
          FROM h
         CROSS JOIN change_log_horizon k
          LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM change_log c WHERE ${where.join(' AND ')}
-                             ORDER BY c.transaction_id, c.seq LIMIT $3) c ON true`, params);
+                             ORDER BY c.transaction_id, c.seq LIMIT $3) c ON true`,
+      params,
+    );
     const [{ horizon, compacted_xid, compacted_seq }] = rows;
     const compactedTo = { transactionId: compacted_xid, seq: compacted_seq };
     const changes = rows[0].seq === null ? [] : rows.map(toEntry);
     if (changes.length === filter.limit) return { changes, next: changes[changes.length - 1].position, compactedTo };
-    if (filter.types === undefined && filter.ownerIds === undefined) return { changes, next: changes.at(-1)?.position ?? after, compactedTo };
+    if (filter.types === undefined && filter.ownerIds === undefined)
+      return { changes, next: changes.at(-1)?.position ?? after, compactedTo };
     const [end]: Array<{ transaction_id: string; seq: string }> = await db.query(
       `SELECT c.transaction_id::text AS transaction_id, c.seq::text AS seq FROM change_log c
         WHERE (c.transaction_id, c.seq) > ($1::xid8, $2::bigint) AND c.transaction_id < $3::xid8
-        ORDER BY c.transaction_id DESC, c.seq DESC LIMIT 1`, [after.transactionId, after.seq, horizon]);
+        ORDER BY c.transaction_id DESC, c.seq DESC LIMIT 1`,
+      [after.transactionId, after.seq, horizon],
+    );
     return { changes, next: end ? { transactionId: end.transaction_id, seq: end.seq } : after, compactedTo };
   }
 
   /** The newest seq written (0 when none), for the head metric. */
   async head(): Promise<number> {
-    const [row]: Array<{ head: string | null }> = await this.dataSource.query(`SELECT max(seq)::text AS head FROM change_log`);
+    const [row]: Array<{ head: string | null }> = await this.dataSource.query(
+      `SELECT max(seq)::text AS head FROM change_log`,
+    );
     return Number(row.head ?? 0);
   }
 
@@ -84,7 +90,8 @@ export class ChangeLogRepository {
   async readableHead(): Promise<string> {
     const [row]: Array<{ head: string }> = await this.dataSource.query(
       `SELECT transaction_id::text || '.' || seq::text AS head FROM change_log
-        WHERE transaction_id < event_log_horizon() ORDER BY transaction_id DESC, seq DESC LIMIT 1`);
+        WHERE transaction_id < event_log_horizon() ORDER BY transaction_id DESC, seq DESC LIMIT 1`,
+    );
     return row?.head ?? '';
   }
 
@@ -102,7 +109,8 @@ export class ChangeLogRepository {
   /** The highest position compaction deleted: cursors below it are expired. */
   async compactionHorizon(db: SqlSession = this.dataSource): Promise<ChangePosition> {
     const [row]: Array<{ transaction_id: string; seq: string }> = await db.query(
-      `SELECT transaction_id::text AS transaction_id, seq::text AS seq FROM change_log_horizon`);
+      `SELECT transaction_id::text AS transaction_id, seq::text AS seq FROM change_log_horizon`,
+    );
     return { transactionId: row.transaction_id, seq: row.seq };
   }
 
@@ -113,7 +121,9 @@ export class ChangeLogRepository {
    */
   async compact(before: Date): Promise<number> {
     return this.dataSource.transaction(async (manager) => {
-      const [{ result: locked }] = await manager.query(...lockQuery('pg_try_advisory_xact_lock', advisoryLocks.single('changeLogCompaction')));
+      const [{ result: locked }] = await manager.query(
+        ...lockQuery('pg_try_advisory_xact_lock', advisoryLocks.single('changeLogCompaction')),
+      );
       if (!locked) return 0;
       const [row]: Array<{ deleted: number; transaction_id: string | null; seq: string | null }> = await manager.query(
         `WITH ranked AS (
@@ -125,7 +135,8 @@ export class ChangeLogRepository {
          moved AS (UPDATE change_log_horizon h SET transaction_id = highest.transaction_id, seq = highest.seq, compacted_at = now()
                      FROM highest WHERE (highest.transaction_id, highest.seq) > (h.transaction_id, h.seq) RETURNING 1)
          SELECT (SELECT count(*) FROM deleted)::int AS deleted, (SELECT count(*) FROM moved)::int AS moved`,
-        [before]);
+        [before],
+      );
       return row.deleted;
     });
   }
@@ -135,14 +146,24 @@ function toEntry(row: RawChange): ChangeEntry {
   const r = row.resource;
   // jsonb sorts keys; the API's order is restored here.
   const resource: ApiResource = {
-    type: r.type, id: r.id, owner_id: r.owner_id, attributes: r.attributes, relationships: r.relationships,
+    type: r.type,
+    id: r.id,
+    owner_id: r.owner_id,
+    attributes: r.attributes,
+    relationships: r.relationships,
     version: { event_id: r.version.event_id, occurred_at: r.version.occurred_at, position: r.version.position },
     deleted: r.deleted,
   };
   return {
     change: {
-      seq: Number(row.seq), change_id: row.change_id, type: row.type, id: row.id, owner_id: row.owner_id, op: row.op,
-      resource, at: new Date(row.at).toISOString(),
+      seq: Number(row.seq),
+      change_id: row.change_id,
+      type: row.type,
+      id: row.id,
+      owner_id: row.owner_id,
+      op: row.op,
+      resource,
+      at: new Date(row.at).toISOString(),
     },
     position: { transactionId: row.transaction_id, seq: row.seq },
   };

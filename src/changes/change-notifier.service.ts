@@ -95,7 +95,7 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
     clearTimeout(this.recheck);
     let delay = FIRST_RECHECK_MS;
     const attempt = async () => {
-      if (await this.check() || delay >= POLL_MS || this.stopped) return;
+      if ((await this.check()) || delay >= POLL_MS || this.stopped) return;
       delay *= 2;
       this.recheck = setTimeout(() => void attempt(), delay).unref();
     };

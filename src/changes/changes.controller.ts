@@ -24,9 +24,18 @@ export class ChangesController {
 
   /** JSON pages (long-poll with `wait`), or Server-Sent Events with `Accept: text/event-stream`. */
   @Get('changes')
-  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'SSE: resume after this change (takes precedence over after)' })
-  async changes(@Query() query: ChangesQuery, @Headers('accept') accept: string | undefined,
-    @Headers('last-event-id') lastEventId: string | undefined, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
+  @ApiHeader({
+    name: 'Last-Event-ID',
+    required: false,
+    description: 'SSE: resume after this change (takes precedence over after)',
+  })
+  async changes(
+    @Query() query: ChangesQuery,
+    @Headers('accept') accept: string | undefined,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ) {
     if (!/(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept ?? '')) {
       return reply.send(await this.feed.page(query, closedSignal(reply)));
     }
@@ -35,7 +44,12 @@ export class ChangesController {
     reply.hijack();
     const closed = closedSignal(reply);
     const session = await createSession(request.raw, reply.raw, { keepAlive: HEARTBEAT_MS, trustClientEventId: false });
-    await this.feed.stream({ push: (change, cursor) => session.push(change, 'change', cursor), stream: reply.raw }, from, query, closed);
+    await this.feed.stream(
+      { push: (change, cursor) => session.push(change, 'change', cursor), stream: reply.raw },
+      from,
+      query,
+      closed,
+    );
     reply.raw.end();
   }
 }

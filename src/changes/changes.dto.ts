@@ -5,13 +5,21 @@ import { PageQuery, toInt } from '../common/pagination.js';
 import { RESOURCE_TABLES } from '../projection/resource-tables.js';
 
 /** `type` takes resource types (`product`) or their API collection names (`products`). */
-export const TYPE_NAMES: Record<string, string> = Object.fromEntries(Object.values(RESOURCE_TABLES)
-  .flatMap((table) => [[table.type, table.type], [table.name, table.type]]));
+export const TYPE_NAMES: Record<string, string> = Object.fromEntries(
+  Object.values(RESOURCE_TABLES).flatMap((table) => [
+    [table.type, table.type],
+    [table.name, table.type],
+  ]),
+);
 
-const list = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.split(',').map((item) => item.trim()) : value);
+const list = ({ value }: { value: unknown }) =>
+  typeof value === 'string' ? value.split(',').map((item) => item.trim()) : value;
 
 export class ChangesQuery extends PageQuery {
-  @ApiPropertyOptional({ description: 'next_cursor of the previous page, an SSE id, or a changes_cursor of /menu or a list; absent: from the start of the log' })
+  @ApiPropertyOptional({
+    description:
+      'next_cursor of the previous page, an SSE id, or a changes_cursor of /menu or a list; absent: from the start of the log',
+  })
   @IsOptional()
   @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'after must be a cursor given out by this daemon' })
   after?: string;
@@ -19,7 +27,12 @@ export class ChangesQuery extends PageQuery {
   @ApiPropertyOptional({ description: 'resource types, comma-separated (product, collection, …)' })
   @IsOptional()
   @Transform(list)
-  @IsIn(Object.keys(TYPE_NAMES), { each: true, message: `type must list resource types (${Object.values(RESOURCE_TABLES).map((t) => t.type).join(', ')})` })
+  @IsIn(Object.keys(TYPE_NAMES), {
+    each: true,
+    message: `type must list resource types (${Object.values(RESOURCE_TABLES)
+      .map((t) => t.type)
+      .join(', ')})`,
+  })
   type?: string[];
 
   @ApiPropertyOptional()

@@ -38,8 +38,11 @@ class ConnectionCommandsModule {
  * embedded one), migrated first unless MIGRATIONS_RUN=false. Exit codes: an AppError is reported
  * on stderr with exit 1, a missing upstream configuration with exit 2; anything else propagates.
  */
-export async function runConnectionCommand(command: string, config: AppConfig,
-  work: (app: INestApplicationContext) => Promise<void>): Promise<void> {
+export async function runConnectionCommand(
+  command: string,
+  config: AppConfig,
+  work: (app: INestApplicationContext) => Promise<void>,
+): Promise<void> {
   try {
     if (!config.hasUpstream) throw new UpstreamNotConfiguredError();
     const database = await openDatabase(config, { attach: true });

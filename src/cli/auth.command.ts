@@ -8,7 +8,10 @@ import { printJson, runConnectionCommand } from './auth-context.js';
 import { connectionOption, integerOption } from './option-parsers.js';
 
 /** `menu-sync auth url`: the spec's out-of-band flow, first step. */
-@SubCommand({ name: 'url', description: 'Print an authorization URL whose code is shown to the user (out-of-band); valid once, for 10 minutes' })
+@SubCommand({
+  name: 'url',
+  description: 'Print an authorization URL whose code is shown to the user (out-of-band); valid once, for 10 minutes',
+})
 export class AuthUrlCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
     super();
@@ -18,7 +21,9 @@ export class AuthUrlCommand extends CommandRunner {
     await runConnectionCommand('auth url', this.config, async (app) => {
       const { url } = await app.get(ConnectService).start(OUT_OF_BAND_REDIRECT_URI);
       process.stdout.write(`${url}\n`);
-      process.stderr.write('Open this URL, approve, then run `menu-sync auth exchange <code>` with the code shown (within 10 minutes).\n');
+      process.stderr.write(
+        'Open this URL, approve, then run `menu-sync auth exchange <code>` with the code shown (within 10 minutes).\n',
+      );
     });
   }
 }
@@ -43,15 +48,20 @@ export class AuthExchangeCommand extends CommandRunner {
       const connection = await app.get(ConnectService).completeOutOfBand(code);
       printJson({ data: connection });
       if (connection.subscriptions.some((subscription) => subscription.status === 'failed')) {
-        process.stderr.write('menu-sync auth exchange: connected, but the webhook endpoint could not be registered; retry with `menu-sync subscribe`\n');
+        process.stderr.write(
+          'menu-sync auth exchange: connected, but the webhook endpoint could not be registered; retry with `menu-sync subscribe`\n',
+        );
         process.exitCode = 1;
         return;
       }
       // Reconcile right after a connection is made (CONTRACT §8): the daemon does it for connections made through it.
       const run = await app.get(ReconcileService).run('connection', { connectionId: connection.id });
       const appended = run.stores.reduce((sum, store) => sum + store.events_appended, 0);
-      process.stderr.write(`menu-sync auth exchange: reconcile ${run.outcome}, ${appended} event(s) appended${
-        run.errors.length > 0 ? `: ${run.errors.join('; ')}` : ''}\n`);
+      process.stderr.write(
+        `menu-sync auth exchange: reconcile ${run.outcome}, ${appended} event(s) appended${
+          run.errors.length > 0 ? `: ${run.errors.join('; ')}` : ''
+        }\n`,
+      );
     });
   }
 }
@@ -67,7 +77,11 @@ interface CheckFlags {
  * (the store's order list), refreshing it when due — as many at once as `--calls` says, the way
  * concurrent reconcile or subscribe calls would meet an expired token. Exit 0 when all answer 2XX.
  */
-@SubCommand({ name: 'check', description: 'Make authenticated upstream calls for each active connection (refreshing its token when due); exit 0 when all succeed' })
+@SubCommand({
+  name: 'check',
+  description:
+    'Make authenticated upstream calls for each active connection (refreshing its token when due); exit 0 when all succeed',
+})
 export class AuthCheckCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
     super();
@@ -75,16 +89,25 @@ export class AuthCheckCommand extends CommandRunner {
 
   async run(_: string[], flags: CheckFlags): Promise<void> {
     await runConnectionCommand('auth check', this.config, async (app) => {
-      const connections = (await app.get(ConnectionRepository).list())
-        .filter((connection) => connection.state === 'active' && (flags.connection === undefined || connection.id === flags.connection));
+      const connections = (await app.get(ConnectionRepository).list()).filter(
+        (connection) =>
+          connection.state === 'active' && (flags.connection === undefined || connection.id === flags.connection),
+      );
       const storeId = flags.store ?? this.config.STORE_IDS[0] ?? '1';
       const path = this.config.UPSTREAM_ORDERS_PATH.replace('{store_id}', encodeURIComponent(storeId));
-      const results = await Promise.all(connections.flatMap((connection) => Array.from({ length: flags.calls ?? 1 }, async () => {
-        const response = await app.get(UpstreamClient).request(connection.id, { method: 'GET', path, versioned: true });
-        return { connection_id: connection.id, status: response.status };
-      })));
+      const results = await Promise.all(
+        connections.flatMap((connection) =>
+          Array.from({ length: flags.calls ?? 1 }, async () => {
+            const response = await app
+              .get(UpstreamClient)
+              .request(connection.id, { method: 'GET', path, versioned: true });
+            return { connection_id: connection.id, status: response.status };
+          }),
+        ),
+      );
       printJson({ data: results });
-      if (connections.length === 0 || results.some((result) => result.status < 200 || result.status > 299)) process.exitCode = 1;
+      if (connections.length === 0 || results.some((result) => result.status < 200 || result.status > 299))
+        process.exitCode = 1;
     });
   }
 
@@ -93,7 +116,10 @@ export class AuthCheckCommand extends CommandRunner {
     return connectionOption(value);
   }
 
-  @Option({ flags: '-s, --store <id>', description: 'the store whose orders are read (default: the first of STORE_IDS, else 1)' })
+  @Option({
+    flags: '-s, --store <id>',
+    description: 'the store whose orders are read (default: the first of STORE_IDS, else 1)',
+  })
   parseStore(value: string): string {
     return value;
   }
@@ -104,7 +130,12 @@ export class AuthCheckCommand extends CommandRunner {
   }
 }
 
-@Command({ name: 'auth', description: 'Connect an upstream account out-of-band (`auth url`, then `auth exchange <code>`), or check the connections (`auth check`)', subCommands: [AuthUrlCommand, AuthExchangeCommand, AuthCheckCommand] })
+@Command({
+  name: 'auth',
+  description:
+    'Connect an upstream account out-of-band (`auth url`, then `auth exchange <code>`), or check the connections (`auth check`)',
+  subCommands: [AuthUrlCommand, AuthExchangeCommand, AuthCheckCommand],
+})
 export class AuthCommand extends CommandRunner {
   async run(): Promise<void> {
     process.stderr.write('menu-sync auth: give a subcommand: url | exchange <code> | check\n');

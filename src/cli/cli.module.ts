@@ -11,7 +11,13 @@ import { ServeCommand } from './serve.command.js';
 import { AuthCheckCommand, AuthCommand, AuthExchangeCommand, AuthUrlCommand } from './auth.command.js';
 import { SubscribeCommand } from './subscribe.command.js';
 import { ReconcileCommand } from './reconcile.command.js';
-import { SinksAddCommand, SinksCommand, SinksListCommand, SinksRemoveCommand, SinksReplayCommand } from './sinks.command.js';
+import {
+  SinksAddCommand,
+  SinksCommand,
+  SinksListCommand,
+  SinksRemoveCommand,
+  SinksReplayCommand,
+} from './sinks.command.js';
 import { StatusCommand } from './status.command.js';
 
 /** The command-line entry: only the commands and what they need, no database until a command opens one. */
@@ -21,10 +27,28 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [ConfigModule.forRoot(config)],
-      providers: [{ provide: ROOT_LOGGER, useValue: rootLogger }, ServeCommand, MigrateCommand, ReplayCommand, VerifyCommand,
-        AuthCommand, AuthUrlCommand, AuthExchangeCommand, AuthCheckCommand, SubscribeCommand, ReconcileCommand,
-        EmulatorCommand, EmulatorTriggerCommand, EmulatorResendCommand, StatusCommand,
-        SinksCommand, SinksAddCommand, SinksListCommand, SinksReplayCommand, SinksRemoveCommand],
+      providers: [
+        { provide: ROOT_LOGGER, useValue: rootLogger },
+        ServeCommand,
+        MigrateCommand,
+        ReplayCommand,
+        VerifyCommand,
+        AuthCommand,
+        AuthUrlCommand,
+        AuthExchangeCommand,
+        AuthCheckCommand,
+        SubscribeCommand,
+        ReconcileCommand,
+        EmulatorCommand,
+        EmulatorTriggerCommand,
+        EmulatorResendCommand,
+        StatusCommand,
+        SinksCommand,
+        SinksAddCommand,
+        SinksListCommand,
+        SinksReplayCommand,
+        SinksRemoveCommand,
+      ],
     };
   }
 }

@@ -52,7 +52,11 @@ export class EmulatorCommand extends CommandRunner {
     const emulator = await startEmulator(options, new PinoNestLogger(this.rootLogger.child({ component: 'emulator' })));
     this.logger.log({
       msg: `emulator listening on ${emulator.url}`,
-      url: emulator.url, client_id: options.clientId, demo_user_id: DEMO_USER_ID, store_id: DEMO_STORE_ID, seed: options.seed,
+      url: emulator.url,
+      client_id: options.clientId,
+      demo_user_id: DEMO_USER_ID,
+      store_id: DEMO_STORE_ID,
+      seed: options.seed,
       try: [`curl ${emulator.url}/_emulator/state`, `menu-sync emulator trigger product.updated --url ${emulator.url}`],
     });
     await stop;
@@ -94,12 +98,18 @@ export class EmulatorCommand extends CommandRunner {
     return integerOption(value, '--token-lifetime', 1, 31_536_000);
   }
 
-  @Option({ flags: '--retry-schedule-ms <list>', description: `the ${MAX_RETRIES} delays before retries, comma-separated (default 60000,300000,1800000,7200000,21600000)` })
+  @Option({
+    flags: '--retry-schedule-ms <list>',
+    description: `the ${MAX_RETRIES} delays before retries, comma-separated (default 60000,300000,1800000,7200000,21600000)`,
+  })
   parseRetrySchedule(value: string): number[] {
     return value.split(',').map((part) => integerOption(part.trim(), '--retry-schedule-ms', 0, 86_400_000));
   }
 
-  @Option({ flags: '--delivery-timeout-ms <ms>', description: 'an attempt unanswered this long fails with status 0 (default 10000)' })
+  @Option({
+    flags: '--delivery-timeout-ms <ms>',
+    description: 'an attempt unanswered this long fails with status 0 (default 10000)',
+  })
   parseDeliveryTimeout(value: string): number {
     return integerOption(value, '--delivery-timeout-ms', 1, 600_000);
   }

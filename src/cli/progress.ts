@@ -8,11 +8,15 @@ const LOG_EVERY_MS = 5000;
 export function progressReporter(logger: Logger): { update: (progress: RebuildProgress) => void; stop: () => void } {
   const started = Date.now();
   if (process.stderr.isTTY) {
-    const bar = new cliProgress.SingleBar({
-      format: '{projection} {phase} [{bar}] {percentage}% | {value}/{total} events | {speed} events/s | ETA {eta_formatted}',
-      stream: process.stderr,
-      hideCursor: true,
-    }, cliProgress.Presets.shades_classic);
+    const bar = new cliProgress.SingleBar(
+      {
+        format:
+          '{projection} {phase} [{bar}] {percentage}% | {value}/{total} events | {speed} events/s | ETA {eta_formatted}',
+        stream: process.stderr,
+        hideCursor: true,
+      },
+      cliProgress.Presets.shades_classic,
+    );
     let running = false;
     return {
       update: (progress) => {
@@ -36,8 +40,13 @@ export function progressReporter(logger: Logger): { update: (progress: RebuildPr
       const seconds = (Date.now() - started) / 1000;
       const rate = progress.applied / Math.max(seconds, 0.001);
       const eta = rate > 0 ? Math.round((progress.total - progress.applied) / rate) : null;
-      logger.log({ msg: `${progress.projection}: ${progress.phase}`, applied: progress.applied, total: progress.total,
-        eventsPerSecond: Math.round(rate), etaSeconds: eta });
+      logger.log({
+        msg: `${progress.projection}: ${progress.phase}`,
+        applied: progress.applied,
+        total: progress.total,
+        eventsPerSecond: Math.round(rate),
+        etaSeconds: eta,
+      });
     },
     stop: () => undefined,
   };

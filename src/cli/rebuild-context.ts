@@ -20,15 +20,24 @@ export function selectProjections(name: string | undefined): ProjectionDefinitio
 export const PROJECTION_NAMES = ['all', ...PROJECTIONS.map((projection) => projection.name)].join('|');
 
 /** Runs `work` with a RebuildService on the daemon's database (attaching to a running embedded one). */
-export async function withRebuildService<T>(config: AppConfig, work: (rebuild: RebuildService) => Promise<T>): Promise<T> {
+export async function withRebuildService<T>(
+  config: AppConfig,
+  work: (rebuild: RebuildService) => Promise<T>,
+): Promise<T> {
   const database = await openDatabase(config, { attach: true });
   try {
     if (config.MIGRATIONS_RUN) await migrateDatabase(database.url);
     const dataSource = createDataSource({ url: database.url, poolSize: 3 });
     await dataSource.initialize();
     try {
-      return await work(new RebuildService(dataSource, new ProjectionRepository(config.changeTypes), new ProjectionStatusRepository(dataSource),
-        new ShadowSchemaRepository()));
+      return await work(
+        new RebuildService(
+          dataSource,
+          new ProjectionRepository(config.changeTypes),
+          new ProjectionStatusRepository(dataSource),
+          new ShadowSchemaRepository(),
+        ),
+      );
     } finally {
       await dataSource.destroy();
     }
@@ -42,8 +51,16 @@ export async function withRebuildService<T>(config: AppConfig, work: (rebuild: R
  * for each selected projection with a progress reporter; what it returns is printed once the
  * progress bar is gone.
  */
-export async function forEachProjection(command: string, config: AppConfig, logger: Logger, name: string | undefined,
-  work: (rebuild: RebuildService, projection: ProjectionDefinition, progress: (update: RebuildProgress) => void) => Promise<string>,
+export async function forEachProjection(
+  command: string,
+  config: AppConfig,
+  logger: Logger,
+  name: string | undefined,
+  work: (
+    rebuild: RebuildService,
+    projection: ProjectionDefinition,
+    progress: (update: RebuildProgress) => void,
+  ) => Promise<string>,
 ): Promise<void> {
   const projections = selectProjections(name);
   if (projections === undefined) {

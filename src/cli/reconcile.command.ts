@@ -11,7 +11,10 @@ interface ReconcileFlags {
 }
 
 /** `menu-sync reconcile [--connection ID] [--store ID]`: one run now; prints its report; exit 0 only when it is `ok`. */
-@Command({ name: 'reconcile', description: 'Compare the mirror with the upstream now and append the differences to the event log' })
+@Command({
+  name: 'reconcile',
+  description: 'Compare the mirror with the upstream now and append the differences to the event log',
+})
 export class ReconcileCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
     super();
@@ -19,7 +22,9 @@ export class ReconcileCommand extends CommandRunner {
 
   async run(_: string[], flags: ReconcileFlags): Promise<void> {
     await runConnectionCommand('reconcile', this.config, async (app) => {
-      const run = await app.get(ReconcileService).run('command', { connectionId: flags.connection, storeId: flags.store });
+      const run = await app
+        .get(ReconcileService)
+        .run('command', { connectionId: flags.connection, storeId: flags.store });
       printJson({ data: run });
       if (run.outcome !== 'ok') process.exitCode = 1;
     });
@@ -30,9 +35,13 @@ export class ReconcileCommand extends CommandRunner {
     return connectionOption(value);
   }
 
-  @Option({ flags: '-s, --store <id>', description: 'only this store (default: STORE_IDS and the stores learned from order events)' })
+  @Option({
+    flags: '-s, --store <id>',
+    description: 'only this store (default: STORE_IDS and the stores learned from order events)',
+  })
   parseStore(value: string): string {
-    if (!/^[\w-]{1,64}$/.test(value)) throw new InvalidArgumentError(`--store must be a store id, got ${JSON.stringify(value)}`);
+    if (!/^[\w-]{1,64}$/.test(value))
+      throw new InvalidArgumentError(`--store must be a store id, got ${JSON.stringify(value)}`);
     return value;
   }
 }

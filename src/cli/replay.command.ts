@@ -7,7 +7,10 @@ interface ReplayOptions {
   projection?: string;
 }
 
-@Command({ name: 'replay', description: 'Rebuild projections from the event log and swap them in, while the daemon runs' })
+@Command({
+  name: 'replay',
+  description: 'Rebuild projections from the event log and swap them in, while the daemon runs',
+})
 export class ReplayCommand extends CommandRunner {
   private readonly logger = new Logger(ReplayCommand.name);
 
@@ -16,11 +19,19 @@ export class ReplayCommand extends CommandRunner {
   }
 
   async run(_: string[], options: ReplayOptions): Promise<void> {
-    await forEachProjection('replay', this.config, this.logger, options.projection, async (rebuild, projection, progress) => {
-      const report = await rebuild.replay(projection, progress);
-      return `${report.projection}: rebuilt from ${report.applied} log entries in ${report.seconds.toFixed(1)} s `
-        + `(${Math.round(report.applied / Math.max(report.seconds, 0.001))} events/s), ${report.parked} parked, swapped in\n`;
-    });
+    await forEachProjection(
+      'replay',
+      this.config,
+      this.logger,
+      options.projection,
+      async (rebuild, projection, progress) => {
+        const report = await rebuild.replay(projection, progress);
+        return (
+          `${report.projection}: rebuilt from ${report.applied} log entries in ${report.seconds.toFixed(1)} s ` +
+          `(${Math.round(report.applied / Math.max(report.seconds, 0.001))} events/s), ${report.parked} parked, swapped in\n`
+        );
+      },
+    );
   }
 
   @Option({ flags: '-p, --projection <name>', description: `which projection: ${PROJECTION_NAMES} (default all)` })

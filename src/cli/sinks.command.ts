@@ -21,8 +21,12 @@ class SinkCommandsModule {
   static register(config: AppConfig, databaseUrl: string): DynamicModule {
     return {
       module: SinkCommandsModule,
-      imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot({ url: databaseUrl, poolSize: 2 }), EventEmitterModule.forRoot(),
-        SinkStoreModule],
+      imports: [
+        ConfigModule.forRoot(config),
+        DatabaseModule.forRoot({ url: databaseUrl, poolSize: 2 }),
+        EventEmitterModule.forRoot(),
+        SinkStoreModule,
+      ],
     };
   }
 }
@@ -31,12 +35,18 @@ class SinkCommandsModule {
  * Runs `work` with SinksService on the daemon's database (migrated first unless MIGRATIONS_RUN=false).
  * Exit codes: an unknown sink → 1; input the API would refuse (4XX other than 404) → 2, bad usage.
  */
-async function runSinkCommand(command: string, config: AppConfig, work: (sinks: SinksService) => Promise<void>): Promise<void> {
+async function runSinkCommand(
+  command: string,
+  config: AppConfig,
+  work: (sinks: SinksService) => Promise<void>,
+): Promise<void> {
   try {
     const database = await openDatabase(config, { attach: true });
     try {
       if (config.MIGRATIONS_RUN) await migrateDatabase(database.url);
-      const app: INestApplicationContext = await NestFactory.createApplicationContext(SinkCommandsModule.register(config, database.url));
+      const app: INestApplicationContext = await NestFactory.createApplicationContext(
+        SinkCommandsModule.register(config, database.url),
+      );
       try {
         await work(app.get(SinksService));
       } finally {
@@ -54,7 +64,11 @@ async function runSinkCommand(command: string, config: AppConfig, work: (sinks: 
 }
 
 const validation = createValidationPipe();
-const list = (value: string) => value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+const list = (value: string) =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
 const integer = (value: string) => (/^\d{1,9}$/.test(value) ? Number(value) : value);
 
 interface AddFlags {
@@ -69,7 +83,7 @@ interface AddFlags {
 }
 
 /** `menu-sync sinks add --kind http --url URL …`: prints the sink with its secret (shown only now). */
-@SubCommand({ name: 'add', description: 'Add a sink; an http sink\'s whsec_ secret is printed once' })
+@SubCommand({ name: 'add', description: "Add a sink; an http sink's whsec_ secret is printed once" })
 export class SinksAddCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
     super();
@@ -78,11 +92,17 @@ export class SinksAddCommand extends CommandRunner {
   async run(_: string[], flags: AddFlags): Promise<void> {
     await runSinkCommand('add', this.config, async (sinks) => {
       const body = {
-        kind: flags.kind ?? 'http', url: flags.url, types: flags.types, owner_ids: flags.ownerIds, batch_size: flags.batchSize,
-        timeout_ms: flags.timeoutMs, stream: flags.stream, subject_prefix: flags.subjectPrefix,
+        kind: flags.kind ?? 'http',
+        url: flags.url,
+        types: flags.types,
+        owner_ids: flags.ownerIds,
+        batch_size: flags.batchSize,
+        timeout_ms: flags.timeoutMs,
+        stream: flags.stream,
+        subject_prefix: flags.subjectPrefix,
       };
       const plain = Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
-      const dto = await validation.transform(plain, { type: 'body', metatype: CreateSinkDto }) as CreateSinkDto;
+      const dto = (await validation.transform(plain, { type: 'body', metatype: CreateSinkDto })) as CreateSinkDto;
       printJson(await sinks.create(dto));
     });
   }
@@ -139,7 +159,11 @@ export class SinksListCommand extends CommandRunner {
   }
 }
 
-@SubCommand({ name: 'replay', arguments: '<id>', description: 'Deliver again from the start (default) or after a changes cursor' })
+@SubCommand({
+  name: 'replay',
+  arguments: '<id>',
+  description: 'Deliver again from the start (default) or after a changes cursor',
+})
 export class SinksReplayCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
     super();
@@ -147,7 +171,10 @@ export class SinksReplayCommand extends CommandRunner {
 
   async run([id]: string[], flags: { from?: string }): Promise<void> {
     await runSinkCommand('replay', this.config, async (sinks) => {
-      const dto = await validation.transform({ from: flags.from ?? 'start' }, { type: 'body', metatype: ReplaySinkDto }) as ReplaySinkDto;
+      const dto = (await validation.transform(
+        { from: flags.from ?? 'start' },
+        { type: 'body', metatype: ReplaySinkDto },
+      )) as ReplaySinkDto;
       printJson(await sinks.replay(id, dto));
     });
   }
@@ -172,8 +199,11 @@ export class SinksRemoveCommand extends CommandRunner {
   }
 }
 
-@Command({ name: 'sinks', description: 'Manage push sinks: add, list, replay, remove', subCommands: [SinksAddCommand, SinksListCommand,
-  SinksReplayCommand, SinksRemoveCommand] })
+@Command({
+  name: 'sinks',
+  description: 'Manage push sinks: add, list, replay, remove',
+  subCommands: [SinksAddCommand, SinksListCommand, SinksReplayCommand, SinksRemoveCommand],
+})
 export class SinksCommand extends CommandRunner {
   async run(): Promise<void> {
     process.stderr.write('menu-sync sinks: give a subcommand: add | list | replay <id> | remove <id>\n');

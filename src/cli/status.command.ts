@@ -19,7 +19,11 @@ interface StatusOptions {
 }
 
 /** Exit 0 when all is well, 1 when something needs attention (or the database cannot be read), 2 on bad usage. */
-@Command({ name: 'status', description: 'One screen: connections, projections, sinks, last reconcile, quarantine; exit 1 when something needs attention' })
+@Command({
+  name: 'status',
+  description:
+    'One screen: connections, projections, sinks, last reconcile, quarantine; exit 1 when something needs attention',
+})
 export class StatusCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
     super();
@@ -35,7 +39,11 @@ export class StatusCommand extends CommandRunner {
       return;
     }
     const attention = needsAttention(snapshot, { lagEvents: options.lagThreshold ?? 10_000 });
-    process.stdout.write(options.json ? `${JSON.stringify(toJson(snapshot, attention), null, 2)}\n` : formatStatus(snapshot, attention, process.stdout.isTTY === true));
+    process.stdout.write(
+      options.json
+        ? `${JSON.stringify(toJson(snapshot, attention), null, 2)}\n`
+        : formatStatus(snapshot, attention, process.stdout.isTTY === true),
+    );
     if (attention.length > 0) process.exitCode = 1;
   }
 
@@ -48,15 +56,27 @@ export class StatusCommand extends CommandRunner {
         const projections = new ProjectionStatusRepository(dataSource);
         const log = new EventLogRepository(dataSource);
         const status = new StatusRepository(dataSource);
-        const sample = () => Promise.all(PROJECTIONS.map(async (projection) => {
-          const state = await projections.status(projection);
-          return { name: projection.name, position: Number(state.checkpoint.position), lag: await projections.lag(state.checkpoint),
-            parked: state.parked, lastError: state.lastError };
-        }));
+        const sample = () =>
+          Promise.all(
+            PROJECTIONS.map(async (projection) => {
+              const state = await projections.status(projection);
+              return {
+                name: projection.name,
+                position: Number(state.checkpoint.position),
+                lag: await projections.lag(state.checkpoint),
+                parked: state.parked,
+                lastError: state.lastError,
+              };
+            }),
+          );
         const head = await log.headPosition();
         const first = await sample();
-        const [connections, sinks, [run], quarantined] = await Promise.all([status.connections(), status.sinks(),
-          new ReconcileRepository(dataSource).listRuns(1), status.quarantined()]);
+        const [connections, sinks, [run], quarantined] = await Promise.all([
+          status.connections(),
+          status.sinks(),
+          new ReconcileRepository(dataSource).listRuns(1),
+          status.quarantined(),
+        ]);
         await sleep(intervalMs);
         const later = await sample();
         return {
@@ -65,7 +85,13 @@ export class StatusCommand extends CommandRunner {
           projections: first.map((item) => ({ ...item, head })),
           later: later.map(({ name, position, lag }) => ({ name, position, lag })),
           sinks,
-          lastReconcile: run && { id: run.id, trigger: run.trigger, outcome: run.outcome, startedAt: run.started_at, errors: run.errors },
+          lastReconcile: run && {
+            id: run.id,
+            trigger: run.trigger,
+            outcome: run.outcome,
+            startedAt: run.started_at,
+            errors: run.errors,
+          },
           quarantined,
         };
       } finally {
@@ -81,7 +107,10 @@ export class StatusCommand extends CommandRunner {
     return true;
   }
 
-  @Option({ flags: '--lag-threshold <events>', description: 'projector lag that needs attention whatever its trend (default 10000)' })
+  @Option({
+    flags: '--lag-threshold <events>',
+    description: 'projector lag that needs attention whatever its trend (default 10000)',
+  })
   parseLagThreshold(value: string): number {
     return integerOption(value, '--lag-threshold', 1, 9_999_999_999);
   }
@@ -98,19 +127,42 @@ function toJson(snapshot: StatusSnapshot, attention: string[]) {
     attention,
     at: snapshot.at.toISOString(),
     connections: snapshot.connections.map((connection) => ({
-      id: connection.id, state: connection.state, owner_id: connection.ownerId, sandbox: connection.sandbox,
-      token_expires_at: connection.expiresAt.toISOString(), last_error: connection.lastError,
-      subscriptions: connection.subscriptions, failed_subscriptions: connection.failedSubscriptions,
+      id: connection.id,
+      state: connection.state,
+      owner_id: connection.ownerId,
+      sandbox: connection.sandbox,
+      token_expires_at: connection.expiresAt.toISOString(),
+      last_error: connection.lastError,
+      subscriptions: connection.subscriptions,
+      failed_subscriptions: connection.failedSubscriptions,
     })),
     projections: snapshot.projections.map((projection) => {
       const later = snapshot.later.find((item) => item.name === projection.name);
-      return { name: projection.name, position: later?.position ?? projection.position, head: projection.head, lag: later?.lag ?? projection.lag,
-        lag_before: projection.lag, parked: projection.parked, last_error: projection.lastError };
+      return {
+        name: projection.name,
+        position: later?.position ?? projection.position,
+        head: projection.head,
+        lag: later?.lag ?? projection.lag,
+        lag_before: projection.lag,
+        parked: projection.parked,
+        last_error: projection.lastError,
+      };
     }),
-    sinks: snapshot.sinks?.map((sink) => ({ id: sink.id, kind: sink.kind, state: sink.state, last_error: sink.lastError })) ?? null,
+    sinks:
+      snapshot.sinks?.map((sink) => ({
+        id: sink.id,
+        kind: sink.kind,
+        state: sink.state,
+        last_error: sink.lastError,
+      })) ?? null,
     last_reconcile: snapshot.lastReconcile
-      ? { id: snapshot.lastReconcile.id, trigger: snapshot.lastReconcile.trigger, outcome: snapshot.lastReconcile.outcome,
-        started_at: snapshot.lastReconcile.startedAt, errors: snapshot.lastReconcile.errors }
+      ? {
+          id: snapshot.lastReconcile.id,
+          trigger: snapshot.lastReconcile.trigger,
+          outcome: snapshot.lastReconcile.outcome,
+          started_at: snapshot.lastReconcile.startedAt,
+          errors: snapshot.lastReconcile.errors,
+        }
       : null,
     quarantined: snapshot.quarantined,
   };

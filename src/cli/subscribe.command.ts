@@ -12,7 +12,10 @@ interface SubscribeFlags {
 }
 
 /** `menu-sync subscribe [--connection ID]`: a fresh webhook endpoint for one connection, or for every one. */
-@Command({ name: 'subscribe', description: 'Register a fresh webhook endpoint upstream for a connection (default: every active connection)' })
+@Command({
+  name: 'subscribe',
+  description: 'Register a fresh webhook endpoint upstream for a connection (default: every active connection)',
+})
 export class SubscribeCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
     super();
@@ -22,13 +25,20 @@ export class SubscribeCommand extends CommandRunner {
     await runConnectionCommand('subscribe', this.config, async (app) => {
       const ids = flags.connection === undefined ? await activeConnections(app) : [flags.connection];
       if (ids.length === 0) {
-        process.stderr.write('menu-sync subscribe: there is no active connection: connect one at /auth/connect or with `menu-sync auth url`\n');
+        process.stderr.write(
+          'menu-sync subscribe: there is no active connection: connect one at /auth/connect or with `menu-sync auth url`\n',
+        );
         process.exitCode = 1;
         return;
       }
       const subscriptions = [];
       for (const id of ids) subscriptions.push(await app.get(SubscriptionService).subscribe(id));
-      printJson({ data: subscriptions.map((subscription) => ({ connection_id: subscription.connectionId, ...subscriptionView(subscription) })) });
+      printJson({
+        data: subscriptions.map((subscription) => ({
+          connection_id: subscription.connectionId,
+          ...subscriptionView(subscription),
+        })),
+      });
       if (subscriptions.some((subscription) => subscription.status === 'failed')) process.exitCode = 1;
     });
   }
@@ -43,7 +53,9 @@ export class SubscribeCommand extends CommandRunner {
 async function activeConnections(app: INestApplicationContext): Promise<number[]> {
   const connections = (await app.get(ConnectionsService).list()).data;
   for (const connection of connections.filter((item) => item.state !== 'active')) {
-    process.stderr.write(`menu-sync subscribe: skipping connection ${connection.id} (${connection.state}): authorize it again first\n`);
+    process.stderr.write(
+      `menu-sync subscribe: skipping connection ${connection.id} (${connection.state}): authorize it again first\n`,
+    );
   }
   return connections.filter((connection) => connection.state === 'active').map((connection) => connection.id);
 }

@@ -7,7 +7,10 @@ interface VerifyOptions {
   projection?: string;
 }
 
-@Command({ name: 'verify', description: 'Rebuild projections into scratch tables and compare them with the live read model' })
+@Command({
+  name: 'verify',
+  description: 'Rebuild projections into scratch tables and compare them with the live read model',
+})
 export class VerifyCommand extends CommandRunner {
   private readonly logger = new Logger(VerifyCommand.name);
 
@@ -18,14 +21,25 @@ export class VerifyCommand extends CommandRunner {
   /** Prints each difference (type, id, fields); exit 1 on drift, 0 when identical. */
   async run(_: string[], options: VerifyOptions): Promise<void> {
     let drift = 0;
-    await forEachProjection('verify', this.config, this.logger, options.projection, async (rebuild, projection, progress) => {
-      const report = await rebuild.verify(projection, progress);
-      drift += report.count;
-      const lines = report.differences.map((difference) => `${difference.type} ${difference.id}: ${difference.fields.join(', ')}`);
-      if (report.count > report.differences.length) lines.push(`… and ${report.count - report.differences.length} more`);
-      lines.push(`${report.projection}: ${report.count === 0 ? 'identical to a rebuild from the log' : `${report.count} difference(s)`}`);
-      return `${lines.join('\n')}\n`;
-    });
+    await forEachProjection(
+      'verify',
+      this.config,
+      this.logger,
+      options.projection,
+      async (rebuild, projection, progress) => {
+        const report = await rebuild.verify(projection, progress);
+        drift += report.count;
+        const lines = report.differences.map(
+          (difference) => `${difference.type} ${difference.id}: ${difference.fields.join(', ')}`,
+        );
+        if (report.count > report.differences.length)
+          lines.push(`… and ${report.count - report.differences.length} more`);
+        lines.push(
+          `${report.projection}: ${report.count === 0 ? 'identical to a rebuild from the log' : `${report.count} difference(s)`}`,
+        );
+        return `${lines.join('\n')}\n`;
+      },
+    );
     if (drift > 0) process.exitCode = 1;
   }
 

@@ -33,7 +33,10 @@ export class UnauthorizedError extends AppError {
 }
 
 export class ServiceUnavailableError extends AppError {
-  constructor(detail: string, readonly retryAfterSeconds: number) {
+  constructor(
+    detail: string,
+    readonly retryAfterSeconds: number,
+  ) {
     super('unavailable', 503, 'Service Unavailable', detail);
   }
 }

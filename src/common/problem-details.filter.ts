@@ -21,14 +21,27 @@ export class ProblemDetailsFilter implements ExceptionFilter {
 const TRANSIENT_RETRY_AFTER_SECONDS = 1;
 
 /** Answers an error as problem+json (with Retry-After for a transient fault). */
-export function sendProblem(reply: FastifyReply, request: FastifyRequest, error: unknown, logger: Logger): FastifyReply {
+export function sendProblem(
+  reply: FastifyReply,
+  request: FastifyRequest,
+  error: unknown,
+  logger: Logger,
+): FastifyReply {
   if (!(error instanceof AppError) && isTransientDatabaseError(error)) {
-    logger.warn({ reqId: request.id, route: request.routeOptions?.url, reason: (error as Error)?.message }, 'database unavailable');
-    return sendProblem(reply, request, new ServiceUnavailableError('The database is unavailable; retry later.',
-      TRANSIENT_RETRY_AFTER_SECONDS), logger);
+    logger.warn(
+      { reqId: request.id, route: request.routeOptions?.url, reason: (error as Error)?.message },
+      'database unavailable',
+    );
+    return sendProblem(
+      reply,
+      request,
+      new ServiceUnavailableError('The database is unavailable; retry later.', TRANSIENT_RETRY_AFTER_SECONDS),
+      logger,
+    );
   }
   const body = toProblem(error);
-  if (body.status >= 500) logger.error({ err: error, reqId: request.id, route: request.routeOptions?.url }, 'request failed');
+  if (body.status >= 500)
+    logger.error({ err: error, reqId: request.id, route: request.routeOptions?.url }, 'request failed');
   if (error instanceof ServiceUnavailableError) reply.header('Retry-After', String(error.retryAfterSeconds));
   return reply.status(body.status).header('Content-Type', PROBLEM_CONTENT_TYPE).send(body);
 }
@@ -38,9 +51,10 @@ export function toProblem(error: unknown): ProblemDetails {
   if (error instanceof HttpException) {
     const status = error.getStatus();
     const response = error.getResponse();
-    const detail = typeof response === 'object' && response !== null && 'message' in response
-      ? [response.message].flat().join('; ')
-      : error.message;
+    const detail =
+      typeof response === 'object' && response !== null && 'message' in response
+        ? [response.message].flat().join('; ')
+        : error.message;
     return problem(status, status >= 500 ? 'The server could not handle the request.' : String(detail));
   }
   const fastifyStatus = (error as { statusCode?: unknown })?.statusCode;

@@ -30,7 +30,12 @@ const STATUS_TITLES: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
-export function problem(status: number, detail: string, code?: string, extra: Record<string, unknown> = {}): ProblemDetails {
+export function problem(
+  status: number,
+  detail: string,
+  code?: string,
+  extra: Record<string, unknown> = {},
+): ProblemDetails {
   const title = STATUS_TITLES[status] ?? 'Error';
   const slug = (code ?? title).toLowerCase().replace(/[^a-z]+/g, '-');
   return { type: `urn:menu-sync:problem:${slug}`, title, status, detail, ...extra };

@@ -22,7 +22,12 @@ describe('findBadInput: the one check of path and query values', () => {
   });
 
   it('lets ordinary values through, including well-formed unicode, pairs, `+` and repeats', () => {
-    expect(findBadInput({ url: '/x?owner_id=42&as_of=2024-05-01T10%3A00%3A00Z&q=a+b&q=%F0%9F%98%80&flag', params: { id: 'caf\u00e9\uD83D\uDE00' } })).toBeUndefined();
+    expect(
+      findBadInput({
+        url: '/x?owner_id=42&as_of=2024-05-01T10%3A00%3A00Z&q=a+b&q=%F0%9F%98%80&flag',
+        params: { id: 'caf\u00e9\uD83D\uDE00' },
+      }),
+    ).toBeUndefined();
     expect(findBadInput({ url: '/x', params: { id: 'x'.repeat(MAX_PARAMETER_CHARS) } })).toBeUndefined();
     expect(findBadInput({ url: '/x?', params: {} })).toBeUndefined();
   });

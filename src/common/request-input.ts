@@ -45,7 +45,8 @@ function findBadQuery(url: string): BadRequestError | undefined {
     const equals = pair.indexOf('=');
     const rawName = equals < 0 ? pair : pair.slice(0, equals);
     const name = decode(rawName);
-    if (name === undefined) return new BadRequestError('a query parameter name is not valid percent-encoded UTF-8', printable(rawName));
+    if (name === undefined)
+      return new BadRequestError('a query parameter name is not valid percent-encoded UTF-8', printable(rawName));
     const field = printable(name);
     const nameFault = faultOf(name);
     if (nameFault) return new BadRequestError(`query parameter name ${nameFault}`, field);
@@ -85,11 +86,16 @@ function printable(name: string): string {
  * parameter over the router's length limit) as problem+json too.
  */
 export function frameworkErrorProblem(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  const status = typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400;
-  const detail = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-    ? 'A path parameter is too long.'
-    : 'The path is not valid percent-encoded UTF-8.';
-  void reply.status(status).header('Content-Type', PROBLEM_CONTENT_TYPE).send(problem(status, detail, undefined, { field: 'path' }));
+  const status =
+    typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400;
+  const detail =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? 'A path parameter is too long.'
+      : 'The path is not valid percent-encoded UTF-8.';
+  void reply
+    .status(status)
+    .header('Content-Type', PROBLEM_CONTENT_TYPE)
+    .send(problem(status, detail, undefined, { field: 'path' }));
 }
 
 /**
@@ -99,13 +105,18 @@ export function frameworkErrorProblem(error: FastifyError, _request: FastifyRequ
 export function clientErrorProblem(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-  const detail = status === 408 ? 'The request took too long to arrive.'
-    : status === 431 ? 'The request headers are too large.'
-      : 'The request is not valid HTTP (a header value or the request line is malformed).';
+  const detail =
+    status === 408
+      ? 'The request took too long to arrive.'
+      : status === 431
+        ? 'The request headers are too large.'
+        : 'The request is not valid HTTP (a header value or the request line is malformed).';
   const body = JSON.stringify(problem(status, detail));
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
-      + `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy(error);
 }

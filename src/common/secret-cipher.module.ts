@@ -4,7 +4,9 @@ import { SecretCipher } from './secret-cipher.js';
 
 /** The one SecretCipher of the process: tokens, webhook keys in raw bodies, and sink secrets are sealed with it. */
 @Module({
-  providers: [{ provide: SecretCipher, useFactory: (config: AppConfig) => SecretCipher.create(config), inject: [AppConfig] }],
+  providers: [
+    { provide: SecretCipher, useFactory: (config: AppConfig) => SecretCipher.create(config), inject: [AppConfig] },
+  ],
   exports: [SecretCipher],
 })
 export class SecretCipherModule {}

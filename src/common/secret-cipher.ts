@@ -19,7 +19,7 @@ export class SecretCipher {
 
   /** TOKEN_ENCRYPTION_KEY, or in embedded mode a key generated once into DATA_DIR (mode 0600). */
   static async create(config: AppConfig): Promise<SecretCipher> {
-    const encoded = config.TOKEN_ENCRYPTION_KEY ?? await localSecret(config.DATA_DIR, LOCAL_TOKEN_KEY_FILE);
+    const encoded = config.TOKEN_ENCRYPTION_KEY ?? (await localSecret(config.DATA_DIR, LOCAL_TOKEN_KEY_FILE));
     return SecretCipher.fromKey(Buffer.from(encoded, 'base64'));
   }
 

@@ -16,10 +16,19 @@ describe('loadConfig', () => {
   it('has the contract defaults with an empty environment (embedded mode)', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
-      DATA_DIR: './data', HOST: '0.0.0.0', PORT: 3000, UPSTREAM_MEDIA_TYPE: 'application/vnd.service.v2',
-      OAUTH_SCOPES: ['read_menu', 'read_orders', 'read_stores'], WEBHOOK_KEYS: [], API_TOKENS: [],
-      WEBHOOK_MAX_BODY_BYTES: 1048576, RECONCILE_CRON: '0 */15 * * * *', LOG_LEVEL: 'info', MIGRATIONS_RUN: true,
-      DATABASE_POOL_SIZE: 10, DATABASE_POOL_IDLE_SECONDS: 600,
+      DATA_DIR: './data',
+      HOST: '0.0.0.0',
+      PORT: 3000,
+      UPSTREAM_MEDIA_TYPE: 'application/vnd.service.v2',
+      OAUTH_SCOPES: ['read_menu', 'read_orders', 'read_stores'],
+      WEBHOOK_KEYS: [],
+      API_TOKENS: [],
+      WEBHOOK_MAX_BODY_BYTES: 1048576,
+      RECONCILE_CRON: '0 */15 * * * *',
+      LOG_LEVEL: 'info',
+      MIGRATIONS_RUN: true,
+      DATABASE_POOL_SIZE: 10,
+      DATABASE_POOL_IDLE_SECONDS: 600,
     });
     expect(config.ENABLED_EVENTS).toHaveLength(14);
     expect(config.embeddedDatabase).toBe(true);
@@ -28,10 +37,20 @@ describe('loadConfig', () => {
   });
 
   it('parses lists, numbers and booleans', () => {
-    const config = loadConfig({ WEBHOOK_KEYS: 'aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb', PORT: '8080', MIGRATIONS_RUN: 'false',
-      OAUTH_SCOPES: 'read_menu write_menu', STORE_IDS: '1,2' });
-    expect(config).toMatchObject({ WEBHOOK_KEYS: ['aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbb'], PORT: 8080,
-      MIGRATIONS_RUN: false, OAUTH_SCOPES: ['read_menu', 'write_menu'], STORE_IDS: ['1', '2'] });
+    const config = loadConfig({
+      WEBHOOK_KEYS: 'aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb',
+      PORT: '8080',
+      MIGRATIONS_RUN: 'false',
+      OAUTH_SCOPES: 'read_menu write_menu',
+      STORE_IDS: '1,2',
+    });
+    expect(config).toMatchObject({
+      WEBHOOK_KEYS: ['aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbb'],
+      PORT: 8080,
+      MIGRATIONS_RUN: false,
+      OAUTH_SCOPES: ['read_menu', 'write_menu'],
+      STORE_IDS: ['1', '2'],
+    });
   });
 
   it('takes LOG_FORMAT auto (default), json or pretty, and refuses anything else', () => {
@@ -41,10 +60,20 @@ describe('loadConfig', () => {
   });
 
   it('names every offending variable at once', () => {
-    const found = problems({ PORT: 'abc', LOG_LEVEL: 'loud', ENABLED_EVENTS: 'order.created,order.exploded',
-      WEBHOOK_MAX_BODY_BYTES: '-1', RECONCILE_CRON: 'sometimes' });
-    expect(found.map((p) => p.split(':')[0]).sort()).toEqual(
-      ['ENABLED_EVENTS', 'LOG_LEVEL', 'PORT', 'RECONCILE_CRON', 'WEBHOOK_MAX_BODY_BYTES']);
+    const found = problems({
+      PORT: 'abc',
+      LOG_LEVEL: 'loud',
+      ENABLED_EVENTS: 'order.created,order.exploded',
+      WEBHOOK_MAX_BODY_BYTES: '-1',
+      RECONCILE_CRON: 'sometimes',
+    });
+    expect(found.map((p) => p.split(':')[0]).sort()).toEqual([
+      'ENABLED_EVENTS',
+      'LOG_LEVEL',
+      'PORT',
+      'RECONCILE_CRON',
+      'WEBHOOK_MAX_BODY_BYTES',
+    ]);
   });
 
   it('requires TOKEN_ENCRYPTION_KEY with DATABASE_URL, and client credentials with an upstream', () => {
@@ -52,15 +81,20 @@ describe('loadConfig', () => {
     expect(problems({ DATABASE_URL: 'postgres://db/x', TOKEN_ENCRYPTION_KEY: KEY })).toEqual([]);
     const upstream = problems({ UPSTREAM_AUTH_URL: 'https://auth.example', UPSTREAM_BASE_URL: 'https://api.example' });
     expect(upstream.map((p) => p.split(':')[0]).sort()).toEqual(['OAUTH_CLIENT_ID', 'OAUTH_CLIENT_SECRET']);
-    expect(problems({ UPSTREAM_AUTH_URL: 'https://auth.example', OAUTH_CLIENT_ID: 'a', OAUTH_CLIENT_SECRET: 'b' })
-      .join()).toMatch(/UPSTREAM_BASE_URL/);
+    expect(
+      problems({ UPSTREAM_AUTH_URL: 'https://auth.example', OAUTH_CLIENT_ID: 'a', OAUTH_CLIENT_SECRET: 'b' }).join(),
+    ).toMatch(/UPSTREAM_BASE_URL/);
   });
 
   it('never echoes a secret, neither in errors nor in the dump', () => {
     const secret = 'postgres-but-not-a-url-s3cr3t';
     expect(problems({ DATABASE_URL: secret, TOKEN_ENCRYPTION_KEY: 'short-s3cr3t' }).join()).not.toMatch(/s3cr3t/);
-    const config = loadConfig({ DATABASE_URL: 'postgres://u:pw-s3cr3t@db/x', TOKEN_ENCRYPTION_KEY: KEY,
-      API_TOKENS: 'token-s3cr3t-0123456789', WEBHOOK_KEYS: 'key-s3cr3t-0123456789' });
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://u:pw-s3cr3t@db/x',
+      TOKEN_ENCRYPTION_KEY: KEY,
+      API_TOKENS: 'token-s3cr3t-0123456789',
+      WEBHOOK_KEYS: 'key-s3cr3t-0123456789',
+    });
     expect(JSON.stringify(config.dump())).not.toMatch(/s3cr3t|pw-|AAAA|BwcH/);
   });
 
@@ -70,7 +104,10 @@ describe('loadConfig', () => {
     expect(loadConfig({ CHANGES_TYPES: 'none' }).changeTypes).toEqual([]);
     expect(loadConfig({}).changesRetentionMs).toBe(30 * 86_400_000);
     expect(loadConfig({ CHANGES_RETENTION: '90s' }).changesRetentionMs).toBe(90_000);
-    expect(problems({ CHANGES_TYPES: 'products,widgets', CHANGES_RETENTION: 'a month' }).map((p) => p.split(':')[0]).sort())
-      .toEqual(['CHANGES_RETENTION', 'CHANGES_TYPES']);
+    expect(
+      problems({ CHANGES_TYPES: 'products,widgets', CHANGES_RETENTION: 'a month' })
+        .map((p) => p.split(':')[0])
+        .sort(),
+    ).toEqual(['CHANGES_RETENTION', 'CHANGES_TYPES']);
   });
 });

@@ -41,16 +41,27 @@ const bool = ({ value }: { value: unknown }) => {
 
 /** CHANGES_TYPES takes resource types or their API collection names; `none` turns the change log off. */
 const CHANGE_TYPE_NAMES: Record<string, string> = {
-  collection: 'collection', collections: 'collection', product: 'product', products: 'product', trait: 'trait',
-  traits: 'trait', trait_option: 'trait_option', trait_options: 'trait_option', order: 'order', orders: 'order',
-  order_product: 'order_product', order_products: 'order_product', order_product_trait_option: 'order_product_trait_option',
-  order_product_trait_options: 'order_product_trait_option', store: 'store', stores: 'store',
+  collection: 'collection',
+  collections: 'collection',
+  product: 'product',
+  products: 'product',
+  trait: 'trait',
+  traits: 'trait',
+  trait_option: 'trait_option',
+  trait_options: 'trait_option',
+  order: 'order',
+  orders: 'order',
+  order_product: 'order_product',
+  order_products: 'order_product',
+  order_product_trait_option: 'order_product_trait_option',
+  order_product_trait_options: 'order_product_trait_option',
+  store: 'store',
+  stores: 'store',
 };
 const DURATION = /^(\d{1,9})(ms|s|m|h|d)$/;
 const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 const pgUrl = /^postgres(ql)?:\/\/.+/;
-
 
 /** Names of the variables whose values are secrets: masked in every dump. */
 export const SECRET_VARIABLES = new Set([
@@ -101,7 +112,9 @@ export class AppConfig {
   UPSTREAM_BASE_URL?: string;
 
   @IsString()
-  @Matches(/^[\w.+-]+\/[\w.+-]+$/, { message: 'UPSTREAM_MEDIA_TYPE must be a media type such as application/vnd.service.v2' })
+  @Matches(/^[\w.+-]+\/[\w.+-]+$/, {
+    message: 'UPSTREAM_MEDIA_TYPE must be a media type such as application/vnd.service.v2',
+  })
   UPSTREAM_MEDIA_TYPE = 'application/vnd.service.v2';
 
   @ValidateIf((config: AppConfig) => config.hasUpstream)
@@ -123,7 +136,10 @@ export class AppConfig {
   OAUTH_SCOPES: string[] = ['read_menu', 'read_orders', 'read_stores'];
 
   @Transform(list)
-  @IsIn(SPEC_EVENT_NAMES, { each: true, message: `ENABLED_EVENTS must list event names of the spec (${SPEC_EVENT_NAMES.join(', ')})` })
+  @IsIn(SPEC_EVENT_NAMES, {
+    each: true,
+    message: `ENABLED_EVENTS must list event names of the spec (${SPEC_EVENT_NAMES.join(', ')})`,
+  })
   ENABLED_EVENTS: string[] = [...SPEC_EVENT_NAMES];
 
   @Transform(list)
@@ -218,7 +234,9 @@ export class AppConfig {
   QUARANTINE_MAX_ENTRIES = 1000;
 
   /** The menu snapshot path template of reconcile (CONTRACT §7): `{store_id}` and `{resources}` are filled in. */
-  @Matches(/^\/\S*\{store_id\}\S*\{resources\}\S*$/, { message: 'UPSTREAM_SNAPSHOT_PATH must be a path containing {store_id} and {resources}' })
+  @Matches(/^\/\S*\{store_id\}\S*\{resources\}\S*$/, {
+    message: 'UPSTREAM_SNAPSHOT_PATH must be a path containing {store_id} and {resources}',
+  })
   UPSTREAM_SNAPSHOT_PATH = '/stores/{store_id}/{resources}';
 
   /** The order list path of reconcile (spec endpoint 3). */
@@ -244,7 +262,9 @@ export class AppConfig {
 
   /** NATS for `nats` sinks (CONTRACT §11); unset: creating one is refused. */
   @IsOptional()
-  @Matches(/^(nats|tls|wss?):\/\/\S+$|^[\w.-]+:\d+$/, { message: 'NATS_URL must be a NATS server URL such as nats://127.0.0.1:4222' })
+  @Matches(/^(nats|tls|wss?):\/\/\S+$|^[\w.-]+:\d+$/, {
+    message: 'NATS_URL must be a NATS server URL such as nats://127.0.0.1:4222',
+  })
   NATS_URL?: string;
 
   get sinkFailingAfterMs(): number {
@@ -254,8 +274,12 @@ export class AppConfig {
 
   /** Resource types whose changes are published (CONTRACT §11): `product`, `products`, …; `none` publishes nothing. */
   @Transform(list)
-  @IsIn([...Object.keys(CHANGE_TYPE_NAMES), 'none'], { each: true,
-    message: `CHANGES_TYPES must list resource types (${Object.keys(CHANGE_TYPE_NAMES).filter((n) => n.endsWith('s')).join(', ')}) or be none` })
+  @IsIn([...Object.keys(CHANGE_TYPE_NAMES), 'none'], {
+    each: true,
+    message: `CHANGES_TYPES must list resource types (${Object.keys(CHANGE_TYPE_NAMES)
+      .filter((n) => n.endsWith('s'))
+      .join(', ')}) or be none`,
+  })
   CHANGES_TYPES: string[] = ['collections', 'products', 'traits', 'trait_options'];
 
   /** How long every change is kept before compaction keeps only the newest per resource: `30d`, `12h`, `15m`, `30s`. */
@@ -352,8 +376,17 @@ export class ConfigError extends Error {
  */
 export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   const known = Object.keys(new AppConfig());
-  const optional = ['DATABASE_URL', 'PUBLIC_URL', 'UPSTREAM_AUTH_URL', 'UPSTREAM_BASE_URL', 'OAUTH_CLIENT_ID',
-    'OAUTH_CLIENT_SECRET', 'OAUTH_REDIRECT_URI', 'TOKEN_ENCRYPTION_KEY', 'NATS_URL'];
+  const optional = [
+    'DATABASE_URL',
+    'PUBLIC_URL',
+    'UPSTREAM_AUTH_URL',
+    'UPSTREAM_BASE_URL',
+    'OAUTH_CLIENT_ID',
+    'OAUTH_CLIENT_SECRET',
+    'OAUTH_REDIRECT_URI',
+    'TOKEN_ENCRYPTION_KEY',
+    'NATS_URL',
+  ];
   const plain: Record<string, string> = {};
   for (const name of [...known, ...optional]) {
     const value = env[name];

@@ -36,13 +36,31 @@ export class ConnectionRepository {
     private readonly cipher: SecretCipher,
   ) {}
 
-  async create(input: { authUrl: string; baseUrl: string; scopes: string[]; tokens: TokenSet; sandbox?: boolean }): Promise<Connection> {
-    const [{ id }] = await this.dataSource.query(`SELECT nextval(pg_get_serial_sequence('connections', 'id'))::int AS id`);
+  async create(input: {
+    authUrl: string;
+    baseUrl: string;
+    scopes: string[];
+    tokens: TokenSet;
+    sandbox?: boolean;
+  }): Promise<Connection> {
+    const [{ id }] = await this.dataSource.query(
+      `SELECT nextval(pg_get_serial_sequence('connections', 'id'))::int AS id`,
+    );
     const [row] = await this.dataSource.query(
       `INSERT INTO connections (id, auth_url, base_url, scopes, access_token, refresh_token, token_created_at, expires_in, owner_id, sandbox)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
-      [id, input.authUrl, input.baseUrl, input.tokens.scopes ?? input.scopes, ...this.sealTokens(id, input.tokens), input.tokens.createdAt,
-        input.tokens.expiresIn, input.tokens.ownerId ?? null, input.sandbox ?? false]);
+      [
+        id,
+        input.authUrl,
+        input.baseUrl,
+        input.tokens.scopes ?? input.scopes,
+        ...this.sealTokens(id, input.tokens),
+        input.tokens.createdAt,
+        input.tokens.expiresIn,
+        input.tokens.ownerId ?? null,
+        input.sandbox ?? false,
+      ],
+    );
     return this.toConnection(row);
   }
 
@@ -80,12 +98,22 @@ export class ConnectionRepository {
          expires_in = $5, scopes = COALESCE($6, scopes), token_version = token_version + 1, state = 'active',
          last_refresh_at = now(), last_error = NULL, updated_at = now()
        WHERE id = $1 RETURNING *`,
-      [id, access, refresh, tokens.createdAt, tokens.expiresIn, tokens.scopes ?? null]);
+      [id, access, refresh, tokens.createdAt, tokens.expiresIn, tokens.scopes ?? null],
+    );
     return this.toConnection(row);
   }
 
-  async setState(id: number, state: ConnectionState, lastError: string | null, manager: EntityManager = this.dataSource.manager): Promise<void> {
-    await manager.query(`UPDATE connections SET state = $2, last_error = $3, updated_at = now() WHERE id = $1`, [id, state, lastError]);
+  async setState(
+    id: number,
+    state: ConnectionState,
+    lastError: string | null,
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<void> {
+    await manager.query(`UPDATE connections SET state = $2, last_error = $3, updated_at = now() WHERE id = $1`, [
+      id,
+      state,
+      lastError,
+    ]);
   }
 
   /** Marks the active connections to earlier sandbox emulators as needing authorization again (a restarted sandbox). */
@@ -93,12 +121,16 @@ export class ConnectionRepository {
     const [, count] = await this.dataSource.query(
       `UPDATE connections SET state = 'reauthorization_required', last_error = $2, updated_at = now()
         WHERE sandbox AND state = 'active' AND base_url <> $1`,
-      [baseUrl, reason]);
+      [baseUrl, reason],
+    );
     return count;
   }
 
   async setOwner(id: number, ownerId: string): Promise<void> {
-    await this.dataSource.query(`UPDATE connections SET owner_id = $2, updated_at = now() WHERE id = $1 AND owner_id IS DISTINCT FROM $2`, [id, ownerId]);
+    await this.dataSource.query(
+      `UPDATE connections SET owner_id = $2, updated_at = now() WHERE id = $1 AND owner_id IS DISTINCT FROM $2`,
+      [id, ownerId],
+    );
   }
 
   private sealTokens(id: number, tokens: TokenSet): [Buffer, Buffer | null] {
@@ -133,9 +165,14 @@ export class ConnectionRepository {
     };
     try {
       connection.accessToken = this.cipher.open(row.access_token, aad(id, 'access_token'));
-      connection.refreshToken = row.refresh_token === null ? null : this.cipher.open(row.refresh_token, aad(id, 'refresh_token'));
+      connection.refreshToken =
+        row.refresh_token === null ? null : this.cipher.open(row.refresh_token, aad(id, 'refresh_token'));
     } catch {
-      return { ...connection, state: 'reauthorization_required', lastError: 'its tokens cannot be opened with the current TOKEN_ENCRYPTION_KEY' };
+      return {
+        ...connection,
+        state: 'reauthorization_required',
+        lastError: 'its tokens cannot be opened with the current TOKEN_ENCRYPTION_KEY',
+      };
     }
     return connection;
   }

@@ -12,10 +12,16 @@ describe('the advisory-lock registry', () => {
   });
 
   it('writes the call for one key and for a (space, key) pair', () => {
-    expect(lockQuery('pg_try_advisory_lock', advisoryLocks.single('projector')))
-      .toEqual(['SELECT pg_try_advisory_lock($1::bigint) AS result', [SINGLE_LOCKS.projector]]);
-    expect(lockQuery('pg_advisory_xact_lock', advisoryLocks.inSpace('connectionRefresh', 7)))
-      .toEqual(['SELECT pg_advisory_xact_lock($1::int, $2::int) AS result', [LOCK_SPACES.connectionRefresh, 7]]);
-    expect(pgLocksMatch(advisoryLocks.inSpace('rebuild', 1), 2)[0]).toBe('l.classid = $2 AND l.objid = $3 AND l.objsubid = 2');
+    expect(lockQuery('pg_try_advisory_lock', advisoryLocks.single('projector'))).toEqual([
+      'SELECT pg_try_advisory_lock($1::bigint) AS result',
+      [SINGLE_LOCKS.projector],
+    ]);
+    expect(lockQuery('pg_advisory_xact_lock', advisoryLocks.inSpace('connectionRefresh', 7))).toEqual([
+      'SELECT pg_advisory_xact_lock($1::int, $2::int) AS result',
+      [LOCK_SPACES.connectionRefresh, 7],
+    ]);
+    expect(pgLocksMatch(advisoryLocks.inSpace('rebuild', 1), 2)[0]).toBe(
+      'l.classid = $2 AND l.objid = $3 AND l.objsubid = 2',
+    );
   });
 });

@@ -42,8 +42,12 @@ export const advisoryLocks = {
   inSpace: (space: keyof typeof LOCK_SPACES, key: number): AdvisoryLock => [LOCK_SPACES[space], key],
 };
 
-type LockFunction = 'pg_advisory_lock' | 'pg_try_advisory_lock' | 'pg_advisory_unlock'
-  | 'pg_advisory_xact_lock' | 'pg_try_advisory_xact_lock';
+type LockFunction =
+  | 'pg_advisory_lock'
+  | 'pg_try_advisory_lock'
+  | 'pg_advisory_unlock'
+  | 'pg_advisory_xact_lock'
+  | 'pg_try_advisory_xact_lock';
 
 /**
  * The statement and parameters that call `fn` on `lock`, answering one row whose `result` column

@@ -10,8 +10,13 @@ import { poolOfItsOwn } from './postgres-connection.js';
  * own (ingress commits, menu `as_of`) keep the setting of the data source they come from.
  */
 describe('dataSourceOptions idleSeconds', () => {
-  const sessionsOf = async (watch: pg.Client, name: string) => (await watch.query(
-    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`, [name])).rows;
+  const sessionsOf = async (watch: pg.Client, name: string) =>
+    (
+      await watch.query(
+        `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
+        [name],
+      )
+    ).rows;
 
   it('closes idle sessions after idleSeconds, in the shared pool and in pools of their own', async () => {
     const database = await createTestDatabase();
@@ -40,7 +45,7 @@ describe('dataSourceOptions idleSeconds', () => {
     }
   });
 
-  it('keeps an idle session for as long as told (the same backend answers after pg\'s default would have closed it)', async () => {
+  it("keeps an idle session for as long as told (the same backend answers after pg's default would have closed it)", async () => {
     const database = await createTestDatabase();
     const dataSource = createDataSource({ url: database.url, poolSize: 1, idleSeconds: 600 });
     await dataSource.initialize();

@@ -5,7 +5,8 @@
  * never blamed on the data. Takes pg errors and TypeORM's QueryFailedError (which wraps them).
  */
 export function isDataError(error: unknown): boolean {
-  const code = (error as { driverError?: { code?: unknown } })?.driverError?.code ?? (error as { code?: unknown })?.code;
+  const code =
+    (error as { driverError?: { code?: unknown } })?.driverError?.code ?? (error as { code?: unknown })?.code;
   return typeof code === 'string' && /^(22|23|54)/.test(code);
 }
 
@@ -22,5 +23,7 @@ export function isTransientDatabaseError(error: unknown): boolean {
   if (typeof code === 'string' && /^(08|53|57P0[123]|25006|57014|40001|40P01)/.test(code)) return true;
   if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND)$/.test(code)) return true;
   const message = driver instanceof Error ? driver.message : '';
-  return /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Connection refused/i.test(message);
+  return /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Connection refused/i.test(
+    message,
+  );
 }

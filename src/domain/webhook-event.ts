@@ -32,7 +32,12 @@ export type MenuResourceType = 'collection' | 'product' | 'trait' | 'trait_optio
 export type OrderResourceType = 'order' | 'order_product' | 'order_product_trait_option' | 'store';
 export type ResourceType = MenuResourceType | OrderResourceType;
 
-export const ORDER_TYPES: readonly OrderResourceType[] = ['order', 'order_product', 'order_product_trait_option', 'store'];
+export const ORDER_TYPES: readonly OrderResourceType[] = [
+  'order',
+  'order_product',
+  'order_product_trait_option',
+  'store',
+];
 
 export type CollectionEvent = EventBase<EventNamesOf<'collection'>, 'collection'>;
 export type ProductEvent = EventBase<EventNamesOf<'product'>, 'product'>;

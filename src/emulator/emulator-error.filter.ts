@@ -11,17 +11,31 @@ export class EmulatorErrorFilter implements ExceptionFilter {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     if (error instanceof EmulatorHttpError) {
       const body = typeof error.body === 'string' ? error.body : JSON.stringify(error.body);
-      void reply.status(error.status).headers({ ...error.headers, 'Content-Type': error.contentType }).send(body);
+      void reply
+        .status(error.status)
+        .headers({ ...error.headers, 'Content-Type': error.contentType })
+        .send(body);
       return;
     }
     if (error instanceof HttpException) {
       const status = error.getStatus();
-      void reply.status(status).header('Content-Type', 'application/problem+json')
+      void reply
+        .status(status)
+        .header('Content-Type', 'application/problem+json')
         .send(JSON.stringify({ type: 'about:blank', title: error.message, status, detail: error.message }));
       return;
     }
     this.logger.error({ msg: 'emulator handler failed', err: error });
-    void reply.status(500).header('Content-Type', 'application/problem+json')
-      .send(JSON.stringify({ type: 'about:blank', title: 'Internal Server Error', status: 500, detail: 'the emulator failed' }));
+    void reply
+      .status(500)
+      .header('Content-Type', 'application/problem+json')
+      .send(
+        JSON.stringify({
+          type: 'about:blank',
+          title: 'Internal Server Error',
+          status: 500,
+          detail: 'the emulator failed',
+        }),
+      );
   }
 }

@@ -47,7 +47,9 @@ export const MAX_RETRIES = 5;
 export function emulatorOptions(overrides: Partial<EmulatorOptions> = {}): EmulatorOptions {
   const options = { ...DEFAULT_EMULATOR_OPTIONS, ...overrides };
   if (options.retryScheduleMs.length !== MAX_RETRIES) {
-    throw new Error(`the retry schedule lists the delays before retries 1–${MAX_RETRIES}: give ${MAX_RETRIES} values, got ${options.retryScheduleMs.length}`);
+    throw new Error(
+      `the retry schedule lists the delays before retries 1–${MAX_RETRIES}: give ${MAX_RETRIES} values, got ${options.retryScheduleMs.length}`,
+    );
   }
   return options;
 }

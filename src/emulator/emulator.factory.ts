@@ -14,7 +14,10 @@ export interface RunningEmulator {
 }
 
 /** Boots the emulator as its own Nest application on its own port (CLI, tests, the zero-config sandbox). */
-export async function startEmulator(options: EmulatorOptions, logger: LoggerService | false = false): Promise<RunningEmulator> {
+export async function startEmulator(
+  options: EmulatorOptions,
+  logger: LoggerService | false = false,
+): Promise<RunningEmulator> {
   const app = await NestFactory.create<NestFastifyApplication>(
     EmulatorModule.register(options),
     new FastifyAdapter({ forceCloseConnections: true }),

@@ -22,8 +22,14 @@ export class EmulatorModule {
   static register(options: EmulatorOptions): DynamicModule {
     return {
       module: EmulatorModule,
-      controllers: [OAuthController, OAuthControlController, PlatformApiController, WebhookEndpointsController,
-        DeliveriesController, ControlController],
+      controllers: [
+        OAuthController,
+        OAuthControlController,
+        PlatformApiController,
+        WebhookEndpointsController,
+        DeliveriesController,
+        ControlController,
+      ],
       providers: [
         { provide: EMULATOR_OPTIONS, useValue: options },
         Clock,

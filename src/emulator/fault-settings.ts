@@ -101,22 +101,32 @@ export class FaultSettings {
 }
 
 function parseFaults(body: unknown): Faults {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw controlError(400, 'the body must be a JSON object of fault settings');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw controlError(400, 'the body must be a JSON object of fault settings');
   const faults: Faults = { ...NO_FAULTS };
   for (const [field, value] of Object.entries(body)) {
     if (!(field in NO_FAULTS)) throw controlError(422, `unknown fault setting ${field}`, field);
     if (typeof NO_FAULTS[field as keyof Faults] === 'boolean') {
-      if (typeof value !== 'boolean' && value !== 0 && value !== 1) throw controlError(422, `${field} must be a boolean`, field);
+      if (typeof value !== 'boolean' && value !== 0 && value !== 1)
+        throw controlError(422, `${field} must be a boolean`, field);
       (faults as unknown as Record<string, unknown>)[field] = Boolean(value);
       continue;
     }
     const [min, max] = LIMITS[field];
     const integer = field !== 'duplicate_rate';
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
+    if (
+      typeof value !== 'number' ||
+      !Number.isFinite(value) ||
+      value < min ||
+      value > max ||
+      (integer && !Number.isInteger(value))
+    ) {
       throw controlError(422, `${field} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`, field);
     }
-    if (field === 'api_error_status' && value !== 0 && (value as number) < 400) throw controlError(422, 'api_error_status must be 0 (the default, 500) or from 400 to 599', field);
-    if (field === 'token_info_status' && value !== 0 && (value as number) < 400) throw controlError(422, 'token_info_status must be 0 (off) or from 400 to 599', field);
+    if (field === 'api_error_status' && value !== 0 && (value as number) < 400)
+      throw controlError(422, 'api_error_status must be 0 (the default, 500) or from 400 to 599', field);
+    if (field === 'token_info_status' && value !== 0 && (value as number) < 400)
+      throw controlError(422, 'token_info_status must be 0 (off) or from 400 to 599', field);
     (faults as unknown as Record<string, unknown>)[field] = value;
   }
   if (faults.api_error_status === 0) faults.api_error_status = NO_FAULTS.api_error_status;

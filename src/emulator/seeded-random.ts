@@ -6,7 +6,9 @@ import { createHash } from 'node:crypto';
  * decision never shifts another: the same seed and the same changes give the same faults.
  */
 export function seededUnit(seed: number, ...parts: (string | number)[]): number {
-  const digest = createHash('sha256').update(`${seed}:${parts.join(':')}`).digest();
+  const digest = createHash('sha256')
+    .update(`${seed}:${parts.join(':')}`)
+    .digest();
   return digest.readUInt32BE(0) / 2 ** 32;
 }
 

@@ -56,8 +56,14 @@ export class AppendBatcher implements OnApplicationShutdown {
 
   append(entry: NewLogEntry): Promise<AppendResult> {
     return new Promise<AppendResult>((resolve, reject) => {
-      const pending: Pending = { entry, enqueuedAt: process.hrtime.bigint(), deadline: Date.now() + this.config.APPEND_TIMEOUT_MS,
-        settled: false, resolve, reject };
+      const pending: Pending = {
+        entry,
+        enqueuedAt: process.hrtime.bigint(),
+        deadline: Date.now() + this.config.APPEND_TIMEOUT_MS,
+        settled: false,
+        resolve,
+        reject,
+      };
       this.queue.push(pending);
       this.unsettled.add(pending);
       this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS);
@@ -72,7 +78,10 @@ export class AppendBatcher implements OnApplicationShutdown {
   }
 
   private flush(): void {
-    while (this.queue.length > 0 && (this.inFlight === 0 || (this.inFlight < MAX_IN_FLIGHT && this.queue.length >= SECOND_COMMIT_MIN))) {
+    while (
+      this.queue.length > 0 &&
+      (this.inFlight === 0 || (this.inFlight < MAX_IN_FLIGHT && this.queue.length >= SECOND_COMMIT_MIN))
+    ) {
       const batch = this.queue.splice(0, MAX_BATCH);
       this.inFlight++;
       void this.commit(batch).finally(() => {

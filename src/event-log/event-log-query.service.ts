@@ -34,8 +34,10 @@ export class EventLogQueryService {
     const owners = await this.repository.owners();
     return {
       data: owners.map((owner) => ({
-        owner_id: owner.ownerId, events: owner.events,
-        first_occurred_at: owner.first.toISOString(), last_occurred_at: owner.last.toISOString(),
+        owner_id: owner.ownerId,
+        events: owner.events,
+        first_occurred_at: owner.first.toISOString(),
+        last_occurred_at: owner.last.toISOString(),
       })),
     };
   }
@@ -54,7 +56,8 @@ export class EventLogQueryService {
   async raw(position: number): Promise<{ contentType: string; body: Buffer }> {
     const entry = await this.find(position);
     let body = entry.rawSealed ? this.sealer.open(entry.eventId, entry.raw) : entry.raw;
-    if (entry.rawKey !== null && entry.rawKeyAt !== null) body = restoreKey(body, this.sealer.openKey(entry.keyId ?? '', entry.rawKey), entry.rawKeyAt);
+    if (entry.rawKey !== null && entry.rawKeyAt !== null)
+      body = restoreKey(body, this.sealer.openKey(entry.keyId ?? '', entry.rawKey), entry.rawKeyAt);
     return { contentType: entry.contentType ?? 'application/json', body };
   }
 

@@ -132,7 +132,8 @@ describe('EventLogRepository (PostgreSQL)', () => {
           await runner.query(
             `INSERT INTO event_log (event_id, event_type, subject_type, subject_id, occurred_at, source, handled,
                received_at, payload, sha256) VALUES ($1, $2, $3, $4, $5, 'webhook', true, now(), $6, $7)`,
-            [e.eventId, e.eventType, e.subjectType, e.subjectId, e.occurredAt, e.payload, e.sha256]);
+            [e.eventId, e.eventType, e.subjectType, e.subjectId, e.occurredAt, e.payload, e.sha256],
+          );
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 15));
           await runner.commitTransaction();
         }

@@ -3,14 +3,56 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { LazyPool } from '../database/postgres-connection.js';
-import { AppendResult, LogCheckpoint, LogEntry, LogEntrySummary, LogFilter, LogPage, NewLogEntry } from './log-entry.js';
+import {
+  AppendResult,
+  LogCheckpoint,
+  LogEntry,
+  LogEntrySummary,
+  LogFilter,
+  LogPage,
+  NewLogEntry,
+} from './log-entry.js';
 
 const COLUMNS = [
-  'event_id', 'event_type', 'subject_type', 'subject_id', 'owner_id', 'occurred_at', 'event_seq', 'source',
-  'handled', 'received_at', 'key_id', 'content_type', 'payload', 'raw_body', 'raw_sealed', 'raw_key', 'raw_key_at', 'sha256',
+  'event_id',
+  'event_type',
+  'subject_type',
+  'subject_id',
+  'owner_id',
+  'occurred_at',
+  'event_seq',
+  'source',
+  'handled',
+  'received_at',
+  'key_id',
+  'content_type',
+  'payload',
+  'raw_body',
+  'raw_sealed',
+  'raw_key',
+  'raw_key_at',
+  'sha256',
 ] as const;
-const ARRAY_TYPES = ['text', 'text', 'text', 'text', 'text', 'timestamptz', 'numeric', 'text', 'boolean', 'timestamptz',
-  'text', 'text', 'json', 'bytea', 'boolean', 'bytea', 'text', 'bytea'];
+const ARRAY_TYPES = [
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'timestamptz',
+  'numeric',
+  'text',
+  'boolean',
+  'timestamptz',
+  'text',
+  'text',
+  'json',
+  'bytea',
+  'boolean',
+  'bytea',
+  'text',
+  'bytea',
+];
 /** An array column cannot travel as an element of an array parameter: its literal does, cast back here. */
 const SELECTED = COLUMNS.map((column) => (column === 'raw_key_at' ? 'raw_key_at::integer[]' : column));
 
@@ -25,8 +67,9 @@ const APPEND: Omit<pg.QueryConfig, 'values'> = {
   name: 'menu_sync_append',
   text: `INSERT INTO event_log (${COLUMNS.join(', ')})
          SELECT ${SELECTED.join(', ')}
-           FROM ROWS FROM (${COLUMNS.map((column, i) => column === 'payload'
-             ? `json_array_elements($${i + 1}::json)` : `unnest($${i + 1}::${ARRAY_TYPES[i]}[])`).join(', ')})
+           FROM ROWS FROM (${COLUMNS.map((column, i) =>
+             column === 'payload' ? `json_array_elements($${i + 1}::json)` : `unnest($${i + 1}::${ARRAY_TYPES[i]}[])`,
+           ).join(', ')})
                 WITH ORDINALITY AS input (${COLUMNS.join(', ')}, ord)
           ORDER BY ord
          ON CONFLICT (event_id) DO NOTHING
@@ -68,11 +111,24 @@ export class EventLogRepository {
     const inserted = await this.pool.query<{ event_id: string; position: string }>({
       ...APPEND,
       values: [
-        column((e) => e.eventId), column((e) => e.eventType), column((e) => e.subjectType), column((e) => e.subjectId),
-        column((e) => e.ownerId), column((e) => e.occurredAt), column((e) => e.eventSeq), column((e) => e.source),
-        column((e) => e.handled), column((e) => e.receivedAt), column((e) => e.keyId), column((e) => e.contentType),
-        `[${column((e) => e.payload).join(',')}]`, column((e) => e.rawBody), column((e) => e.rawSealed), column((e) => e.rawKey),
-        column((e) => (e.rawKeyAt === null ? null : `{${e.rawKeyAt.join(',')}}`)), column((e) => e.sha256),
+        column((e) => e.eventId),
+        column((e) => e.eventType),
+        column((e) => e.subjectType),
+        column((e) => e.subjectId),
+        column((e) => e.ownerId),
+        column((e) => e.occurredAt),
+        column((e) => e.eventSeq),
+        column((e) => e.source),
+        column((e) => e.handled),
+        column((e) => e.receivedAt),
+        column((e) => e.keyId),
+        column((e) => e.contentType),
+        `[${column((e) => e.payload).join(',')}]`,
+        column((e) => e.rawBody),
+        column((e) => e.rawSealed),
+        column((e) => e.rawKey),
+        column((e) => (e.rawKeyAt === null ? null : `{${e.rawKeyAt.join(',')}}`)),
+        column((e) => e.sha256),
       ],
     });
     const byId = new Map(inserted.rows.map((row) => [row.event_id, { position: row.position, inserted: true }]));
@@ -142,12 +198,16 @@ export class EventLogRepository {
       where.push(`${column} = $${params.length}`);
     }
     const rows: RawEntry[] = await this.dataSource.query(
-      `SELECT ${SUMMARY} FROM event_log e WHERE ${where.join(' AND ')} ORDER BY e.position LIMIT $2`, params);
+      `SELECT ${SUMMARY} FROM event_log e WHERE ${where.join(' AND ')} ORDER BY e.position LIMIT $2`,
+      params,
+    );
     return rows.map(toSummary);
   }
 
   async findByPosition(position: number): Promise<LogEntry | null> {
-    const rows: RawEntry[] = await this.dataSource.query(`SELECT ${FULL} FROM event_log WHERE position = $1`, [position]);
+    const rows: RawEntry[] = await this.dataSource.query(`SELECT ${FULL} FROM event_log WHERE position = $1`, [
+      position,
+    ]);
     return rows.length === 0 ? null : toEntry(rows[0]);
   }
 
@@ -155,12 +215,15 @@ export class EventLogRepository {
   async owners(): Promise<Array<{ ownerId: string; events: number; first: Date; last: Date }>> {
     const rows: Array<{ owner_id: string; events: number; first: Date; last: Date }> = await this.dataSource.query(
       `SELECT owner_id, count(*)::int AS events, min(occurred_at) AS first, max(occurred_at) AS last
-         FROM event_log WHERE owner_id IS NOT NULL GROUP BY owner_id ORDER BY count(*) DESC, owner_id`);
+         FROM event_log WHERE owner_id IS NOT NULL GROUP BY owner_id ORDER BY count(*) DESC, owner_id`,
+    );
     return rows.map((row) => ({ ownerId: row.owner_id, events: row.events, first: row.first, last: row.last }));
   }
 
   async headPosition(): Promise<number> {
-    const rows: Array<{ head: string | null }> = await this.dataSource.query(`SELECT max(position) AS head FROM event_log`);
+    const rows: Array<{ head: string | null }> = await this.dataSource.query(
+      `SELECT max(position) AS head FROM event_log`,
+    );
     return Number(rows[0].head ?? 0);
   }
 }

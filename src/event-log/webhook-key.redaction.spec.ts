@@ -7,14 +7,17 @@ describe('webhook key redaction', () => {
   it('replaces every occurrence of the key in text, and nothing else', () => {
     const text = `{"uri":"https://menu-sync.example/webhooks/${KEY}","again":"${KEY}${KEY}","other":"${KEY.slice(1)}"}`;
     expect(redactKey(text, KEY)).toBe(
-      `{"uri":"https://menu-sync.example/webhooks/${REDACTED}","again":"${REDACTED}${REDACTED}","other":"${KEY.slice(1)}"}`);
+      `{"uri":"https://menu-sync.example/webhooks/${REDACTED}","again":"${REDACTED}${REDACTED}","other":"${KEY.slice(1)}"}`,
+    );
     expect(redactKey('{"uri":null}', KEY)).toBe('{"uri":null}');
   });
 
   it('keeps valid JSON valid when the key is inside strings', () => {
     const document = { data: { attributes: { uri: `https://h/webhooks/${KEY}` } }, list: [KEY, `x${KEY}y`] };
-    expect(JSON.parse(redactKey(JSON.stringify(document), KEY))).toEqual(
-      { data: { attributes: { uri: `https://h/webhooks/${REDACTED}` } }, list: [REDACTED, `x${REDACTED}y`] });
+    expect(JSON.parse(redactKey(JSON.stringify(document), KEY))).toEqual({
+      data: { attributes: { uri: `https://h/webhooks/${REDACTED}` } },
+      list: [REDACTED, `x${REDACTED}y`],
+    });
   });
 
   it('does nothing for an empty key', () => {
@@ -44,7 +47,10 @@ describe('webhook key redaction', () => {
 
   it('leaves non-text bytes around the key untouched', () => {
     const bytes = Buffer.concat([Buffer.from([0xff, 0x00, 0xfe]), Buffer.from(KEY), Buffer.from([0x80])]);
-    expect(redactKeyEverywhere(bytes, KEY).equals(Buffer.concat([Buffer.from([0xff, 0x00, 0xfe]), Buffer.from(REDACTED), Buffer.from([0x80])])))
-      .toBe(true);
+    expect(
+      redactKeyEverywhere(bytes, KEY).equals(
+        Buffer.concat([Buffer.from([0xff, 0x00, 0xfe]), Buffer.from(REDACTED), Buffer.from([0x80])]),
+      ),
+    ).toBe(true);
   });
 });

@@ -8,7 +8,9 @@ describe('DeliveriesInFlight', () => {
   /** Whether `promise` has settled once pending callbacks ran. */
   async function settled(promise: Promise<void>): Promise<boolean> {
     let done = false;
-    void promise.then(() => { done = true; });
+    void promise.then(() => {
+      done = true;
+    });
     await Promise.resolve();
     await Promise.resolve();
     return done;

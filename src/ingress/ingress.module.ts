@@ -11,7 +11,14 @@ import { QuarantineService } from './quarantine.service.js';
 @Module({
   imports: [EventLogModule],
   controllers: [QuarantineController],
-  providers: [IngressService, QuarantineService, QuarantineRepository, WebhookKeyRegistry, WebhookKeyRepository, DeliveriesInFlight],
+  providers: [
+    IngressService,
+    QuarantineService,
+    QuarantineRepository,
+    WebhookKeyRegistry,
+    WebhookKeyRepository,
+    DeliveriesInFlight,
+  ],
   exports: [IngressService, WebhookKeyRegistry, WebhookKeyRepository, DeliveriesInFlight],
 })
 export class IngressModule {}

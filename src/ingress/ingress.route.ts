@@ -12,7 +12,11 @@ const logger = new Logger('IngressRoute');
  * a tenth of the daemon's CPU there. The handler stays one call to IngressService, counted in
  * `inFlight` while it runs.
  */
-export function registerIngressRoute(fastify: FastifyInstance, ingress: IngressService, inFlight: DeliveriesInFlight): void {
+export function registerIngressRoute(
+  fastify: FastifyInstance,
+  ingress: IngressService,
+  inFlight: DeliveriesInFlight,
+): void {
   fastify.post<{ Params: { key: string } }>('/webhooks/:key', async (request, reply) => {
     inFlight.begin();
     try {

@@ -48,10 +48,20 @@ describe('IngressService: webhook keys never stored in clear (PostgreSQL)', () =
   beforeAll(async () => {
     Logger.overrideLogger(false);
     database = await createTestDatabase();
-    const config = loadConfig({ DATABASE_URL: database.url, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), WEBHOOK_KEYS: ENV_KEY });
+    const config = loadConfig({
+      DATABASE_URL: database.url,
+      TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      WEBHOOK_KEYS: ENV_KEY,
+    });
     moduleRef = await Test.createTestingModule({
-      imports: [ConfigModule.forRoot(config), DatabaseModule.forRoot({ url: database.url, poolSize: 4 }), EventEmitterModule.forRoot(),
-        ObservabilityModule, EventLogModule, IngressModule],
+      imports: [
+        ConfigModule.forRoot(config),
+        DatabaseModule.forRoot({ url: database.url, poolSize: 4 }),
+        EventEmitterModule.forRoot(),
+        ObservabilityModule,
+        EventLogModule,
+        IngressModule,
+      ],
     }).compile();
     await moduleRef.init();
     ingress = moduleRef.get(IngressService);
@@ -74,7 +84,7 @@ describe('IngressService: webhook keys never stored in clear (PostgreSQL)', () =
     ingress.receive({ key, body, contentType, receivedAt: new Date() } satisfies Delivery);
 
   async function positionOf(key: string, body: Buffer, contentType?: string): Promise<number> {
-    const outcome = await deliver(key, body, contentType) as { status: number; body: { position: number } };
+    const outcome = (await deliver(key, body, contentType)) as { status: number; body: { position: number } };
     expect(outcome.status).toBe(202);
     return outcome.body.position;
   }
@@ -85,8 +95,12 @@ describe('IngressService: webhook keys never stored in clear (PostgreSQL)', () =
     return rows.map((r) => r.row).join('\n');
   }
 
-  it.each([['a WEBHOOK_KEYS key', () => ENV_KEY], ["a connection's key", () => storedKey]])(
-    'stores a delivery holding %s redacted, only the key sealed, and /raw still answers its exact bytes', async (_name, keyOf) => {
+  it.each([
+    ['a WEBHOOK_KEYS key', () => ENV_KEY],
+    ["a connection's key", () => storedKey],
+  ])(
+    'stores a delivery holding %s redacted, only the key sealed, and /raw still answers its exact bytes',
+    async (_name, keyOf) => {
       const key = keyOf();
       const body = Buffer.from(JSON.stringify(eventFor(key)));
       const position = await positionOf(key, body);
@@ -105,12 +119,19 @@ describe('IngressService: webhook keys never stored in clear (PostgreSQL)', () =
       // Only the key is sealed (a few dozen bytes), with where it stood: the payload is the rest of the bytes.
       const [row] = await dataSource.query(
         `SELECT raw_sealed, raw_body IS NOT NULL AS kept, length(raw_key) AS sealed_key_bytes, raw_key_at, sha256, key_id
-           FROM event_log WHERE position = $1`, [position]);
-      expect(row).toMatchObject({ raw_sealed: false, kept: false, raw_key_at: [body.indexOf(key)],
-        key_id: key === ENV_KEY ? 'env:1' : expect.stringMatching(/^key:\d+$/) });
+           FROM event_log WHERE position = $1`,
+        [position],
+      );
+      expect(row).toMatchObject({
+        raw_sealed: false,
+        kept: false,
+        raw_key_at: [body.indexOf(key)],
+        key_id: key === ENV_KEY ? 'env:1' : expect.stringMatching(/^key:\d+$/),
+      });
       expect(row.sealed_key_bytes).toBeLessThan(100);
       expect((row.sha256 as Buffer).equals(createHash('sha256').update(raw.body).digest())).toBe(true);
-    });
+    },
+  );
 
   it('keeps a body in another charset exactly too', async () => {
     const body = Buffer.from(`\ufeff${JSON.stringify(eventFor(ENV_KEY))}`, 'utf16le');
@@ -123,7 +144,9 @@ describe('IngressService: webhook keys never stored in clear (PostgreSQL)', () =
     const body = Buffer.from(JSON.stringify(webhookEvent()));
     const position = await positionOf(ENV_KEY, body);
     const [row] = await dataSource.query(
-      `SELECT raw_body, raw_sealed, payload::text AS payload FROM event_log WHERE position = $1`, [position]);
+      `SELECT raw_body, raw_sealed, payload::text AS payload FROM event_log WHERE position = $1`,
+      [position],
+    );
     expect(row).toEqual({ raw_body: null, raw_sealed: false, payload: body.toString() });
     expect((await events.raw(position)).body.equals(body)).toBe(true);
   });
@@ -131,19 +154,27 @@ describe('IngressService: webhook keys never stored in clear (PostgreSQL)', () =
   it('answers a repeat holding the key as a duplicate of the original, storing nothing more', async () => {
     const event = eventFor(ENV_KEY);
     const position = await positionOf(ENV_KEY, Buffer.from(JSON.stringify(event)));
-    await expect(deliver(ENV_KEY, Buffer.from(JSON.stringify({ ...event, extra: ENV_KEY })))).resolves
-      .toEqual({ status: 200, body: { status: 'duplicate', position } });
+    await expect(deliver(ENV_KEY, Buffer.from(JSON.stringify({ ...event, extra: ENV_KEY })))).resolves.toEqual({
+      status: 200,
+      body: { status: 'duplicate', position },
+    });
     for (const form of forms(ENV_KEY)) expect(await rowsOf('event_log')).not.toContain(form);
   });
 
   it.each<[string, (key: string) => Buffer]>([
-    ['an invalid event', (key) => {
-      const event = eventFor(key) as { data: Record<string, unknown> };
-      delete event.data.relationships;
-      return Buffer.from(JSON.stringify(event));
-    }],
+    [
+      'an invalid event',
+      (key) => {
+        const event = eventFor(key) as { data: Record<string, unknown> };
+        delete event.data.relationships;
+        return Buffer.from(JSON.stringify(event));
+      },
+    ],
     ['a body that is not JSON', (key) => Buffer.from(`{"uri":${key}}`)],
-    ['a UTF-16 body that is not an event', (key) => Buffer.from(JSON.stringify({ uri: `https://h/webhooks/${key}` }), 'utf16le')],
+    [
+      'a UTF-16 body that is not an event',
+      (key) => Buffer.from(JSON.stringify({ uri: `https://h/webhooks/${key}` }), 'utf16le'),
+    ],
   ])('quarantines %s with the key redacted', async (_name, bodyOf) => {
     const body = bodyOf(ENV_KEY);
     const utf16 = body.includes(0);

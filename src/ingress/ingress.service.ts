@@ -58,13 +58,23 @@ export class IngressService {
         return { status: 200, body: { status: 'duplicate', position: result.position } };
       }
       if (!parsed.handled) {
-        this.logger.warn({ msg: 'accepted an event type outside the spec', eventType: parsed.eventType, position: result.position });
+        this.logger.warn({
+          msg: 'accepted an event type outside the spec',
+          eventType: parsed.eventType,
+          position: result.position,
+        });
       }
       this.metrics.webhookDeliveries.inc({ outcome: parsed.handled ? 'accepted' : 'unhandled' });
       return { status: 202, body: { status: 'accepted', position: result.position, event_id: parsed.eventId } };
     } catch (error) {
       if (error instanceof AppendRejectedError) {
-        return this.reject(delivery, keyId, 400, 'body', `the database refused a value of this event: ${error.message}`);
+        return this.reject(
+          delivery,
+          keyId,
+          400,
+          'body',
+          `the database refused a value of this event: ${error.message}`,
+        );
       }
       if (error instanceof AppendUnconfirmedError) {
         this.metrics.webhookDeliveries.inc({ outcome: 'unavailable' });
@@ -100,22 +110,36 @@ export class IngressService {
   }
 
   /** Quarantines the body with the key redacted (the hash stays that of the bytes received), then refuses. */
-  private async reject(delivery: Delivery, keyId: string, status: 400 | 415, field: string, detail: string): Promise<never> {
+  private async reject(
+    delivery: Delivery,
+    keyId: string,
+    status: 400 | 415,
+    field: string,
+    detail: string,
+  ): Promise<never> {
     this.metrics.webhookDeliveries.inc({ outcome: status === 415 ? 'unsupported_media_type' : 'rejected' });
     this.logger.warn({ msg: 'rejected a delivery', status, field, detail: detail.slice(0, 200) });
     await this.quarantine
-      .add({
-        receivedAt: delivery.receivedAt,
-        status,
-        reason: detail,
-        field,
-        keyId,
-        contentType: delivery.contentType ?? null,
-        sha256: createHash('sha256').update(delivery.body).digest(),
-        body: redactKeyEverywhere(delivery.body, delivery.key),
-      }, this.config.QUARANTINE_MAX_ENTRIES)
+      .add(
+        {
+          receivedAt: delivery.receivedAt,
+          status,
+          reason: detail,
+          field,
+          keyId,
+          contentType: delivery.contentType ?? null,
+          sha256: createHash('sha256').update(delivery.body).digest(),
+          body: redactKeyEverywhere(delivery.body, delivery.key),
+        },
+        this.config.QUARANTINE_MAX_ENTRIES,
+      )
       .catch((error) => this.logger.warn({ msg: 'could not quarantine a rejected delivery', err: error }));
-    throw new AppError(status === 415 ? 'unsupported_media_type' : 'invalid_event', status,
-      status === 415 ? 'Unsupported Media Type' : 'Bad Request', detail, { field });
+    throw new AppError(
+      status === 415 ? 'unsupported_media_type' : 'invalid_event',
+      status,
+      status === 415 ? 'Unsupported Media Type' : 'Bad Request',
+      detail,
+      { field },
+    );
   }
 }

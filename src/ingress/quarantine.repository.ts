@@ -28,15 +28,26 @@ export class QuarantineRepository {
          INSERT INTO quarantine (received_at, status, reason, field, key_id, content_type, sha256, body)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id)
        DELETE FROM quarantine WHERE id <= (SELECT id FROM added) - $9::bigint`,
-      [entry.receivedAt, entry.status, entry.reason, entry.field, entry.keyId, entry.contentType, entry.sha256,
-        entry.body, keep],
+      [
+        entry.receivedAt,
+        entry.status,
+        entry.reason,
+        entry.field,
+        entry.keyId,
+        entry.contentType,
+        entry.sha256,
+        entry.body,
+        keep,
+      ],
     );
   }
 
   async list(after: number, limit: number): Promise<QuarantinedDelivery[]> {
     const rows: Array<Record<string, unknown>> = await this.dataSource.query(
       `SELECT id, received_at, status, reason, field, key_id, content_type, sha256, body
-         FROM quarantine WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit]);
+         FROM quarantine WHERE id > $1 ORDER BY id LIMIT $2`,
+      [after, limit],
+    );
     return rows.map((row) => ({
       id: Number(row.id),
       receivedAt: row.received_at as Date,

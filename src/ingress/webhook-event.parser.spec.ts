@@ -18,13 +18,27 @@ function rejection(run: () => unknown): DeliveryRejection {
 
 describe('parseDelivery', () => {
   it('extracts the log columns of a valid delivery', () => {
-    const event = webhookEvent({ eventType: 'product.created', eventId: 'evt-1', subjectId: '17', seq: 99,
-      createdAt: '2024-03-01T12:00:00.123Z', ownerId: '42' });
+    const event = webhookEvent({
+      eventType: 'product.created',
+      eventId: 'evt-1',
+      subjectId: '17',
+      seq: 99,
+      createdAt: '2024-03-01T12:00:00.123Z',
+      ownerId: '42',
+    });
     const raw = body(event);
     const parsed = parseDelivery(raw, JSON_TYPE);
     expect(parsed).toMatchObject({
-      eventId: 'evt-1', eventType: 'product.created', subjectType: 'product', subjectId: '17', ownerId: '42',
-      occurredAt: '2024-03-01T12:00:00.123Z', eventSeq: '99', handled: true, payload: raw.toString(), rawBody: null,
+      eventId: 'evt-1',
+      eventType: 'product.created',
+      subjectType: 'product',
+      subjectId: '17',
+      ownerId: '42',
+      occurredAt: '2024-03-01T12:00:00.123Z',
+      eventSeq: '99',
+      handled: true,
+      payload: raw.toString(),
+      rawBody: null,
     });
     expect(parsed.sha256.equals(createHash('sha256').update(raw).digest())).toBe(true);
   });
@@ -39,30 +53,45 @@ describe('parseDelivery', () => {
 
   describe('ids read as the projector reads them (canonicalId)', () => {
     /** A product.created body whose subject id and included id are the given JSON texts. */
-    const withIds = (subject: string, included: string, owner = '"42"') => Buffer.from(JSON.stringify(webhookEvent({ eventType: 'product.created' }))
-      .replace(/"subject":\{"data":\{"id":"[^"]*"/, `"subject":{"data":{"id":${subject}`)
-      .replace(/"included":\[\{"id":"[^"]*"/, `"included":[{"id":${included}`)
-      .replace(/"resource_owner":\{"data":\{"id":"[^"]*"/, `"resource_owner":{"data":{"id":${owner}`));
+    const withIds = (subject: string, included: string, owner = '"42"') =>
+      Buffer.from(
+        JSON.stringify(webhookEvent({ eventType: 'product.created' }))
+          .replace(/"subject":\{"data":\{"id":"[^"]*"/, `"subject":{"data":{"id":${subject}`)
+          .replace(/"included":\[\{"id":"[^"]*"/, `"included":[{"id":${included}`)
+          .replace(/"resource_owner":\{"data":\{"id":"[^"]*"/, `"resource_owner":{"data":{"id":${owner}`),
+      );
 
-    it.each([['"1"', '1.0', '1'], ['"1"', '1e0', '1'], ['1.0', '"1"', '1'], ['12345678901234567890', '"12345678901234567890"', '12345678901234567890'],
-      ['"12345678901234567891"', '12345678901234567891', '12345678901234567891'], ['"é🍕"', '"é🍕"', 'é🍕']])(
-      'takes subject %s with included id %s as subject %j', (subject, included, id) => {
-        expect(parseDelivery(withIds(subject, included), JSON_TYPE).subjectId).toBe(id);
-      });
+    it.each([
+      ['"1"', '1.0', '1'],
+      ['"1"', '1e0', '1'],
+      ['1.0', '"1"', '1'],
+      ['12345678901234567890', '"12345678901234567890"', '12345678901234567890'],
+      ['"12345678901234567891"', '12345678901234567891', '12345678901234567891'],
+      ['"é🍕"', '"é🍕"', 'é🍕'],
+    ])('takes subject %s with included id %s as subject %j', (subject, included, id) => {
+      expect(parseDelivery(withIds(subject, included), JSON_TYPE).subjectId).toBe(id);
+    });
 
     it('reads a large numeric owner id exactly', () => {
-      expect(parseDelivery(withIds('"1"', '"1"', '98765432109876543210'), JSON_TYPE).ownerId).toBe('98765432109876543210');
+      expect(parseDelivery(withIds('"1"', '"1"', '98765432109876543210'), JSON_TYPE).ownerId).toBe(
+        '98765432109876543210',
+      );
     });
 
     it('does not take an included id that rounds to the subject (2^53 + 1 is not 2^53)', () => {
-      expect(rejection(() => parseDelivery(withIds('"9007199254740992"', '9007199254740993'), JSON_TYPE)).field).toBe('included');
+      expect(rejection(() => parseDelivery(withIds('"9007199254740992"', '9007199254740993'), JSON_TYPE)).field).toBe(
+        'included',
+      );
     });
 
-    it.each([['1.5', '"1.5"', 'data.relationships.subject.data.id'], ['"1"', '1.5', 'included[0].id'], ['"1"', '1e300', 'included[0].id']])(
-      'refuses subject %s with included id %s naming %s', (subject, included, field) => {
-        const refused = rejection(() => parseDelivery(withIds(subject, included), JSON_TYPE));
-        expect({ status: refused.status, field: refused.field }).toEqual({ status: 400, field });
-      });
+    it.each([
+      ['1.5', '"1.5"', 'data.relationships.subject.data.id'],
+      ['"1"', '1.5', 'included[0].id'],
+      ['"1"', '1e300', 'included[0].id'],
+    ])('refuses subject %s with included id %s naming %s', (subject, included, field) => {
+      const refused = rejection(() => parseDelivery(withIds(subject, included), JSON_TYPE));
+      expect({ status: refused.status, field: refused.field }).toEqual({ status: 400, field });
+    });
   });
 
   describe('with the webhook key in the body (the platform sends the callback URI)', () => {
@@ -94,9 +123,19 @@ describe('parseDelivery', () => {
 
     it('changes nothing when the body does not hold the key, or no key is given', () => {
       const raw = body(webhookEvent());
-      expect(parseDelivery(raw, JSON_TYPE, KEY)).toMatchObject({ keyAt: null, sealWhole: false, rawBody: null, payload: raw.toString() });
+      expect(parseDelivery(raw, JSON_TYPE, KEY)).toMatchObject({
+        keyAt: null,
+        sealWhole: false,
+        rawBody: null,
+        payload: raw.toString(),
+      });
       const holding = body(withUri());
-      expect(parseDelivery(holding, JSON_TYPE)).toMatchObject({ keyAt: null, sealWhole: false, rawBody: null, payload: holding.toString() });
+      expect(parseDelivery(holding, JSON_TYPE)).toMatchObject({
+        keyAt: null,
+        sealWhole: false,
+        rawBody: null,
+        payload: holding.toString(),
+      });
     });
 
     it('finds the key in another charset (UTF-16) through the decoded text', () => {
@@ -133,7 +172,9 @@ describe('parseDelivery', () => {
   });
 
   it('takes integer resource ids as their decimal text', () => {
-    const event = webhookEvent({ subjectId: '5' }) as { data: { relationships: { subject: { data: { id: unknown } } } } };
+    const event = webhookEvent({ subjectId: '5' }) as {
+      data: { relationships: { subject: { data: { id: unknown } } } };
+    };
     event.data.relationships.subject.data.id = 5;
     expect(parseDelivery(body(event), JSON_TYPE).subjectId).toBe('5');
   });
@@ -168,14 +209,30 @@ describe('parseDelivery', () => {
     ['data.id too long', mutate((e) => (e.data.id = 'x'.repeat(256))), 'data.id'],
     ['data.type wrong', mutate((e) => (e.data.type = 'event')), 'data.type'],
     ['created_at not ISO', mutate((e) => (e.data.attributes.created_at = 'yesterday')), 'data.attributes.created_at'],
-    ['created_at impossible', mutate((e) => (e.data.attributes.created_at = '2024-13-01T00:00:00Z')), 'data.attributes.created_at'],
+    [
+      'created_at impossible',
+      mutate((e) => (e.data.attributes.created_at = '2024-13-01T00:00:00Z')),
+      'data.attributes.created_at',
+    ],
     ['attributes.id fractional', mutate((e) => (e.data.attributes.id = 1.5)), 'data.attributes.id'],
     ['event_type empty', mutate((e) => (e.data.attributes.event_type = '')), 'data.attributes.event_type'],
     ['subject missing', mutate((e) => delete e.data.relationships.subject), 'data.relationships.subject'],
-    ['subject id lone surrogate', mutate((e) => (e.data.relationships.subject.data.id = '\ud800')), 'data.relationships.subject.data.id'],
-    ['subject type mismatch', mutate((e) => (e.data.relationships.subject.data.type = 'collection')), 'data.relationships.subject.data.type'],
+    [
+      'subject id lone surrogate',
+      mutate((e) => (e.data.relationships.subject.data.id = '\ud800')),
+      'data.relationships.subject.data.id',
+    ],
+    [
+      'subject type mismatch',
+      mutate((e) => (e.data.relationships.subject.data.type = 'collection')),
+      'data.relationships.subject.data.type',
+    ],
     ['included without subject', mutate((e) => (e.included = [])), 'included'],
-    ['owner id an object', mutate((e) => (e.data.relationships.resource_owner.data.id = {})), 'data.relationships.resource_owner.data.id'],
+    [
+      'owner id an object',
+      mutate((e) => (e.data.relationships.resource_owner.data.id = {})),
+      'data.relationships.resource_owner.data.id',
+    ],
   ])('rejects %s, naming %p', (_name, raw, field) => {
     const error = rejection(() => parseDelivery(raw, JSON_TYPE));
     expect(error.status).toBe(400);

@@ -12,8 +12,20 @@ import { redactKey, redactKeyRestorably } from '../event-log/webhook-key.redacti
  * (`rawBody`: the bytes to keep when they are not exactly the UTF-8 of `payload`, key redacted,
  * else null; `sha256`: of the received bytes), and where the webhook key was found.
  */
-export type ParsedDelivery = Pick<NewLogEntry, 'eventId' | 'eventType' | 'subjectType' | 'subjectId' | 'ownerId' | 'occurredAt' | 'eventSeq'
-  | 'handled' | 'payload' | 'rawBody' | 'sha256'> & {
+export type ParsedDelivery = Pick<
+  NewLogEntry,
+  | 'eventId'
+  | 'eventType'
+  | 'subjectType'
+  | 'subjectId'
+  | 'ownerId'
+  | 'occurredAt'
+  | 'eventSeq'
+  | 'handled'
+  | 'payload'
+  | 'rawBody'
+  | 'sha256'
+> & {
   /**
    * The body held the webhook key it was sent to, as bytes: it is redacted from them before anything
    * is read (so from `payload`, `rawBody` and every field), at these byte offsets.
@@ -40,7 +52,8 @@ const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /** Checks the media type and returns the charset to decode with. */
 export function mediaCharset(contentType: string | undefined): string {
-  if (contentType === undefined) throw new DeliveryRejection(415, 'content-type', 'Content-Type must be application/json');
+  if (contentType === undefined)
+    throw new DeliveryRejection(415, 'content-type', 'Content-Type must be application/json');
   const [mediaType, ...params] = contentType.split(';');
   if (mediaType.trim().toLowerCase() !== 'application/json') {
     throw new DeliveryRejection(415, 'content-type', 'Content-Type must be application/json');
@@ -91,8 +104,11 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
   // The bytes are stored once, as the payload text, when that text re-encodes to exactly them:
   // UTF-8 without a BOM, and no whitespace around the document (the log stores it trimmed).
   const utf8 = charset === 'utf-8' || charset === 'utf8' || charset === 'unicode-1-1-utf-8';
-  const exact = utf8 && !stored.subarray(0, 3).equals(UTF8_BOM)
-    && !isJsonSpace(text.charCodeAt(0)) && !isJsonSpace(text.charCodeAt(text.length - 1));
+  const exact =
+    utf8 &&
+    !stored.subarray(0, 3).equals(UTF8_BOM) &&
+    !isJsonSpace(text.charCodeAt(0)) &&
+    !isJsonSpace(text.charCodeAt(text.length - 1));
   // A charset that does not hold the key as its ASCII bytes (UTF-16, or escape sequences splitting
   // it): redacted in the text, and the whole body kept sealed. UTF-8 text holds the key only where
   // the bytes did, so the search of the bytes settled it (the common case: no second scan).
@@ -112,19 +128,29 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
   const attributes = object(data.attributes, 'data.attributes');
   const eventType = requiredText(attributes.event_type, 'data.attributes.event_type', MAX_TYPE_LENGTH);
   const occurredAt = timestamp(attributes.created_at, 'data.attributes.created_at');
-  const eventSeq = attributes.id === undefined || attributes.id === null ? null : integer(attributes.id, 'data.attributes.id');
+  const eventSeq =
+    attributes.id === undefined || attributes.id === null ? null : integer(attributes.id, 'data.attributes.id');
   const relationships = object(data.relationships, 'data.relationships');
-  const subject = object(object(relationships.subject, 'data.relationships.subject').data, 'data.relationships.subject.data');
+  const subject = object(
+    object(relationships.subject, 'data.relationships.subject').data,
+    'data.relationships.subject.data',
+  );
   const subjectType = requiredText(subject.type, 'data.relationships.subject.data.type', MAX_TYPE_LENGTH);
   const owner = ownerData(relationships.resource_owner);
-  if (root.included !== undefined && root.included !== null && !Array.isArray(root.included)) throw reject('included', 'must be an array');
+  if (root.included !== undefined && root.included !== null && !Array.isArray(root.included))
+    throw reject('included', 'must be an array');
   const included = Array.isArray(root.included) ? root.included : [];
   // Numbers as ids are read from their own text (JSON.parse rounds beyond 2^53), by a second,
   // exact parse — only when some id is a number: the spec's ids are strings.
-  const numericIds = [subject.id, owner?.id, ...included.map(idOf)].some((id) => typeof id === 'number') ? exactIds(text) : undefined;
+  const numericIds = [subject.id, owner?.id, ...included.map(idOf)].some((id) => typeof id === 'number')
+    ? exactIds(text)
+    : undefined;
   const subjectId = identifier(numericIds?.subject ?? subject.id, 'data.relationships.subject.data.id');
-  const ownerId = owner === null ? null : identifier(numericIds?.owner ?? owner.id, 'data.relationships.resource_owner.data.id');
-  const includedIds = included.map((resource, index) => includedId(numericIds?.included[index] ?? idOf(resource), index));
+  const ownerId =
+    owner === null ? null : identifier(numericIds?.owner ?? owner.id, 'data.relationships.resource_owner.data.id');
+  const includedIds = included.map((resource, index) =>
+    includedId(numericIds?.included[index] ?? idOf(resource), index),
+  );
   const handled = isSpecEventName(eventType);
   if (handled) {
     const expected = eventType.slice(0, eventType.indexOf('.'));
@@ -134,9 +160,13 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
   }
   if (!eventType.endsWith('.destroyed')) {
     if (!Array.isArray(root.included)) throw reject('included', 'must be an array holding the subject resource');
-    const found = included.some((resource, index) =>
-      typeof resource === 'object' && resource !== null
-      && (resource as Record<string, unknown>).type === subjectType && includedIds[index] === subjectId);
+    const found = included.some(
+      (resource, index) =>
+        typeof resource === 'object' &&
+        resource !== null &&
+        (resource as Record<string, unknown>).type === subjectType &&
+        includedIds[index] === subjectId,
+    );
     if (!found) throw reject('included', `must hold the subject resource ${subjectType} ${subjectId}`);
   }
   return {
@@ -150,7 +180,7 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
     handled,
     payload: text,
     rawBody: sealWhole ? body : exact ? null : stored,
-    keyAt: sealWhole ? null : redacted?.at ?? null,
+    keyAt: sealWhole ? null : (redacted?.at ?? null),
     sealWhole,
     sha256: createHash('sha256').update(body).digest(),
   };

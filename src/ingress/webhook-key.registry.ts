@@ -28,7 +28,9 @@ export class WebhookKeyRegistry implements OnModuleInit, OnModuleDestroy {
     private readonly config: AppConfig,
     private readonly repository: WebhookKeyRepository,
   ) {
-    this.configured = new Map(config.WEBHOOK_KEYS.map((key, i) => [hashWebhookKey(key).toString('hex'), `env:${i + 1}`]));
+    this.configured = new Map(
+      config.WEBHOOK_KEYS.map((key, i) => [hashWebhookKey(key).toString('hex'), `env:${i + 1}`]),
+    );
   }
 
   async onModuleInit(): Promise<void> {

@@ -15,7 +15,8 @@ export class WebhookKeyRepository {
   /** Keys still accepted: never rotated, or rotated with an overlap that has not yet ended. */
   async listActive(): Promise<ActiveWebhookKey[]> {
     const rows: Array<{ id: string; key_hash: Buffer; connection_id: string | null }> = await this.dataSource.query(
-      `SELECT id, key_hash, connection_id FROM webhook_keys WHERE expires_at IS NULL OR expires_at > now()`);
+      `SELECT id, key_hash, connection_id FROM webhook_keys WHERE expires_at IS NULL OR expires_at > now()`,
+    );
     return rows.map((row) => ({
       id: Number(row.id),
       keyHash: row.key_hash,
@@ -26,7 +27,9 @@ export class WebhookKeyRepository {
   /** Stores a new key (its hash only) for a connection; returns its id. */
   async add(keyHash: Buffer, connectionId: number | null): Promise<number> {
     const [row]: Array<{ id: string }> = await this.dataSource.query(
-      `INSERT INTO webhook_keys (key_hash, connection_id) VALUES ($1, $2) RETURNING id`, [keyHash, connectionId]);
+      `INSERT INTO webhook_keys (key_hash, connection_id) VALUES ($1, $2) RETURNING id`,
+      [keyHash, connectionId],
+    );
     return Number(row.id);
   }
 
@@ -38,12 +41,16 @@ export class WebhookKeyRepository {
     const [, count] = await this.dataSource.query(
       `UPDATE webhook_keys SET expires_at = now() + make_interval(secs => $3)
         WHERE connection_id = $1 AND id <> $2 AND (expires_at IS NULL OR expires_at > now() + make_interval(secs => $3))`,
-      [connectionId, keepId, overlapSeconds]);
+      [connectionId, keepId, overlapSeconds],
+    );
     return count;
   }
 
   /** Stops accepting a key from now on (a key no endpoint upstream will ever use). */
   async expire(id: number): Promise<void> {
-    await this.dataSource.query(`UPDATE webhook_keys SET expires_at = now() WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())`, [id]);
+    await this.dataSource.query(
+      `UPDATE webhook_keys SET expires_at = now() WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())`,
+      [id],
+    );
   }
 }

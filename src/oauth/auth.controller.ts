@@ -15,7 +15,10 @@ export class AuthController {
 
   @Get('connect')
   @UseGuards(ConnectStartGuard)
-  @ApiOperation({ summary: 'Start connecting an upstream account: redirects to the authorization server (API token as bearer or ?api_token=)' })
+  @ApiOperation({
+    summary:
+      'Start connecting an upstream account: redirects to the authorization server (API token as bearer or ?api_token=)',
+  })
   @ApiFoundResponse({ description: 'Redirect to {auth_url}/oauth/authorize' })
   @Header('Cache-Control', 'no-store')
   @Redirect(undefined, 302)

@@ -39,7 +39,8 @@ export class AuthorizationStateRepository {
     await this.dataSource.query(
       `INSERT INTO oauth_authorizations (state_hash, code_verifier, redirect_uri, expires_at)
        VALUES ($1, $2, $3, now() + make_interval(secs => $4))`,
-      [stateHash, this.cipher.seal(codeVerifier, aad(stateHash)), redirectUri, ttlSeconds]);
+      [stateHash, this.cipher.seal(codeVerifier, aad(stateHash)), redirectUri, ttlSeconds],
+    );
   }
 
   /** Marks the request used and returns it, or null when it is unknown, already used or expired. */
@@ -48,7 +49,8 @@ export class AuthorizationStateRepository {
       `UPDATE oauth_authorizations SET used_at = now()
        WHERE state_hash = $1 AND used_at IS NULL AND expires_at > now()
        RETURNING state_hash, code_verifier, redirect_uri`,
-      [stateHash]);
+      [stateHash],
+    );
     return rows.length === 0 ? null : this.toPending(rows[0]);
   }
 
@@ -63,7 +65,8 @@ export class AuthorizationStateRepository {
            FOR UPDATE SKIP LOCKED)
          AND used_at IS NULL AND expires_at > now()
        RETURNING state_hash, code_verifier, redirect_uri`,
-      [redirectUri]);
+      [redirectUri],
+    );
     return rows.length === 0 ? null : this.toPending(rows[0]);
   }
 

@@ -7,7 +7,11 @@ import { SubscriptionService } from '../subscriptions/subscription.service.js';
 import { UPSTREAM_SETTINGS } from '../upstream/upstream-settings.js';
 import type { UpstreamSettings } from '../upstream/upstream-settings.js';
 import {
-  AuthorizationDeniedError, CodeExchangeError, InvalidCallbackError, InvalidStateError, NoPendingAuthorizationError,
+  AuthorizationDeniedError,
+  CodeExchangeError,
+  InvalidCallbackError,
+  InvalidStateError,
+  NoPendingAuthorizationError,
 } from './oauth.errors.js';
 import { AuthorizationStateRepository, hashState, PendingAuthorization } from './authorization-state.repository.js';
 import type { TokenSet } from '../connections/connection.js';
@@ -73,7 +77,8 @@ export class ConnectService {
       throw new AuthorizationDeniedError(oauthErrorCode(callback.error));
     }
     if (state === undefined) throw new InvalidCallbackError('The callback has no state.', 'state');
-    if (typeof callback.code !== 'string' || callback.code === '') throw new InvalidCallbackError('The callback has no code.', 'code');
+    if (typeof callback.code !== 'string' || callback.code === '')
+      throw new InvalidCallbackError('The callback has no code.', 'code');
     const pending = await this.authorizations.consume(hashState(state));
     if (pending === null) throw new InvalidStateError();
     return this.connect(settings, callback.code, pending);
@@ -87,13 +92,28 @@ export class ConnectService {
     return this.connect(settings, code, pending);
   }
 
-  private async connect(settings: UpstreamSettings, code: string, pending: PendingAuthorization): Promise<ConnectionView> {
+  private async connect(
+    settings: UpstreamSettings,
+    code: string,
+    pending: PendingAuthorization,
+  ): Promise<ConnectionView> {
     const exchanged = await this.exchange(settings, code, pending);
-    const tokens = { ...exchanged, ownerId: exchanged.ownerId ?? await this.oauth.resourceOwner(settings.authUrl, exchanged.accessToken) };
+    const tokens = {
+      ...exchanged,
+      ownerId: exchanged.ownerId ?? (await this.oauth.resourceOwner(settings.authUrl, exchanged.accessToken)),
+    };
     const connection = await this.connections.create({
-      authUrl: settings.authUrl, baseUrl: settings.baseUrl, scopes: settings.scopes, tokens, sandbox: settings.mode === 'emulator',
+      authUrl: settings.authUrl,
+      baseUrl: settings.baseUrl,
+      scopes: settings.scopes,
+      tokens,
+      sandbox: settings.mode === 'emulator',
     });
-    this.logger.log({ msg: `connection ${connection.id} created`, connectionId: connection.id, scopes: connection.scopes });
+    this.logger.log({
+      msg: `connection ${connection.id} created`,
+      connectionId: connection.id,
+      scopes: connection.scopes,
+    });
     await this.subscriptions.subscribe(connection.id);
     this.events.emit(CONNECTION_CREATED, { connectionId: connection.id });
     return this.views.view(connection);
@@ -103,12 +123,16 @@ export class ConnectService {
     try {
       return await this.oauth.exchangeCode(settings, code, pending.redirectUri, pending.codeVerifier);
     } catch (error) {
-      const reason = error instanceof OAuthGrantError
-        ? `the authorization server answered ${oauthErrorCode(error.error)}`
-        : error instanceof UpstreamUnavailableError
-          ? 'the authorization server could not be reached'
-          : 'the authorization server gave an unexpected answer';
-      this.logger.warn({ msg: `code exchange failed: ${reason}`, errorType: (error as object | null)?.constructor?.name });
+      const reason =
+        error instanceof OAuthGrantError
+          ? `the authorization server answered ${oauthErrorCode(error.error)}`
+          : error instanceof UpstreamUnavailableError
+            ? 'the authorization server could not be reached'
+            : 'the authorization server gave an unexpected answer';
+      this.logger.warn({
+        msg: `code exchange failed: ${reason}`,
+        errorType: (error as object | null)?.constructor?.name,
+      });
       throw new CodeExchangeError(reason);
     }
   }

@@ -41,7 +41,11 @@ export function subscriptionView(subscription: Subscription): SubscriptionView {
 }
 
 /** Built field by field, so that a field added to Connection (a token…) is never shown by accident. */
-export function connectionView(connection: Connection, subscriptions: Subscription[], mode: ConnectionView['mode']): ConnectionView {
+export function connectionView(
+  connection: Connection,
+  subscriptions: Subscription[],
+  mode: ConnectionView['mode'],
+): ConnectionView {
   return {
     id: connection.id,
     state: connection.state,
@@ -49,9 +53,14 @@ export function connectionView(connection: Connection, subscriptions: Subscripti
     base_url: connection.baseUrl,
     scopes: connection.scopes,
     owner_id: connection.ownerId,
-    token: { expires_at: expiresAt(connection).toISOString(), last_refresh_at: connection.lastRefreshAt?.toISOString() ?? null },
+    token: {
+      expires_at: expiresAt(connection).toISOString(),
+      last_refresh_at: connection.lastRefreshAt?.toISOString() ?? null,
+    },
     last_error: connection.lastError,
-    subscriptions: subscriptions.filter((subscription) => subscription.connectionId === connection.id).map(subscriptionView),
+    subscriptions: subscriptions
+      .filter((subscription) => subscription.connectionId === connection.id)
+      .map(subscriptionView),
     created_at: connection.createdAt.toISOString(),
     mode,
   };

@@ -11,7 +11,9 @@ export class ConnectionsController {
   constructor(private readonly connections: ConnectionsService) {}
 
   @Get()
-  @ApiOperation({ summary: 'Connected accounts with their token state and subscriptions (never a token or a webhook key)' })
+  @ApiOperation({
+    summary: 'Connected accounts with their token state and subscriptions (never a token or a webhook key)',
+  })
   @ApiOkResponse({ description: '{"data": [<connection>]}' })
   list() {
     return this.connections.list();

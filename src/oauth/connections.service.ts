@@ -19,14 +19,17 @@ export class ConnectionsService implements OnModuleInit {
     const gauge = this.metrics.connections;
     (gauge as unknown as { collect: () => Promise<void> }).collect = async () => {
       const counts: Record<string, number> = { active: 0, reauthorization_required: 0 };
-      for (const connection of await this.connections.list().catch(() => [])) counts[connection.state] = (counts[connection.state] ?? 0) + 1;
+      for (const connection of await this.connections.list().catch(() => []))
+        counts[connection.state] = (counts[connection.state] ?? 0) + 1;
       for (const [state, count] of Object.entries(counts)) gauge.set({ state }, count);
     };
   }
 
   async list(): Promise<{ data: ConnectionView[] }> {
     const [connections, subscriptions] = await Promise.all([this.connections.list(), this.subscriptions.list()]);
-    return { data: connections.map((connection) => connectionView(connection, subscriptions, this.modeOf(connection))) };
+    return {
+      data: connections.map((connection) => connectionView(connection, subscriptions, this.modeOf(connection))),
+    };
   }
 
   async view(connection: Connection): Promise<ConnectionView> {

@@ -23,33 +23,56 @@ export function prettyLogs(format: LogFormat, fd: 1 | 2): boolean {
  */
 export function createRootLogger(level: string, sync = false, fd: 1 | 2 = 1, format: LogFormat = 'json'): Pino {
   const destination: DestinationStream = prettyLogs(format, fd)
-    ? pretty({ destination: fd, sync, colorize: isatty(fd), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service',
-      messageFormat: '{if context}[{context}] {end}{msg}' })
+    ? pretty({
+        destination: fd,
+        sync,
+        colorize: isatty(fd),
+        translateTime: 'SYS:HH:MM:ss.l',
+        ignore: 'pid,hostname,service',
+        messageFormat: '{if context}[{context}] {end}{msg}',
+      })
     : pino.destination({ sync, fd });
-  return pino({
-    level,
-    base: { service: 'menu-sync' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
-    // Lines written while a request is handled carry its id (fields given to the line win).
-    mixin: () => {
-      const reqId = requestContext.getStore()?.reqId;
-      return reqId === undefined ? {} : { reqId };
+  return pino(
+    {
+      level,
+      base: { service: 'menu-sync' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      // Lines written while a request is handled carry its id (fields given to the line win).
+      mixin: () => {
+        const reqId = requestContext.getStore()?.reqId;
+        return reqId === undefined ? {} : { reqId };
+      },
+      serializers: {
+        err: pino.stdSerializers.err,
+        req: (req: { method?: string; url?: string }) => ({ method: req.method, url: redactPath(req.url) }),
+      },
+      redact: {
+        paths: [
+          '*.authorization',
+          '*.headers.authorization',
+          '*.access_token',
+          '*.refresh_token',
+          '*.client_secret',
+          '*.password',
+          '*.key',
+          '*.token',
+        ],
+        censor: REDACTED,
+      },
     },
-    serializers: {
-      err: pino.stdSerializers.err,
-      req: (req: { method?: string; url?: string }) => ({ method: req.method, url: redactPath(req.url) }),
-    },
-    redact: {
-      paths: ['*.authorization', '*.headers.authorization', '*.access_token', '*.refresh_token', '*.client_secret',
-        '*.password', '*.key', '*.token'],
-      censor: REDACTED,
-    },
-  }, destination);
+    destination,
+  );
 }
 
 /** Nest's own start-up chatter (one line per module and route) is debug detail. */
-const BOOTSTRAP_CONTEXTS = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestFactory', 'NestApplication']);
+const BOOTSTRAP_CONTEXTS = new Set([
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestFactory',
+  'NestApplication',
+]);
 
 /** Nest's LoggerService on top of pino: context = class name, plus the current request id. */
 export class PinoNestLogger implements LoggerService {
@@ -84,7 +107,10 @@ export class PinoNestLogger implements LoggerService {
       this.root[level]({ ...bindings, err: message }, message.message);
     } else if (typeof message === 'object' && message !== null) {
       const { msg, ...fields } = message as Record<string, unknown>;
-      this.root[level]({ ...bindings, ...fields }, typeof msg === 'string' ? msg : typeof rest[0] === 'string' && rest.length > 1 ? rest[0] : '');
+      this.root[level](
+        { ...bindings, ...fields },
+        typeof msg === 'string' ? msg : typeof rest[0] === 'string' && rest.length > 1 ? rest[0] : '',
+      );
     } else {
       const stack = level === 'error' && typeof rest[0] === 'string' && rest.length > 1 ? rest[0] : undefined;
       this.root[level]({ ...bindings, stack }, String(message));

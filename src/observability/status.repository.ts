@@ -26,15 +26,30 @@ export class StatusRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   async connections(): Promise<ConnectionStatusRow[]> {
-    const rows: Array<{ id: number; state: string; owner_id: string | null; sandbox: boolean; expires_at: Date; last_error: string | null;
-      subscriptions: number; failed: number }> = await this.dataSource.query(
+    const rows: Array<{
+      id: number;
+      state: string;
+      owner_id: string | null;
+      sandbox: boolean;
+      expires_at: Date;
+      last_error: string | null;
+      subscriptions: number;
+      failed: number;
+    }> = await this.dataSource.query(
       `SELECT c.id::int AS id, c.state, c.owner_id, c.sandbox, c.token_created_at + make_interval(secs => c.expires_in) AS expires_at,
               c.last_error, count(s.id)::int AS subscriptions, count(s.id) FILTER (WHERE s.status = 'failed')::int AS failed
          FROM connections c LEFT JOIN subscriptions s ON s.connection_id = c.id
-        GROUP BY c.id ORDER BY c.id`);
+        GROUP BY c.id ORDER BY c.id`,
+    );
     return rows.map((row) => ({
-      id: row.id, state: row.state, ownerId: row.owner_id, sandbox: row.sandbox, expiresAt: row.expires_at, lastError: row.last_error,
-      subscriptions: row.subscriptions, failedSubscriptions: row.failed,
+      id: row.id,
+      state: row.state,
+      ownerId: row.owner_id,
+      sandbox: row.sandbox,
+      expiresAt: row.expires_at,
+      lastError: row.last_error,
+      subscriptions: row.subscriptions,
+      failedSubscriptions: row.failed,
     }));
   }
 
@@ -48,7 +63,9 @@ export class StatusRepository {
     const [{ present }] = await this.dataSource.query(`SELECT to_regclass('sinks') IS NOT NULL AS present`);
     if (!present) return undefined;
     // Read as JSON: only the columns every version of the table has are relied upon.
-    const rows: Array<{ sink: Record<string, unknown> }> = await this.dataSource.query(`SELECT to_jsonb(s) AS sink FROM sinks s ORDER BY to_jsonb(s)->>'created_at', to_jsonb(s)->>'id'`);
+    const rows: Array<{ sink: Record<string, unknown> }> = await this.dataSource.query(
+      `SELECT to_jsonb(s) AS sink FROM sinks s ORDER BY to_jsonb(s)->>'created_at', to_jsonb(s)->>'id'`,
+    );
     return rows.map(({ sink }) => ({
       id: String(sink.id),
       kind: typeof sink.kind === 'string' ? sink.kind : null,

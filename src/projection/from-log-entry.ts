@@ -3,13 +3,27 @@ import type { LogEntry } from '../event-log/log-entry.js';
 import type { ResourceObject, WebhookEvent } from '../domain/webhook-event.js';
 
 /** The typed event of a log entry, or null for an event type outside the spec. */
-export function toWebhookEvent(entry: Pick<LogEntry, 'eventId' | 'eventType' | 'subjectType' | 'subjectId' | 'ownerId'
-  | 'occurredAt' | 'eventSeq' | 'position' | 'payload'>): WebhookEvent | null {
+export function toWebhookEvent(
+  entry: Pick<
+    LogEntry,
+    | 'eventId'
+    | 'eventType'
+    | 'subjectType'
+    | 'subjectId'
+    | 'ownerId'
+    | 'occurredAt'
+    | 'eventSeq'
+    | 'position'
+    | 'payload'
+  >,
+): WebhookEvent | null {
   if (!isSpecEventName(entry.eventType)) return null;
   const document = JSON.parse(entry.payload) as { included?: unknown };
   const included = Array.isArray(document.included)
-    ? document.included.filter((resource): resource is ResourceObject =>
-      typeof resource === 'object' && resource !== null && typeof (resource as ResourceObject).type === 'string')
+    ? document.included.filter(
+        (resource): resource is ResourceObject =>
+          typeof resource === 'object' && resource !== null && typeof (resource as ResourceObject).type === 'string',
+      )
     : [];
   return {
     eventType: entry.eventType,

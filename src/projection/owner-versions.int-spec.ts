@@ -13,14 +13,33 @@ function productEvent(id: string, ownerId: string, minute: number, kind = 'updat
   const createdAt = new Date(Date.UTC(2024, 0, 1, 0, minute)).toISOString();
   const eventId = randomUUID();
   const payload = JSON.stringify({
-    data: { id: eventId, type: 'webhook_event', attributes: { id: null, created_at: createdAt, event_type: `product.${kind}` },
-      relationships: { subject: { data: { id, type: 'product' } } } },
+    data: {
+      id: eventId,
+      type: 'webhook_event',
+      attributes: { id: null, created_at: createdAt, event_type: `product.${kind}` },
+      relationships: { subject: { data: { id, type: 'product' } } },
+    },
     included: [{ id, type: 'product', attributes: { title: `${id} of ${ownerId}` }, relationships: {} }],
   });
   return {
-    eventId, eventType: `product.${kind}`, subjectType: 'product', subjectId: id, ownerId, occurredAt: createdAt, eventSeq: null,
-    source: 'webhook', handled: true, receivedAt: new Date(), keyId: 'env:1', contentType: 'application/json', payload,
-    rawBody: null, rawSealed: false, rawKey: null, rawKeyAt: null, sha256: createHash('sha256').update(payload).digest(),
+    eventId,
+    eventType: `product.${kind}`,
+    subjectType: 'product',
+    subjectId: id,
+    ownerId,
+    occurredAt: createdAt,
+    eventSeq: null,
+    source: 'webhook',
+    handled: true,
+    receivedAt: new Date(),
+    keyId: 'env:1',
+    contentType: 'application/json',
+    payload,
+    rawBody: null,
+    rawSealed: false,
+    rawKey: null,
+    rawKeyAt: null,
+    sha256: createHash('sha256').update(payload).digest(),
   };
 }
 
@@ -63,19 +82,24 @@ describe.each([
     const total = Number((await dataSource.query(`SELECT count(*) AS n FROM event_log`))[0].n);
     while ((await statuses.status(MENU_PROJECTION)).applied < total) {
       if (Date.now() > deadline) throw new Error('the menu projection did not catch up');
-      if ((await projections.applyPage(runner, MENU_PROJECTION, 100_000)).entries === 0) await new Promise((r) => setTimeout(r, 20));
+      if ((await projections.applyPage(runner, MENU_PROJECTION, 100_000)).entries === 0)
+        await new Promise((r) => setTimeout(r, 20));
     }
   }
 
   async function versions(): Promise<Record<string, string>> {
     const rows: Array<{ owner_id: string; version: string }> = await dataSource.query(
-      `SELECT owner_id, version::text AS version FROM proj_menu.owner_versions`);
+      `SELECT owner_id, version::text AS version FROM proj_menu.owner_versions`,
+    );
     return Object.fromEntries(rows.map((row) => [row.owner_id, row.version]));
   }
 
   it('a product moved to another owner changes both menus; an owner left alone keeps its version', async () => {
-    await log.append([productEvent('1', 'alice', 1, 'created'), productEvent('2', 'bob', 1, 'created'),
-      productEvent('3', 'carol', 1, 'created')]);
+    await log.append([
+      productEvent('1', 'alice', 1, 'created'),
+      productEvent('2', 'bob', 1, 'created'),
+      productEvent('3', 'carol', 1, 'created'),
+    ]);
     await project();
     const before = await versions();
     expect(Object.keys(before).sort()).toEqual(['alice', 'bob', 'carol']);

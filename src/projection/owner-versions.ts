@@ -14,14 +14,19 @@ import type { ProjectionDefinition } from './projection-definitions.js';
  * looked up by id for a small page and joined for a large one. (A join reads the whole table: per
  * page of a few deliveries that was half of the projector's time, and freshness suffered.)
  */
-export function ownerVersionsCte(projection: ProjectionDefinition, schema: string, before: ReadonlySet<string>,
-  smallPage: boolean): string {
+export function ownerVersionsCte(
+  projection: ProjectionDefinition,
+  schema: string,
+  before: ReadonlySet<string>,
+  smallPage: boolean,
+): string {
   if (projection.name !== 'menu') return '';
-  const previousOwners = (table: string) => before.has(table)
-    ? `SELECT o.owner_id FROM ${table}_before o JOIN ${table} c USING (id)`
-    : smallPage
-      ? `SELECT o.owner_id FROM ${schema}.${table} o WHERE o.id = ANY (ARRAY(SELECT id FROM ${table}))`
-      : `SELECT o.owner_id FROM ${schema}.${table} o JOIN ${table} c USING (id)`;
+  const previousOwners = (table: string) =>
+    before.has(table)
+      ? `SELECT o.owner_id FROM ${table}_before o JOIN ${table} c USING (id)`
+      : smallPage
+        ? `SELECT o.owner_id FROM ${schema}.${table} o WHERE o.id = ANY (ARRAY(SELECT id FROM ${table}))`
+        : `SELECT o.owner_id FROM ${schema}.${table} o JOIN ${table} c USING (id)`;
   const touched = projection.tables.map(({ table }) => `SELECT owner_id FROM ${table} UNION ${previousOwners(table)}`);
   return `,
        owner_versions AS (

@@ -26,8 +26,16 @@ export interface PageBounds {
  * it (not beyond `until`), below the log's horizon. Literal SQL (what it inlines is checked) so that
  * it can travel in a batch with the page's opening statements.
  */
-export function pageBoundsSql(projection: ProjectionDefinition, schema: string, limit: number, until?: LogCheckpoint): string {
-  const bound = until === undefined ? '' : `AND (e.transaction_id, e.position) <= ('${digits(until.transactionId)}'::xid8, ${digits(until.position)})`;
+export function pageBoundsSql(
+  projection: ProjectionDefinition,
+  schema: string,
+  limit: number,
+  until?: LogCheckpoint,
+): string {
+  const bound =
+    until === undefined
+      ? ''
+      : `AND (e.transaction_id, e.position) <= ('${digits(until.transactionId)}'::xid8, ${digits(until.position)})`;
   return `SELECT c.transaction_id::text AS from_transaction_id, c.position::text AS from_position,
                  p.transaction_id::text AS transaction_id, p.position::text AS position,
                  coalesce(p.entries, 0) AS entries, coalesce(p.relevant, 0) AS relevant
@@ -54,7 +62,13 @@ export const SMALL_PAGE_ENTRIES = 5_000;
  * the transaction in error) when another projector moved it meanwhile. A DO block, so it travels
  * in one batch with the COMMIT.
  */
-export function moveCheckpointSql(projection: ProjectionDefinition, schema: string, from: LogCheckpoint, to: LogCheckpoint, entries: number): string {
+export function moveCheckpointSql(
+  projection: ProjectionDefinition,
+  schema: string,
+  from: LogCheckpoint,
+  to: LogCheckpoint,
+  entries: number,
+): string {
   return `DO $$ BEGIN
         UPDATE ${schema}.checkpoint SET transaction_id = '${digits(to.transactionId)}'::xid8, position = ${digits(to.position)},
                applied = applied + ${Math.trunc(entries)}, updated_at = now()
@@ -68,12 +82,24 @@ export function moveCheckpointSql(projection: ProjectionDefinition, schema: stri
  * CTE), missing subjects parked with the error $5, and every table upserted by its own
  * data-modifying CTE; the types in `published` also write their changes. Answers `parked`.
  */
-export function rangeSql(projection: ProjectionDefinition, schema: string, published: ReadonlySet<string>, smallPage: boolean): string {
-  const upserts = projection.tables.map(({ type, table }) => published.has(type)
-    ? publishedChangesSql(schema, table, type, `SELECT id FROM changes WHERE type = '${type}' AND NOT missing`,
-      upsertSql(`${schema}.${table}`, type))
-    : `${table} AS (${upsertSql(`${schema}.${table}`, type)}
-         RETURNING t.id, t.owner_id)`);
+export function rangeSql(
+  projection: ProjectionDefinition,
+  schema: string,
+  published: ReadonlySet<string>,
+  smallPage: boolean,
+): string {
+  const upserts = projection.tables.map(({ type, table }) =>
+    published.has(type)
+      ? publishedChangesSql(
+          schema,
+          table,
+          type,
+          `SELECT id FROM changes WHERE type = '${type}' AND NOT missing`,
+          upsertSql(`${schema}.${table}`, type),
+        )
+      : `${table} AS (${upsertSql(`${schema}.${table}`, type)}
+         RETURNING t.id, t.owner_id)`,
+  );
   return `WITH changes (${CHANGE_COLUMNS}) AS MATERIALIZED (${projection.changes(RANGE)}),
        parked AS (
          INSERT INTO ${schema}.parked_events (position, event_id, error)
@@ -91,7 +117,8 @@ const ROW_COLUMNS = `id, owner_id, attributes, relationships, deleted, occurred_
 function onConflict(): string {
   const newer = `${versionRow('excluded')} > ${versionRow('t')}`;
   const newerData = `excluded.data_event_id IS NOT NULL AND (t.data_event_id IS NULL OR ${versionRow('excluded', 'data_')} > ${versionRow('t', 'data_')})`;
-  const pick = (column: string, condition: string) => `${column} = CASE WHEN ${condition} THEN excluded.${column} ELSE t.${column} END`;
+  const pick = (column: string, condition: string) =>
+    `${column} = CASE WHEN ${condition} THEN excluded.${column} ELSE t.${column} END`;
   return `ON CONFLICT (id) DO UPDATE SET
       ${['owner_id', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position'].map((c) => pick(c, newer)).join(',\n      ')},
       ${['attributes', 'relationships', 'data_occurred_at', 'data_event_seq', 'data_event_id'].map((c) => pick(c, newerData)).join(',\n      ')}
@@ -120,7 +147,12 @@ function upsertSql(table: string, type: string): string {
  * create/update is parsed (by position). Nothing is written when a winner lacks its subject
  * (`missing` > 0): the caller then applies the page with the full statement.
  */
-export function winnersSql(projection: ProjectionDefinition, schema: string, published: ReadonlySet<string>, smallPage: boolean): string {
+export function winnersSql(
+  projection: ProjectionDefinition,
+  schema: string,
+  published: ReadonlySet<string>,
+  smallPage: boolean,
+): string {
   const newest = `ORDER BY type, id, ${NEWEST_FIRST}`;
   const upserts = projection.tables.map(({ type, table }) => {
     const upsert = `
@@ -150,4 +182,3 @@ export function winnersSql(projection: ProjectionDefinition, schema: string, pub
 function publishedTables(projection: ProjectionDefinition, published: ReadonlySet<string>): ReadonlySet<string> {
   return new Set(projection.tables.filter(({ type }) => published.has(type)).map(({ table }) => table));
 }
-

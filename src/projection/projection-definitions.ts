@@ -33,7 +33,8 @@ export interface ProjectionDefinition {
   missingError: string;
 }
 
-export const CHANGE_COLUMNS = 'type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, missing, attributes, relationships';
+export const CHANGE_COLUMNS =
+  'type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, missing, attributes, relationships';
 
 /** `e.event_type IN (…)` for the spec's events about a subject of `subjects` whose action passes `action`. */
 function eventTypesSql(subjects: readonly string[], action: (action: string) => boolean): string {
@@ -73,7 +74,8 @@ const ENTRY_VERSION = `e.occurred_at, coalesce(e.event_seq, '-Infinity'), e.even
 /** Rows carrying a version as ENTRY_VERSION selects it (occurred_at, event_seq, event_id), newest first. */
 export const NEWEST_FIRST = 'occurred_at DESC, event_seq DESC, event_id DESC';
 /** The same version as a row value, to compare two rows' versions: `versionRow('excluded') > versionRow('t')`; `prefix` names the data_ columns. */
-export const versionRow = (alias: string, prefix = '') => `(${alias}.${prefix}occurred_at, ${alias}.${prefix}event_seq, ${alias}.${prefix}event_id)`;
+export const versionRow = (alias: string, prefix = '') =>
+  `(${alias}.${prefix}occurred_at, ${alias}.${prefix}event_seq, ${alias}.${prefix}event_id)`;
 
 /** A menu event's resource and version: each is about its subject alone. */
 const MENU_VERSION = `e.subject_type, e.subject_id, e.owner_id, ${ENTRY_VERSION}, e.position`;

@@ -23,7 +23,9 @@ export class ProjectionStatusRepository {
     const [{ held }] = await this.dataSource.query(
       `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
                         WHERE d.datname = current_database() AND l.locktype = 'advisory' AND l.granted
-                          AND ${match}) AS held`, params);
+                          AND ${match}) AS held`,
+      params,
+    );
     return held;
   }
 
@@ -32,7 +34,8 @@ export class ProjectionStatusRepository {
       `SELECT c.transaction_id::text AS transaction_id, c.position::text AS position, c.applied::text AS applied,
               (SELECT count(*) FROM ${projection.schema}.parked_events)::int AS parked,
               (SELECT error FROM ${projection.schema}.parked_events ORDER BY parked_at DESC, position DESC LIMIT 1) AS last_error
-         FROM ${projection.schema}.checkpoint c`);
+         FROM ${projection.schema}.checkpoint c`,
+    );
     return {
       checkpoint: { transactionId: row.transaction_id, position: row.position },
       applied: Number(row.applied),
@@ -42,18 +45,30 @@ export class ProjectionStatusRepository {
   }
 
   /** The parked entries of a projection, newest first. */
-  async parked(projection: ProjectionDefinition, limit: number): Promise<Array<{ position: number; eventId: string; error: string; parkedAt: Date }>> {
-    const rows: Array<{ position: string; event_id: string; error: string; parked_at: Date }> = await this.dataSource.query(
-      `SELECT p.position::text AS position, p.event_id, p.error, p.parked_at FROM ${projection.schema}.parked_events p
-        ORDER BY p.position DESC LIMIT $1`, [limit]);
-    return rows.map((row) => ({ position: Number(row.position), eventId: row.event_id, error: row.error, parkedAt: row.parked_at }));
+  async parked(
+    projection: ProjectionDefinition,
+    limit: number,
+  ): Promise<Array<{ position: number; eventId: string; error: string; parkedAt: Date }>> {
+    const rows: Array<{ position: string; event_id: string; error: string; parked_at: Date }> =
+      await this.dataSource.query(
+        `SELECT p.position::text AS position, p.event_id, p.error, p.parked_at FROM ${projection.schema}.parked_events p
+        ORDER BY p.position DESC LIMIT $1`,
+        [limit],
+      );
+    return rows.map((row) => ({
+      position: Number(row.position),
+      eventId: row.event_id,
+      error: row.error,
+      parkedAt: row.parked_at,
+    }));
   }
 
   /** Log entries not yet read by a reader at `checkpoint`. */
   async lag(checkpoint: LogCheckpoint): Promise<number> {
     const [row] = await this.dataSource.query(
       `SELECT count(*)::int AS lag FROM event_log WHERE (transaction_id, position) > ($1::xid8, $2::bigint)`,
-      [checkpoint.transactionId, checkpoint.position]);
+      [checkpoint.transactionId, checkpoint.position],
+    );
     return row.lag;
   }
 }

@@ -21,44 +21,59 @@ export class ProjectionStatusService implements OnModuleInit {
     // One status query serves the four gauges of a scrape.
     let pending: Promise<unknown> | undefined;
     const refresh = async () => {
-      pending ??= this.list().catch(() => undefined).finally(() => setImmediate(() => (pending = undefined)));
+      pending ??= this.list()
+        .catch(() => undefined)
+        .finally(() => setImmediate(() => (pending = undefined)));
       await pending;
     };
-    for (const gauge of [this.metrics.logHead, this.metrics.projectionLag, this.metrics.parkedEvents, this.metrics.projectionPosition]) {
+    for (const gauge of [
+      this.metrics.logHead,
+      this.metrics.projectionLag,
+      this.metrics.parkedEvents,
+      this.metrics.projectionPosition,
+    ]) {
       (gauge as unknown as { collect: () => Promise<void> }).collect = refresh;
     }
   }
 
   /** `GET /api/v1/projections/parked`: what each projection parked, with its error (newest first, at most 1000 each). */
   async parked() {
-    const lists = await Promise.all(PROJECTIONS.map(async (projection) =>
-      (await this.projections.parked(projection, PARKED_LIMIT)).map((entry) => ({
-        projection: projection.name, position: entry.position, event_id: entry.eventId, error: entry.error,
-        parked_at: entry.parkedAt.toISOString(),
-      }))));
+    const lists = await Promise.all(
+      PROJECTIONS.map(async (projection) =>
+        (await this.projections.parked(projection, PARKED_LIMIT)).map((entry) => ({
+          projection: projection.name,
+          position: entry.position,
+          event_id: entry.eventId,
+          error: entry.error,
+          parked_at: entry.parkedAt.toISOString(),
+        })),
+      ),
+    );
     return { data: lists.flat().sort((a, b) => b.position - a.position) };
   }
 
   async list() {
     const head = await this.log.headPosition();
     this.metrics.observeHead(head);
-    const data = await Promise.all(PROJECTIONS.map(async (projection) => {
-      const status = await this.projections.status(projection);
-      const lag = await this.projections.lag(status.checkpoint);
-      const labels = { projection: projection.name };
-      this.metrics.projectionLag.set(labels, lag);
-      this.metrics.parkedEvents.set(labels, status.parked);
-      this.metrics.projectionPosition.set(labels, Number(status.checkpoint.position));
-      return {
-        name: projection.name,
-        position: Number(status.checkpoint.position),
-        head,
-        lag,
-        state: this.projector.state,
-        parked: status.parked,
-        last_error: status.lastError,
-      };
-    }));
+    const data = await Promise.all(
+      PROJECTIONS.map(async (projection) => {
+        const status = await this.projections.status(projection);
+        const lag = await this.projections.lag(status.checkpoint);
+        const labels = { projection: projection.name };
+        this.metrics.projectionLag.set(labels, lag);
+        this.metrics.parkedEvents.set(labels, status.parked);
+        this.metrics.projectionPosition.set(labels, Number(status.checkpoint.position));
+        return {
+          name: projection.name,
+          position: Number(status.checkpoint.position),
+          head,
+          lag,
+          state: this.projector.state,
+          parked: status.parked,
+          last_error: status.lastError,
+        };
+      }),
+    );
     return { data };
   }
 }

@@ -4,7 +4,11 @@ import { CHANGES_TYPES, ProjectionRepository } from './projection.repository.js'
 import { ProjectionStatusRepository } from './projection-status.repository.js';
 
 /** CHANGES_TYPES from the configuration, for ProjectionRepository. */
-const CHANGES_TYPES_PROVIDER = { provide: CHANGES_TYPES, useFactory: (config: AppConfig) => config.changeTypes, inject: [AppConfig] };
+const CHANGES_TYPES_PROVIDER = {
+  provide: CHANGES_TYPES,
+  useFactory: (config: AppConfig) => config.changeTypes,
+  inject: [AppConfig],
+};
 
 /**
  * The projections' store without their loop: applying pages, status, parked entries. What a

@@ -4,7 +4,14 @@ import { advisoryLocks, lockStatement } from '../database/advisory-locks.js';
 import { queryBatch } from '../database/postgres-connection.js';
 import { isDataError } from '../database/database-errors.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
-import { moveCheckpointSql, PageBounds, pageBoundsSql, rangeSql, SMALL_PAGE_ENTRIES, winnersSql } from './page-statements.js';
+import {
+  moveCheckpointSql,
+  PageBounds,
+  pageBoundsSql,
+  rangeSql,
+  SMALL_PAGE_ENTRIES,
+  winnersSql,
+} from './page-statements.js';
 import type { ProjectionDefinition } from './projection-definitions.js';
 import { MENU_RESOURCE_TYPES } from './published-changes.js';
 
@@ -60,9 +67,14 @@ export class ProjectionRepository {
     await runner.query(`SET jit = off`);
   }
 
-  async checkpoint(runner: QueryRunner | DataSource, projection: ProjectionDefinition, schema = projection.schema): Promise<LogCheckpoint> {
+  async checkpoint(
+    runner: QueryRunner | DataSource,
+    projection: ProjectionDefinition,
+    schema = projection.schema,
+  ): Promise<LogCheckpoint> {
     const [row] = await runner.query(
-      `SELECT transaction_id::text AS transaction_id, position::text AS position FROM ${schema}.checkpoint`);
+      `SELECT transaction_id::text AS transaction_id, position::text AS position FROM ${schema}.checkpoint`,
+    );
     return { transactionId: row.transaction_id, position: row.position };
   }
 
@@ -74,12 +86,27 @@ export class ProjectionRepository {
    * the live projector shares its process with ingress and the API, where every round trip waits
    * its turn on a busy event loop, and at ten round trips a page of a few deliveries took 250 ms.
    */
-  async applyPage(runner: QueryRunner, projection: ProjectionDefinition, limit: number, schema = projection.schema,
-    until?: LogCheckpoint): Promise<PageResult> {
+  async applyPage(
+    runner: QueryRunner,
+    projection: ProjectionDefinition,
+    limit: number,
+    schema = projection.schema,
+    until?: LogCheckpoint,
+  ): Promise<PageResult> {
     const locks = schema === projection.schema ? this.liveLocks(projection) : [];
     try {
-      const opened = await queryBatch(runner, ['BEGIN', ...locks, pageBoundsSql(projection, schema, limit, until), 'SAVEPOINT page']);
-      const { page, moveCheckpoint } = await this.applyBounds(runner, projection, schema, opened[locks.length + 1].rows[0]);
+      const opened = await queryBatch(runner, [
+        'BEGIN',
+        ...locks,
+        pageBoundsSql(projection, schema, limit, until),
+        'SAVEPOINT page',
+      ]);
+      const { page, moveCheckpoint } = await this.applyBounds(
+        runner,
+        projection,
+        schema,
+        opened[locks.length + 1].rows[0],
+      );
       await queryBatch(runner, [...moveCheckpoint, 'COMMIT']);
       return page;
     } catch (error) {
@@ -96,7 +123,8 @@ export class ProjectionRepository {
   /** The statements taking a live page's transaction locks: the projection's, then (when it publishes) the change log writer's. */
   private liveLocks(projection: ProjectionDefinition): string[] {
     const locks = [lockStatement('pg_advisory_xact_lock', advisoryLocks.inSpace('projectionPage', projection.lockKey))];
-    if (this.publishedTypes(projection).length > 0) locks.push(lockStatement('pg_advisory_xact_lock', advisoryLocks.single('changeLogWriter')));
+    if (this.publishedTypes(projection).length > 0)
+      locks.push(lockStatement('pg_advisory_xact_lock', advisoryLocks.single('changeLogWriter')));
     return locks;
   }
 
@@ -105,8 +133,13 @@ export class ProjectionRepository {
    * (see EventLogRepository.readAfter), within the caller's transaction. An entry that cannot be
    * applied is parked with its error and the rest of the page still applies.
    */
-  async applyPageInTransaction(runner: QueryRunner, projection: ProjectionDefinition, limit: number, schema: string,
-    until?: LogCheckpoint): Promise<PageResult> {
+  async applyPageInTransaction(
+    runner: QueryRunner,
+    projection: ProjectionDefinition,
+    limit: number,
+    schema: string,
+    until?: LogCheckpoint,
+  ): Promise<PageResult> {
     const [bounds] = await runner.query(pageBoundsSql(projection, schema, limit, until));
     await runner.query('SAVEPOINT page');
     const { page, moveCheckpoint } = await this.applyBounds(runner, projection, schema, bounds);
@@ -119,8 +152,12 @@ export class ProjectionRepository {
    * checkpoint, for the caller to send with what ends its transaction: it fails, and so ends the
    * transaction in error, when the checkpoint is no longer where the page began.
    */
-  private async applyBounds(runner: QueryRunner, projection: ProjectionDefinition, schema: string,
-    bounds: PageBounds): Promise<{ page: PageResult; moveCheckpoint: string[] }> {
+  private async applyBounds(
+    runner: QueryRunner,
+    projection: ProjectionDefinition,
+    schema: string,
+    bounds: PageBounds,
+  ): Promise<{ page: PageResult; moveCheckpoint: string[] }> {
     const from: LogCheckpoint = { transactionId: bounds.from_transaction_id, position: bounds.from_position };
     if (bounds.entries === 0) return { page: { entries: 0, parked: 0, checkpoint: from }, moveCheckpoint: [] };
     const to: LogCheckpoint = { transactionId: bounds.transaction_id!, position: bounds.position! };
@@ -140,7 +177,9 @@ export class ProjectionRepository {
     const rows: Array<{ transaction_id: string; position: string }> = await runner.query(
       `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position FROM event_log e
         WHERE (e.transaction_id, e.position) > ($1::xid8, $2::bigint) AND (e.transaction_id, e.position) <= ($3::xid8, $4::bigint)
-        ORDER BY e.transaction_id, e.position`, [from.transactionId, from.position, to.transactionId, to.position]);
+        ORDER BY e.transaction_id, e.position`,
+      [from.transactionId, from.position, to.transactionId, to.position],
+    );
     return rows.map((row) => ({ transactionId: row.transaction_id, position: row.position }));
   }
 
@@ -149,8 +188,14 @@ export class ProjectionRepository {
    * each half is tried under its own savepoint, down to the single entries that fail, which are parked
    * with their error. One bad event in a page of n costs about 2·log2(n) attempts, not n.
    */
-  private async applyBisecting(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
-    keys: LogCheckpoint[], depth: number): Promise<number> {
+  private async applyBisecting(
+    runner: QueryRunner,
+    projection: ProjectionDefinition,
+    schema: string,
+    from: LogCheckpoint,
+    keys: LogCheckpoint[],
+    depth: number,
+  ): Promise<number> {
     const half = Math.ceil(keys.length / 2);
     let parked = 0;
     let start = from;
@@ -169,7 +214,8 @@ export class ProjectionRepository {
           await runner.query(
             `INSERT INTO ${schema}.parked_events (position, event_id, error)
              SELECT position, event_id, $2 FROM event_log WHERE position = $1 ON CONFLICT (position) DO NOTHING`,
-            [part[0].position, errorText(error)]);
+            [part[0].position, errorText(error)],
+          );
           parked++;
         }
       }
@@ -182,8 +228,14 @@ export class ProjectionRepository {
    * One statement (rangeSql) applies the range, parking the entries whose subject is missing. A
    * projection with `winners` first tries the cheaper statement that parses only the winning events' payloads.
    */
-  private async applyRange(runner: QueryRunner, projection: ProjectionDefinition, schema: string, from: LogCheckpoint,
-    to: LogCheckpoint, entries: number): Promise<number> {
+  private async applyRange(
+    runner: QueryRunner,
+    projection: ProjectionDefinition,
+    schema: string,
+    from: LogCheckpoint,
+    to: LogCheckpoint,
+    entries: number,
+  ): Promise<number> {
     const smallPage = entries <= SMALL_PAGE_ENTRIES;
     const params = [from.transactionId, from.position, to.transactionId, to.position];
     // Only the live projection publishes: a rebuild's shadow publishes at its swap, and only what differs.
@@ -193,7 +245,10 @@ export class ProjectionRepository {
       // A winner without its subject would have to give way to the next newest: the full statement sorts that out.
       if (fast.missing === 0) return 0;
     }
-    const [row] = await runner.query(rangeSql(projection, schema, published, smallPage), [...params, projection.missingError]);
+    const [row] = await runner.query(rangeSql(projection, schema, published, smallPage), [
+      ...params,
+      projection.missingError,
+    ]);
     return row.parked;
   }
 
@@ -204,11 +259,15 @@ export class ProjectionRepository {
    * the transaction id (which holds event_log_horizon() back for every reader) are held for one
    * entry at a time, never across the whole list.
    */
-  async retryParked(runner: QueryRunner, projection: ProjectionDefinition): Promise<{ retried: number; released: number }> {
+  async retryParked(
+    runner: QueryRunner,
+    projection: ProjectionDefinition,
+  ): Promise<{ retried: number; released: number }> {
     const parked: Array<{ transaction_id: string; position: string }> = await runner.query(
       `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position
          FROM ${projection.schema}.parked_events p JOIN event_log e ON e.position = p.position
-        ORDER BY e.transaction_id, e.position`);
+        ORDER BY e.transaction_id, e.position`,
+    );
     let released = 0;
     for (const entry of parked) {
       if (await this.retryOne(runner, projection, entry)) released++;
@@ -217,22 +276,36 @@ export class ProjectionRepository {
   }
 
   /** One parked entry, in its own transaction: true when it applied. A data error rolls back and records the new error. */
-  private async retryOne(runner: QueryRunner, projection: ProjectionDefinition, entry: { transaction_id: string; position: string }): Promise<boolean> {
+  private async retryOne(
+    runner: QueryRunner,
+    projection: ProjectionDefinition,
+    entry: { transaction_id: string; position: string },
+  ): Promise<boolean> {
     const at: LogCheckpoint = { transactionId: entry.transaction_id, position: entry.position };
-    const before: LogCheckpoint = { transactionId: entry.transaction_id, position: String(BigInt(entry.position) - 1n) };
+    const before: LogCheckpoint = {
+      transactionId: entry.transaction_id,
+      position: String(BigInt(entry.position) - 1n),
+    };
     await runner.startTransaction();
     try {
       await this.lockLive(runner, projection);
       // Gone meanwhile (a rebuild swapped the schema in, say): nothing to retry.
-      const deleted = await runner.query(`DELETE FROM ${projection.schema}.parked_events WHERE position = $1`, [entry.position], true);
-      const parkedAgain = deleted.affected === 0 ? 1 : await this.applyRange(runner, projection, projection.schema, before, at, 1);
+      const deleted = await runner.query(
+        `DELETE FROM ${projection.schema}.parked_events WHERE position = $1`,
+        [entry.position],
+        true,
+      );
+      const parkedAgain =
+        deleted.affected === 0 ? 1 : await this.applyRange(runner, projection, projection.schema, before, at, 1);
       await runner.commitTransaction();
       return parkedAgain === 0;
     } catch (error) {
       if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
       if (!isDataError(error)) throw error;
-      await runner.query(`UPDATE ${projection.schema}.parked_events SET error = $2, parked_at = now() WHERE position = $1`,
-        [entry.position, errorText(error)]);
+      await runner.query(
+        `UPDATE ${projection.schema}.parked_events SET error = $2, parked_at = now() WHERE position = $1`,
+        [entry.position, errorText(error)],
+      );
       return false;
     }
   }

@@ -28,65 +28,116 @@ interface Spec {
 /** A log entry for a spec event; order events carry an order, its products, options and store. */
 function logEntry(spec: Spec): NewLogEntry {
   const destroyed = spec.eventType.endsWith('.destroyed');
-  const resource = (type: string, id: string, relationships: Record<string, unknown> = {}) =>
-    ({ id, type, attributes: { id: Number(id), title: `${spec.title} ${type}` }, relationships });
-  const included = spec.subjectType === 'order'
-    ? [resource('order', spec.subjectId, { order_products: { data: [{ id: `${spec.subjectId}1`, type: 'order_product' }] } }),
-      resource('order_product', `${spec.subjectId}1`), resource('order_product_trait_option', `${spec.subjectId}2`),
-      resource('store', '3'), resource('product', '1'), resource('user', '42')]
-    : destroyed ? [] : [resource(spec.subjectType, spec.subjectId, { traits: { data: [{ id: '1', type: 'trait' }] } })];
+  const resource = (type: string, id: string, relationships: Record<string, unknown> = {}) => ({
+    id,
+    type,
+    attributes: { id: Number(id), title: `${spec.title} ${type}` },
+    relationships,
+  });
+  const included =
+    spec.subjectType === 'order'
+      ? [
+          resource('order', spec.subjectId, {
+            order_products: { data: [{ id: `${spec.subjectId}1`, type: 'order_product' }] },
+          }),
+          resource('order_product', `${spec.subjectId}1`),
+          resource('order_product_trait_option', `${spec.subjectId}2`),
+          resource('store', '3'),
+          resource('product', '1'),
+          resource('user', '42'),
+        ]
+      : destroyed
+        ? []
+        : [resource(spec.subjectType, spec.subjectId, { traits: { data: [{ id: '1', type: 'trait' }] } })];
   const payload = JSON.stringify({
-    data: { id: spec.eventId, type: 'webhook_event',
+    data: {
+      id: spec.eventId,
+      type: 'webhook_event',
       attributes: { id: spec.seq, created_at: spec.createdAt, event_type: spec.eventType },
-      relationships: { subject: { data: { id: spec.subjectId, type: spec.subjectType } } } },
+      relationships: { subject: { data: { id: spec.subjectId, type: spec.subjectType } } },
+    },
     included,
   });
   return {
-    eventId: spec.eventId, eventType: spec.eventType, subjectType: spec.subjectType, subjectId: spec.subjectId,
-    ownerId: '42', occurredAt: spec.createdAt, eventSeq: spec.seq === null ? null : String(spec.seq), source: 'webhook',
-    handled: true, receivedAt: new Date(), keyId: 'env:1', contentType: 'application/json', payload, rawBody: null, rawSealed: false, rawKey: null, rawKeyAt: null,
+    eventId: spec.eventId,
+    eventType: spec.eventType,
+    subjectType: spec.subjectType,
+    subjectId: spec.subjectId,
+    ownerId: '42',
+    occurredAt: spec.createdAt,
+    eventSeq: spec.seq === null ? null : String(spec.seq),
+    source: 'webhook',
+    handled: true,
+    receivedAt: new Date(),
+    keyId: 'env:1',
+    contentType: 'application/json',
+    payload,
+    rawBody: null,
+    rawSealed: false,
+    rawKey: null,
+    rawKeyAt: null,
     sha256: createHash('sha256').update(payload).digest(),
   };
 }
 
 const menuType = fc.constantFrom('collection', 'product', 'trait', 'trait_option');
-const anEvent = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ type: menuType, kind: fc.constantFrom('created', 'updated', 'destroyed') }) },
-  { weight: 1, arbitrary: fc.record({ type: fc.constant('order'), kind: fc.constantFrom('created', 'updated') }) },
-).chain(({ type, kind }) => fc.record({
-  eventType: fc.constant(`${type}.${kind}`),
-  subjectType: fc.constant(type),
-  subjectId: fc.constantFrom('1', '2', '10'),
-  createdAt: fc.constantFrom('2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.001Z', '2024-01-02T00:00:00.000Z'),
-  seq: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
-  eventId: fc.uuid(),
-  title: fc.string({ maxLength: 5 }),
-}));
+const anEvent = fc
+  .oneof(
+    { weight: 5, arbitrary: fc.record({ type: menuType, kind: fc.constantFrom('created', 'updated', 'destroyed') }) },
+    { weight: 1, arbitrary: fc.record({ type: fc.constant('order'), kind: fc.constantFrom('created', 'updated') }) },
+  )
+  .chain(({ type, kind }) =>
+    fc.record({
+      eventType: fc.constant(`${type}.${kind}`),
+      subjectType: fc.constant(type),
+      subjectId: fc.constantFrom('1', '2', '10'),
+      createdAt: fc.constantFrom('2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.001Z', '2024-01-02T00:00:00.000Z'),
+      seq: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
+      eventId: fc.uuid(),
+      title: fc.string({ maxLength: 5 }),
+    }),
+  );
 
 async function readModel(dataSource: DataSource): Promise<Map<string, Partial<ResourceState>>> {
   const states = new Map<string, Partial<ResourceState>>();
   for (const table of Object.values(RESOURCE_TABLES)) {
     const rows = await dataSource.query(
-      `SELECT id, owner_id, attributes, relationships, deleted, event_id, data_event_id FROM ${table.schema}.${table.name}`);
+      `SELECT id, owner_id, attributes, relationships, deleted, event_id, data_event_id FROM ${table.schema}.${table.name}`,
+    );
     for (const row of rows) {
-      states.set(`${table.type}\u0000${row.id}`, { deleted: row.deleted, attributes: row.attributes,
-        relationships: row.relationships, ownerId: row.owner_id, version: row.event_id, dataVersion: row.data_event_id });
+      states.set(`${table.type}\u0000${row.id}`, {
+        deleted: row.deleted,
+        attributes: row.attributes,
+        relationships: row.relationships,
+        ownerId: row.owner_id,
+        version: row.event_id,
+        dataVersion: row.data_event_id,
+      });
     }
   }
   return states;
 }
 
 function expected(states: Map<string, ResourceState>): Map<string, Partial<ResourceState>> {
-  return new Map([...states].map(([key, state]) => [key, { deleted: state.deleted, attributes: state.attributes,
-    relationships: state.relationships, ownerId: state.ownerId, version: state.version.eventId as never,
-    dataVersion: (state.dataVersion?.eventId ?? null) as never }]));
+  return new Map(
+    [...states].map(([key, state]) => [
+      key,
+      {
+        deleted: state.deleted,
+        attributes: state.attributes,
+        relationships: state.relationships,
+        ownerId: state.ownerId,
+        version: state.version.eventId as never,
+        dataVersion: (state.dataVersion?.eventId ?? null) as never,
+      },
+    ]),
+  );
 }
 
 async function allEntries(log: EventLogRepository): Promise<LogEntry[]> {
   const summaries = await log.list({ after: 0, limit: 100000 });
   return Promise.all(summaries.map(async (summary) => (await log.findByPosition(summary.position))!));
 }
-
 
 /** A fresh migrated database (and a data source on it) for the tests of one describe block. */
 function useDatabase(): { readonly dataSource: DataSource } {
@@ -100,44 +151,56 @@ function useDatabase(): { readonly dataSource: DataSource } {
     await dataSource.destroy();
     await database.drop();
   });
-  return { get dataSource() { return dataSource; } };
+  return {
+    get dataSource() {
+      return dataSource;
+    },
+  };
 }
 
 describe('projection (PostgreSQL)', () => {
   it('applied to a shuffled log with duplicates, in pages of any size, equals the fold of the set', async () => {
-    await fc.assert(fc.asyncProperty(
-      fc.array(anEvent, { minLength: 1, maxLength: 120 }), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 30 }),
-      fc.infiniteStream(fc.double({ min: 0, max: 1, noNaN: true })),
-      async (specs, pageSize, batchSize, randoms) => {
-        const database = await createTestDatabase();
-        const dataSource = await openDataSource(database.url, 4);
-        try {
-          const log = new EventLogRepository(dataSource);
-          const projections = new ProjectionRepository();
-          const delivered = [...specs, ...specs.filter(() => randoms.next().value < 0.3)]
-            .sort(() => randoms.next().value - 0.5).map(logEntry);
-          const runner = dataSource.createQueryRunner();
-          await runner.connect();
-          await projections.prepare(runner);
-          for (let i = 0; i < delivered.length; i += batchSize) {
-            await log.append(delivered.slice(i, i + batchSize));
-            if (randoms.next().value < 0.5) await projections.applyPage(runner, MENU_PROJECTION, pageSize);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(anEvent, { minLength: 1, maxLength: 120 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 30 }),
+        fc.infiniteStream(fc.double({ min: 0, max: 1, noNaN: true })),
+        async (specs, pageSize, batchSize, randoms) => {
+          const database = await createTestDatabase();
+          const dataSource = await openDataSource(database.url, 4);
+          try {
+            const log = new EventLogRepository(dataSource);
+            const projections = new ProjectionRepository();
+            const delivered = [...specs, ...specs.filter(() => randoms.next().value < 0.3)]
+              .sort(() => randoms.next().value - 0.5)
+              .map(logEntry);
+            const runner = dataSource.createQueryRunner();
+            await runner.connect();
+            await projections.prepare(runner);
+            for (let i = 0; i < delivered.length; i += batchSize) {
+              await log.append(delivered.slice(i, i + batchSize));
+              if (randoms.next().value < 0.5) await projections.applyPage(runner, MENU_PROJECTION, pageSize);
+            }
+            const logged = await allEntries(log);
+            await catchUp(projections, runner, PROJECTIONS, pageSize, logged.length);
+            await runner.release();
+            const events = logged.map(toWebhookEvent).filter((event) => event !== null);
+            expect(new Map([...(await readModel(dataSource))].sort())).toEqual(
+              new Map([...expected(fold(events))].sort()),
+            );
+            const statuses = new ProjectionStatusRepository(dataSource);
+            for (const projection of PROJECTIONS) {
+              expect((await statuses.status(projection)).applied).toBe(logged.length);
+            }
+          } finally {
+            await dataSource.destroy();
+            await database.drop();
           }
-          const logged = await allEntries(log);
-          await catchUp(projections, runner, PROJECTIONS, pageSize, logged.length);
-          await runner.release();
-          const events = logged.map(toWebhookEvent).filter((event) => event !== null);
-          expect(new Map([...(await readModel(dataSource))].sort())).toEqual(new Map([...expected(fold(events))].sort()));
-          const statuses = new ProjectionStatusRepository(dataSource);
-          for (const projection of PROJECTIONS) {
-            expect((await statuses.status(projection)).applied).toBe(logged.length);
-          }
-        } finally {
-          await dataSource.destroy();
-          await database.drop();
-        }
-      },
-    ), { numRuns: 12, endOnFailure: true });
+        },
+      ),
+      { numRuns: 12, endOnFailure: true },
+    );
   });
 
   describe('with a poisoned log', () => {
@@ -146,11 +209,21 @@ describe('projection (PostgreSQL)', () => {
     it('parks an event that cannot be applied, with its error, and applies the rest', async () => {
       const log = new EventLogRepository(db.dataSource);
       const projections = new ProjectionRepository();
-      const spec = (eventId: string, subjectId: string): Spec => ({ eventType: 'product.created', subjectType: 'product',
-        subjectId, createdAt: '2024-01-01T00:00:00.000Z', seq: 1, eventId, title: 'ok' });
+      const spec = (eventId: string, subjectId: string): Spec => ({
+        eventType: 'product.created',
+        subjectType: 'product',
+        subjectId,
+        createdAt: '2024-01-01T00:00:00.000Z',
+        seq: 1,
+        eventId,
+        title: 'ok',
+      });
       const nul = logEntry(spec('nul', '2'));
       nul.payload = nul.payload.replace('"title":"ok product"', '"title":"a\\u0000b"');
-      const missing = { ...logEntry(spec('missing', '3')), payload: JSON.stringify({ data: { id: 'missing' }, included: [] }) };
+      const missing = {
+        ...logEntry(spec('missing', '3')),
+        payload: JSON.stringify({ data: { id: 'missing' }, included: [] }),
+      };
       await log.append([logEntry(spec('before', '1')), nul, missing, logEntry(spec('after', '4'))]);
       const runner = db.dataSource.createQueryRunner();
       await runner.connect();
@@ -165,14 +238,19 @@ describe('projection (PostgreSQL)', () => {
       }
       await runner.release();
       expect(covered).toEqual({ entries: 4, parked: 2 });
-      const ids = (await db.dataSource.query(`SELECT id FROM proj_menu.products ORDER BY id`)).map((row: { id: string }) => row.id);
+      const ids = (await db.dataSource.query(`SELECT id FROM proj_menu.products ORDER BY id`)).map(
+        (row: { id: string }) => row.id,
+      );
       expect(ids).toEqual(['1', '4']);
       const parked = await db.dataSource.query(`SELECT event_id, error FROM proj_menu.parked_events ORDER BY position`);
       expect(parked).toEqual([
         { event_id: 'nul', error: expect.stringMatching(/Unicode/) },
         { event_id: 'missing', error: expect.stringMatching(/subject/) },
       ]);
-      expect(await new ProjectionStatusRepository(db.dataSource).status(MENU_PROJECTION)).toMatchObject({ parked: 2, lastError: expect.any(String) });
+      expect(await new ProjectionStatusRepository(db.dataSource).status(MENU_PROJECTION)).toMatchObject({
+        parked: 2,
+        lastError: expect.any(String),
+      });
     });
 
     it('retries parked events (for reconcile): those that still fail stay parked, one that applies now is released', async () => {
@@ -181,8 +259,11 @@ describe('projection (PostgreSQL)', () => {
       await runner.connect();
       try {
         expect(await projections.retryParked(runner, MENU_PROJECTION)).toEqual({ retried: 2, released: 0 });
-        expect((await db.dataSource.query(`SELECT event_id FROM proj_menu.parked_events ORDER BY position`))
-          .map((row: { event_id: string }) => row.event_id)).toEqual(['nul', 'missing']);
+        expect(
+          (await db.dataSource.query(`SELECT event_id FROM proj_menu.parked_events ORDER BY position`)).map(
+            (row: { event_id: string }) => row.event_id,
+          ),
+        ).toEqual(['nul', 'missing']);
         // As if 'after' had once failed for a reason since gone: parked, and absent from the read model.
         await db.dataSource.query(`DELETE FROM proj_menu.products WHERE id = '4'`);
         await db.dataSource.query(`INSERT INTO proj_menu.parked_events (position, event_id, error)
@@ -190,19 +271,29 @@ describe('projection (PostgreSQL)', () => {
         expect(await projections.retryParked(runner, MENU_PROJECTION)).toEqual({ retried: 3, released: 1 });
         // One short transaction per entry, each ended: none is left holding the lock or the horizon.
         expect(runner.isTransactionActive).toBe(false);
-        expect(await db.dataSource.query(`SELECT event_id, error FROM proj_menu.parked_events ORDER BY position`)).toEqual([
+        expect(
+          await db.dataSource.query(`SELECT event_id, error FROM proj_menu.parked_events ORDER BY position`),
+        ).toEqual([
           { event_id: 'nul', error: expect.stringMatching(/Unicode/) },
           { event_id: 'missing', error: expect.stringMatching(/subject/) },
         ]);
       } finally {
         await runner.release();
       }
-      const ids = (await db.dataSource.query(`SELECT id FROM proj_menu.products ORDER BY id`)).map((row: { id: string }) => row.id);
+      const ids = (await db.dataSource.query(`SELECT id FROM proj_menu.products ORDER BY id`)).map(
+        (row: { id: string }) => row.id,
+      );
       expect(ids).toEqual(['1', '4']);
       expect(await new ProjectionStatusRepository(db.dataSource).status(MENU_PROJECTION)).toMatchObject({ parked: 2 });
       // The released entry published its change like a page does (CONTRACT §11); the parked ones published nothing.
-      const published = await db.dataSource.query(`SELECT id, resource -> 'version' ->> 'event_id' AS event_id FROM change_log ORDER BY seq`);
-      expect(published).toEqual([{ id: '1', event_id: 'before' }, { id: '4', event_id: 'after' }, { id: '4', event_id: 'after' }]);
+      const published = await db.dataSource.query(
+        `SELECT id, resource -> 'version' ->> 'event_id' AS event_id FROM change_log ORDER BY seq`,
+      );
+      expect(published).toEqual([
+        { id: '1', event_id: 'before' },
+        { id: '4', event_id: 'after' },
+        { id: '4', event_id: 'after' },
+      ]);
     });
   });
 
@@ -214,8 +305,15 @@ describe('projection (PostgreSQL)', () => {
       const projections = new ProjectionRepository();
       const poisoned = new Set([17, 1000, 1001, 2999]);
       const entries = Array.from({ length: 3000 }, (_, i) => {
-        const entry = logEntry({ eventType: 'product.created', subjectType: 'product', subjectId: String(i),
-          createdAt: '2024-01-01T00:00:00.000Z', seq: i, eventId: `e${i}`, title: 'ok' });
+        const entry = logEntry({
+          eventType: 'product.created',
+          subjectType: 'product',
+          subjectId: String(i),
+          createdAt: '2024-01-01T00:00:00.000Z',
+          seq: i,
+          eventId: `e${i}`,
+          title: 'ok',
+        });
         if (poisoned.has(i)) entry.payload = entry.payload.replace('"title":"ok product"', '"title":"\\u0000"');
         return entry;
       });
@@ -247,8 +345,12 @@ describe('projection (PostgreSQL)', () => {
     async function daemon(): Promise<{ dataSource: DataSource; projector: ProjectorService }> {
       const dataSource = await openDataSource(database.url, 4);
       sources.push(dataSource);
-      const projector = new ProjectorService(dataSource, new ProjectionRepository(), new MetricsService(),
-        loadConfig({}));
+      const projector = new ProjectorService(
+        dataSource,
+        new ProjectionRepository(),
+        new MetricsService(),
+        loadConfig({}),
+      );
       projector.onApplicationBootstrap();
       return { dataSource, projector };
     }
@@ -268,8 +370,16 @@ describe('projection (PostgreSQL)', () => {
       await until(() => b.projector.state === 'standby');
       const log = new EventLogRepository(a.dataSource);
       const statuses = new ProjectionStatusRepository(a.dataSource);
-      const product = (i: number) => logEntry({ eventType: 'product.updated', subjectType: 'product', subjectId: String(i % 7),
-        createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, i)).toISOString(), seq: i, eventId: `e${i}`, title: `v${i}` });
+      const product = (i: number) =>
+        logEntry({
+          eventType: 'product.updated',
+          subjectType: 'product',
+          subjectId: String(i % 7),
+          createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, i)).toISOString(),
+          seq: i,
+          eventId: `e${i}`,
+          title: `v${i}`,
+        });
       for (let i = 0; i < 50; i++) await log.append([product(i)]);
       await until(async () => (await statuses.status(MENU_PROJECTION)).applied === 50);
       expect(b.projector.state).toBe('standby');
@@ -286,8 +396,12 @@ describe('projection (PostgreSQL)', () => {
       await until(async () => (await status.status(MENU_PROJECTION)).applied === 100);
       await b.projector.beforeApplicationShutdown();
       expect((await status.status(ORDERS_PROJECTION)).applied).toBe(100);
-      const rows = await b.dataSource.query(`SELECT id, attributes ->> 'title' AS title FROM proj_menu.products ORDER BY id`);
-      expect(rows).toEqual(Array.from({ length: 7 }, (_, id) => ({ id: String(id), title: `v${93 + ((id - 93 % 7 + 7) % 7)} product` })));
+      const rows = await b.dataSource.query(
+        `SELECT id, attributes ->> 'title' AS title FROM proj_menu.products ORDER BY id`,
+      );
+      expect(rows).toEqual(
+        Array.from({ length: 7 }, (_, id) => ({ id: String(id), title: `v${93 + ((id - (93 % 7) + 7) % 7)} product` })),
+      );
     });
   });
 });

@@ -87,7 +87,9 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
           if (applied === 0) {
             if (!this.pendingWake) await this.sleep(POLL_MS);
           } else if (applied < PAGE_ENTRIES) {
-            await new Promise((resolve) => setTimeout(resolve, applied >= BUSY_PAGE_ENTRIES ? BUSY_COALESCE_MS : COALESCE_MS));
+            await new Promise((resolve) =>
+              setTimeout(resolve, applied >= BUSY_PAGE_ENTRIES ? BUSY_COALESCE_MS : COALESCE_MS),
+            );
           }
         }
       } catch (error) {
@@ -106,7 +108,8 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
       const page = await this.repository.applyPage(this.lease.runner!, projection, PAGE_ENTRIES);
       entries += page.entries;
       if (page.parked > 0) this.logger.warn({ msg: 'parked events', projection: projection.name, count: page.parked });
-      if (page.entries > 0) this.metrics.projectionPosition.set({ projection: projection.name }, Number(page.checkpoint.position));
+      if (page.entries > 0)
+        this.metrics.projectionPosition.set({ projection: projection.name }, Number(page.checkpoint.position));
     }
     return entries;
   }

@@ -15,7 +15,15 @@ export function notifiedSql(tables: string[]): string {
 export const MENU_RESOURCE_TYPES: readonly string[] = ['collection', 'product', 'trait', 'trait_option'];
 
 /** What a resource shows through the API (GET /api/v1/{type}/{id}): a change is published when any of it changes. */
-export const VISIBLE_COLUMNS = ['owner_id', 'attributes', 'relationships', 'event_id', 'occurred_at', 'position', 'deleted'] as const;
+export const VISIBLE_COLUMNS = [
+  'owner_id',
+  'attributes',
+  'relationships',
+  'event_id',
+  'occurred_at',
+  'position',
+  'deleted',
+] as const;
 
 /** The change-log row of a resource row aliased `n` (columns as in the resource tables, plus data_event_id). */
 export function changeRowSql(type: string, n = 'n'): string {
@@ -36,7 +44,13 @@ const visible = (alias: string) => `(${VISIBLE_COLUMNS.map((column) => `${alias}
  * `<table>_published` inserts the change rows, in log order. An upsert that leaves what the API
  * shows as it was (none does today: it writes only newer versions) publishes nothing.
  */
-export function publishedChangesSql(schema: string, table: string, type: string, candidateIds: string, upsert: string): string {
+export function publishedChangesSql(
+  schema: string,
+  table: string,
+  type: string,
+  candidateIds: string,
+  upsert: string,
+): string {
   return `${table}_before AS MATERIALIZED (
          SELECT id, ${VISIBLE_COLUMNS.join(', ')} FROM ${schema}.${table} WHERE id = ANY (ARRAY(${candidateIds}))),
        ${table} AS (${upsert}

@@ -14,7 +14,11 @@ export const RESOURCE_TABLES: Record<ResourceType, ResourceTable> = {
   trait_option: { type: 'trait_option', name: 'trait_options', schema: 'proj_menu' },
   order: { type: 'order', name: 'orders', schema: 'proj_orders' },
   order_product: { type: 'order_product', name: 'order_products', schema: 'proj_orders' },
-  order_product_trait_option: { type: 'order_product_trait_option', name: 'order_product_trait_options', schema: 'proj_orders' },
+  order_product_trait_option: {
+    type: 'order_product_trait_option',
+    name: 'order_product_trait_options',
+    schema: 'proj_orders',
+  },
   store: { type: 'store', name: 'stores', schema: 'proj_orders' },
 };
 

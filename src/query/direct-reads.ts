@@ -29,7 +29,11 @@ interface DirectRoute {
  *
  * Installed before Nest registers its routes: it wraps the handlers of the routes it knows.
  */
-export function installDirectReads(fastify: FastifyInstance, resources: ResourceQueryService, guard: ApiTokenGuard): void {
+export function installDirectReads(
+  fastify: FastifyInstance,
+  resources: ResourceQueryService,
+  guard: ApiTokenGuard,
+): void {
   const routes = directRoutes(resources);
   fastify.addHook('onRoute', (route: RouteOptions) => {
     const direct = route.method === 'GET' ? routes.get(route.url ?? '') : undefined;
@@ -43,7 +47,12 @@ export function installDirectReads(fastify: FastifyInstance, resources: Resource
     };
   });
 
-  async function serveDirect(direct: DirectRoute, request: FastifyRequest, reply: FastifyReply, query: Query): Promise<FastifyReply> {
+  async function serveDirect(
+    direct: DirectRoute,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    query: Query,
+  ): Promise<FastifyReply> {
     try {
       guard.check(request);
       await direct.serve(request, reply, query);
@@ -63,13 +72,16 @@ function directRoutes(resources: ResourceQueryService): Map<string, DirectRoute>
       serve: (_request, reply, query) => sendPage(reply, resources, name, query as unknown as ListQuery),
     });
     routes.set(`/api/v1/${name}/:id`, {
-      read: (request) => ((request.params as { id: string }).id === '' ? undefined : plainAsOfQuery(request.query as Query)),
-      serve: (request, reply, query) => sendResource(reply, resources, name, (request.params as { id: string }).id, query.as_of as Date | undefined),
+      read: (request) =>
+        (request.params as { id: string }).id === '' ? undefined : plainAsOfQuery(request.query as Query),
+      serve: (request, reply, query) =>
+        sendResource(reply, resources, name, (request.params as { id: string }).id, query.as_of as Date | undefined),
     });
   }
   routes.set('/api/v1/menu', {
     read: (request) => plainMenuQuery(request.query as Query),
-    serve: (request, reply, query) => sendMenu(reply, resources, query as unknown as MenuQuery, request.headers['if-none-match']),
+    serve: (request, reply, query) =>
+      sendMenu(reply, resources, query as unknown as MenuQuery, request.headers['if-none-match']),
   });
   return routes;
 }
@@ -86,10 +98,13 @@ export function plainListQuery(query: Query): Query | undefined {
   for (const [name, value] of Object.entries(query)) {
     if (typeof value !== 'string') return undefined;
     if (name === 'owner_id' && value.length <= 255) read.owner_id = value;
-    else if (name === 'limit' && LIMIT.test(value) && Number(value) >= 1 && Number(value) <= 1000) read.limit = Number(value);
+    else if (name === 'limit' && LIMIT.test(value) && Number(value) >= 1 && Number(value) <= 1000)
+      read.limit = Number(value);
     else if (name === 'cursor' && CURSOR.test(value)) read.cursor = value;
-    else if (name === 'include_deleted' && (value === 'true' || value === 'false')) read.include_deleted = value === 'true';
-    else if ((name === 'as_of' || name === 'updated_since') && instant(value) !== undefined) read[name] = instant(value);
+    else if (name === 'include_deleted' && (value === 'true' || value === 'false'))
+      read.include_deleted = value === 'true';
+    else if ((name === 'as_of' || name === 'updated_since') && instant(value) !== undefined)
+      read[name] = instant(value);
     else return undefined;
   }
   return read;

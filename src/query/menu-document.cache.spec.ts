@@ -13,7 +13,8 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const cacheOf = (env: Record<string, string>) => new MenuDocumentCache(loadConfig({ MENU_CACHE_DIR: dir, ...env }), new DeliveriesInFlight());
+const cacheOf = (env: Record<string, string>) =>
+  new MenuDocumentCache(loadConfig({ MENU_CACHE_DIR: dir, ...env }), new DeliveriesInFlight());
 
 /** The files the cache holds (bodies being written end in .part). */
 const files = () => readdirSync(dir).flatMap((sub) => readdirSync(join(dir, sub)));
@@ -48,7 +49,10 @@ describe('MenuDocumentCache', () => {
     const deliveries = new DeliveriesInFlight();
     // A wait long next to reading 2 MB from a file, even under a loaded test run (one took 316 ms).
     const yieldMs = 1000;
-    const cache = new MenuDocumentCache(loadConfig({ MENU_CACHE_DIR: dir, MENU_CACHE_MB: '16', MENU_YIELD_MS: String(yieldMs) }), deliveries);
+    const cache = new MenuDocumentCache(
+      loadConfig({ MENU_CACHE_DIR: dir, MENU_CACHE_MB: '16', MENU_YIELD_MS: String(yieldMs) }),
+      deliveries,
+    );
     const whole = `${mb(2)}${'y'.repeat(1000)}`;
     await drain(cache.keep('7', 'expanded', 'v1', 'c1', body(whole)));
     const timed = async () => {
@@ -79,7 +83,9 @@ describe('MenuDocumentCache', () => {
     await reading.return(undefined);
     expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
     expect(files()).toEqual([]);
-    expect((await drain(cache.keep('7', 'expanded', 'v1', 'c1', body(mb(2), mb(2), '!')))).length).toBe(4 * 1024 * 1024 + 1);
+    expect((await drain(cache.keep('7', 'expanded', 'v1', 'c1', body(mb(2), mb(2), '!')))).length).toBe(
+      4 * 1024 * 1024 + 1,
+    );
     expect(cache.get('7', 'expanded', 'v1')).toBeUndefined();
     expect(files()).toEqual([]);
   });
@@ -116,7 +122,9 @@ describe('MenuDocumentCache', () => {
     const cache = cacheOf({ MENU_CACHE_MB: '8' });
     // Any FileHandle's prototype is the one the cache's handles write through.
     const probe = await open(join(tmpdir(), `menu-cache-probe-${process.pid}`), 'w');
-    const write = jest.spyOn(Object.getPrototypeOf(probe), 'write').mockRejectedValueOnce(new Error('ENOSPC: no space left on device'));
+    const write = jest
+      .spyOn(Object.getPrototypeOf(probe), 'write')
+      .mockRejectedValueOnce(new Error('ENOSPC: no space left on device'));
     await probe.close();
     rmSync(join(tmpdir(), `menu-cache-probe-${process.pid}`), { force: true });
     try {

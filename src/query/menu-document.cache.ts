@@ -46,7 +46,10 @@ export class MenuDocumentCache implements OnModuleDestroy {
   private serial = 0;
   private readonly yieldMs: number;
 
-  constructor(config: AppConfig, private readonly deliveries: DeliveriesInFlight) {
+  constructor(
+    config: AppConfig,
+    private readonly deliveries: DeliveriesInFlight,
+  ) {
     this.maxBytes = config.MENU_CACHE_MB * 1024 * 1024;
     this.yieldMs = config.MENU_YIELD_MS;
     // A cursor older than the retention could be behind the compaction horizon (410 for a follower).
@@ -76,7 +79,11 @@ export class MenuDocumentCache implements OnModuleDestroy {
    * flight: read from the page cache, a kept body goes out as fast as the client takes it, and the
    * copies to its socket are the daemon's own time.
    */
-  async open(ownerId: string, form: MenuForm, version: string): Promise<{ changesCursor: string; body: Readable } | undefined> {
+  async open(
+    ownerId: string,
+    form: MenuForm,
+    version: string,
+  ): Promise<{ changesCursor: string; body: Readable } | undefined> {
     const entry = this.get(ownerId, form, version);
     if (entry === undefined) return undefined;
     const handle = await open(entry.file, 'r').catch(() => undefined);
@@ -102,7 +109,13 @@ export class MenuDocumentCache implements OnModuleDestroy {
    * Passes a body's chunks through as it streams and keeps it once it streamed whole (a client
    * gone halfway keeps nothing). The body must be of `version`, read in one snapshot.
    */
-  async *keep(ownerId: string, form: MenuForm, version: string, changesCursor: string, chunks: AsyncIterable<string | Buffer>): AsyncGenerator<Buffer> {
+  async *keep(
+    ownerId: string,
+    form: MenuForm,
+    version: string,
+    changesCursor: string,
+    chunks: AsyncIterable<string | Buffer>,
+  ): AsyncGenerator<Buffer> {
     const limit = this.maxBytes / 2;
     const storedAt = Date.now();
     let file: { path: string; handle: FileHandle } | undefined = limit > 0 ? await this.create() : undefined;
@@ -118,11 +131,15 @@ export class MenuDocumentCache implements OnModuleDestroy {
         if (file !== undefined) {
           bytes += buffer.length;
           if (bytes > limit || !(await writing)) file = await this.discard(file);
-          else writing = file.handle.write(buffer).then(() => true, () => false);
+          else
+            writing = file.handle.write(buffer).then(
+              () => true,
+              () => false,
+            );
         }
         yield buffer;
       }
-      whole = file !== undefined && await writing;
+      whole = file !== undefined && (await writing);
     } finally {
       if (file !== undefined && !whole) file = await this.discard(file);
     }

@@ -53,8 +53,12 @@ describe('MenuDocumentRepository.open (PostgreSQL)', () => {
     }
     await reading;
     expect(seen).toEqual([
-      { pending: 1, products: 0 }, { pending: 1, products: 200 }, { pending: 1, products: 400 }, { pending: 1, products: 450 },
-      { pending: 1, products: 450 }, { pending: 0, products: 450 },
+      { pending: 1, products: 0 },
+      { pending: 1, products: 200 },
+      { pending: 1, products: 400 },
+      { pending: 1, products: 450 },
+      { pending: 1, products: 450 },
+      { pending: 0, products: 450 },
     ]);
     expect(JSON.parse(chunks.join('')).products).toHaveLength(450);
   });
@@ -62,16 +66,24 @@ describe('MenuDocumentRepository.open (PostgreSQL)', () => {
   it('builds on sessions of its own, the next build on the session the last one used, ended at shutdown', async () => {
     const own = new MenuDocumentRepository(dataSource);
     const build = async () => {
-      const snapshot = await own.open('gate-owner', 'expanded', async (db) => (await db.query(
-        `SELECT pg_backend_pid() AS pid, current_setting('application_name') AS name`))[0]);
+      const snapshot = await own.open(
+        'gate-owner',
+        'expanded',
+        async (db) =>
+          (await db.query(`SELECT pg_backend_pid() AS pid, current_setting('application_name') AS name`))[0],
+      );
       let text = '';
       for await (const chunk of snapshot.chunks) text += chunk.toString();
       const { pid, name } = snapshot.trailer as { pid: number; name: string };
       return { pid, name, products: (JSON.parse(text) as { products: unknown[] }).products.length };
     };
     const seen = new Set<number>();
-    const alive = async () => (await dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ANY($1::int[])`,
-      [[...seen]]))[0].n as number;
+    const alive = async () =>
+      (
+        await dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ANY($1::int[])`, [
+          [...seen],
+        ])
+      )[0].n as number;
     try {
       const first = await build();
       expect(first).toMatchObject({ name: 'menu-sync menu', products: 450 });

@@ -66,18 +66,33 @@ export interface MenuSection {
 
 const SECTIONS: Record<MenuForm, MenuSection[]> = {
   expanded: [
-    { key: 'collections', sql: `SELECT ${resourceJson('c', 'collection')}::text AS doc FROM proj_menu.collections c
-        WHERE c.owner_id = $1 AND NOT c.deleted ORDER BY c.sort_key` },
+    {
+      key: 'collections',
+      sql: `SELECT ${resourceJson('c', 'collection')}::text AS doc FROM proj_menu.collections c
+        WHERE c.owner_id = $1 AND NOT c.deleted ORDER BY c.sort_key`,
+    },
     EXPANDED_PRODUCTS,
   ],
   normalized: [
-    { key: 'collections', sql: `SELECT ${resourceJson('c', 'collection')}::text AS doc FROM proj_menu.collections c
-        WHERE c.owner_id = $1 AND NOT c.deleted ORDER BY c.sort_key` },
-    { key: 'products', sql: `SELECT ${resourceJson('p', 'product')}::text AS doc FROM ${LIVE_PRODUCTS} ORDER BY p.sort_key` },
-    { key: 'traits', sql: `SELECT ${resourceJson('t', 'trait')}::text AS doc FROM ${REFERENCED_TRAITS} ORDER BY t.sort_key` },
-    { key: 'trait_options', sql: `SELECT ${resourceJson('o', 'trait_option')}::text AS doc FROM proj_menu.trait_options o
+    {
+      key: 'collections',
+      sql: `SELECT ${resourceJson('c', 'collection')}::text AS doc FROM proj_menu.collections c
+        WHERE c.owner_id = $1 AND NOT c.deleted ORDER BY c.sort_key`,
+    },
+    {
+      key: 'products',
+      sql: `SELECT ${resourceJson('p', 'product')}::text AS doc FROM ${LIVE_PRODUCTS} ORDER BY p.sort_key`,
+    },
+    {
+      key: 'traits',
+      sql: `SELECT ${resourceJson('t', 'trait')}::text AS doc FROM ${REFERENCED_TRAITS} ORDER BY t.sort_key`,
+    },
+    {
+      key: 'trait_options',
+      sql: `SELECT ${resourceJson('o', 'trait_option')}::text AS doc FROM proj_menu.trait_options o
         WHERE NOT o.deleted AND o.id IN (SELECT ol.id FROM ${REFERENCED_TRAITS.replace('WHERE', `CROSS JOIN LATERAL ${linkedIds('t.relationships', 'trait_options')} ol WHERE`)})
-        ORDER BY o.sort_key` },
+        ORDER BY o.sort_key`,
+    },
   ],
 };
 
@@ -127,8 +142,11 @@ export class MenuDocumentRepository implements OnApplicationShutdown {
    * prepared statement on the pool, without TypeORM's query runner.
    */
   async ownerVersion(ownerId: string): Promise<string> {
-    const [row] = await preparedQuery<{ version: string }>(this.dataSource,
-      `SELECT version::text AS version FROM proj_menu.owner_versions WHERE owner_id = $1`, [ownerId]);
+    const [row] = await preparedQuery<{ version: string }>(
+      this.dataSource,
+      `SELECT version::text AS version FROM proj_menu.owner_versions WHERE owner_id = $1`,
+      [ownerId],
+    );
     return row?.version ?? '0';
   }
 
@@ -142,8 +160,12 @@ export class MenuDocumentRepository implements OnApplicationShutdown {
    * Opens the owner's document in one REPEATABLE READ snapshot; `trailer` reads, in that snapshot,
    * the fields written after the sections (the change-log cursor consistent with the content).
    */
-  async open(ownerId: string, form: MenuForm, trailer: (db: SqlSession) => Promise<Record<string, unknown>> = async () => ({}),
-    giveWay: () => Promise<void> = async () => undefined): Promise<MenuSnapshot> {
+  async open(
+    ownerId: string,
+    form: MenuForm,
+    trailer: (db: SqlSession) => Promise<Record<string, unknown>> = async () => ({}),
+    giveWay: () => Promise<void> = async () => undefined,
+  ): Promise<MenuSnapshot> {
     const client = await this.builds.get().connect();
     const session = sessionOf(client);
     let open = true;
@@ -151,7 +173,10 @@ export class MenuDocumentRepository implements OnApplicationShutdown {
       if (!open) return;
       open = false;
       // A session whose ROLLBACK failed is in an unknown state: the pool drops it.
-      const failed = await client.query('ROLLBACK').then(() => undefined, (error: Error) => error);
+      const failed = await client.query('ROLLBACK').then(
+        () => undefined,
+        (error: Error) => error,
+      );
       client.release(failed);
     };
     try {
@@ -160,23 +185,40 @@ export class MenuDocumentRepository implements OnApplicationShutdown {
       // cursor_tuple_fraction chose nested loops that made a 10,000-product menu take ~2 minutes).
       await session.query('SET LOCAL cursor_tuple_fraction = 1.0');
       const [row] = await session.query(
-        `SELECT coalesce((SELECT version FROM proj_menu.owner_versions WHERE owner_id = $1), 0)::text AS version`, [ownerId]);
+        `SELECT coalesce((SELECT version FROM proj_menu.owner_versions WHERE owner_id = $1), 0)::text AS version`,
+        [ownerId],
+      );
       const fields = await trailer(session);
-      return { version: row.version, trailer: fields, chunks: this.document(session, ownerId, form, fields, close, giveWay), close };
+      return {
+        version: row.version,
+        trailer: fields,
+        chunks: this.document(session, ownerId, form, fields, close, giveWay),
+        close,
+      };
     } catch (error) {
       await close();
       throw error;
     }
   }
 
-  private async *document(session: SqlSession, ownerId: string, form: MenuForm, trailer: Record<string, unknown>,
-    close: () => Promise<void>, giveWay: () => Promise<void>): AsyncGenerator<string | Buffer> {
+  private async *document(
+    session: SqlSession,
+    ownerId: string,
+    form: MenuForm,
+    trailer: Record<string, unknown>,
+    close: () => Promise<void>,
+    giveWay: () => Promise<void>,
+  ): AsyncGenerator<string | Buffer> {
     // Each chunk is asked for once `giveWay` lets it: PostgreSQL's share of a build waits too.
-    const fetchNext = (cursor: string) => readAhead(giveWay().then(() => fetchRows<SectionRow>(session, cursor, FETCH_ROWS)));
+    const fetchNext = (cursor: string) =>
+      readAhead(giveWay().then(() => fetchRows<SectionRow>(session, cursor, FETCH_ROWS)));
     try {
       let separator = '{';
       for (const [index, section] of SECTIONS[form].entries()) {
-        const traits = section.traits === undefined ? undefined : new TraitDocs((ids) => session.query(section.traits as string, [ids]));
+        const traits =
+          section.traits === undefined
+            ? undefined
+            : new TraitDocs((ids) => session.query(section.traits as string, [ids]));
         const cursor = `menu_section_${index}`;
         await session.query(`DECLARE ${cursor} NO SCROLL CURSOR FOR ${section.sql}`, [ownerId]);
         yield `${separator}"${section.key}":[`;
@@ -189,7 +231,9 @@ export class MenuDocumentRepository implements OnApplicationShutdown {
           const named = traits?.load(rows.flatMap((row) => row.traits ?? []));
           next = rows.length < FETCH_ROWS ? Promise.resolve([]) : fetchNext(cursor);
           await named;
-          yield traits === undefined ? `${first ? '' : ','}${rows.map((row) => row.doc).join(',')}` : expandedChunk(rows, traits.docs, first);
+          yield traits === undefined
+            ? `${first ? '' : ','}${rows.map((row) => row.doc).join(',')}`
+            : expandedChunk(rows, traits.docs, first);
           first = false;
         }
         await session.query(`CLOSE ${cursor}`);
@@ -253,7 +297,9 @@ export function expandedChunk(rows: SectionRow[], traits: ReadonlyMap<string, Bu
 
 /** `,"key":value` for each field, to close a document with. */
 export function trailerJson(fields: Record<string, unknown>): string {
-  return Object.entries(fields).map(([key, value]) => `,${JSON.stringify(key)}:${JSON.stringify(value)}`).join('');
+  return Object.entries(fields)
+    .map(([key, value]) => `,${JSON.stringify(key)}:${JSON.stringify(value)}`)
+    .join('');
 }
 
 function fetchRows<T>(session: SqlSession, cursor: string, rows: number): Promise<T[]> {

@@ -16,8 +16,12 @@ export function answer(reply: FastifyReply, resource: ApiResource): ApiResource 
 }
 
 /** `/menu`: 304 on a matching ETag, else the document streamed, with its X-Changes-Cursor when live. */
-export async function sendMenu(reply: FastifyReply, resources: ResourceQueryService, query: MenuQuery,
-  ifNoneMatch: string | undefined): Promise<void> {
+export async function sendMenu(
+  reply: FastifyReply,
+  resources: ResourceQueryService,
+  query: MenuQuery,
+  ifNoneMatch: string | undefined,
+): Promise<void> {
   const answer = await resources.menu(query.owner_id, query.form, ifNoneMatch, query.as_of);
   reply.header('ETag', answer.etag);
   if (answer.notModified) {
@@ -32,17 +36,30 @@ export async function sendMenu(reply: FastifyReply, resources: ResourceQueryServ
 }
 
 /** A list page (CONTRACT §5), its `changes_cursor` repeated as X-Changes-Cursor (§11). */
-export async function sendPage(reply: FastifyReply, resources: ResourceQueryService, name: string, query: ListQuery): Promise<void> {
+export async function sendPage(
+  reply: FastifyReply,
+  resources: ResourceQueryService,
+  name: string,
+  query: ListQuery,
+): Promise<void> {
   const page = await resources.list(name, query);
   if (page.changes_cursor !== null) reply.header('X-Changes-Cursor', page.changes_cursor);
   await reply.type(JSON_TYPE).send(page.body);
 }
 
 /** A resource by id: 200, or 410 with its tombstone; 404 (thrown) when never seen. */
-export async function sendResource(reply: FastifyReply, resources: ResourceQueryService, name: string, id: string,
-  asOf: Date | undefined): Promise<void> {
+export async function sendResource(
+  reply: FastifyReply,
+  resources: ResourceQueryService,
+  name: string,
+  id: string,
+  asOf: Date | undefined,
+): Promise<void> {
   const found = await resources.getText(name, id, asOf);
-  await reply.status(found.deleted ? 410 : 200).type(JSON_TYPE).send(found.body);
+  await reply
+    .status(found.deleted ? 410 : 200)
+    .type(JSON_TYPE)
+    .send(found.body);
 }
 
 @ApiTags('menu')
@@ -53,8 +70,11 @@ export class MenuController {
   constructor(private readonly resources: ResourceQueryService) {}
 
   @Get('menu')
-  async menu(@Query() query: MenuQuery, @Headers('if-none-match') ifNoneMatch: string | undefined,
-    @Res() reply: FastifyReply): Promise<void> {
+  async menu(
+    @Query() query: MenuQuery,
+    @Headers('if-none-match') ifNoneMatch: string | undefined,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     await sendMenu(reply, this.resources, query, ifNoneMatch);
   }
 
@@ -84,7 +104,11 @@ export class MenuController {
   }
 
   @Get('products/:id')
-  async product(@Param('id') id: string, @Query() query: ProductQuery, @Res({ passthrough: true }) reply: FastifyReply) {
+  async product(
+    @Param('id') id: string,
+    @Query() query: ProductQuery,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
     return answer(reply, await this.resources.product(id, query.expand === 'traits', query.as_of));
   }
 

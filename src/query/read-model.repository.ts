@@ -45,7 +45,8 @@ export interface RowFilter {
   asOf?: Date;
 }
 
-const ROW_COLUMNS = 'id, sort_key, owner_id, attributes, relationships, deleted, occurred_at, event_id, position::text AS position';
+const ROW_COLUMNS =
+  'id, sort_key, owner_id, attributes, relationships, deleted, occurred_at, event_id, position::text AS position';
 
 /** As the live read model, `as_of` leaves out events the projector parked (CONTRACT §4). */
 const notParked = (table: ResourceTable) =>
@@ -139,10 +140,16 @@ export class ReadModelRepository implements OnApplicationShutdown {
    */
   async findDocsAsOf(table: ResourceTable, filter: RowFilter & { asOf: Date }, links?: string): Promise<ResourceDoc[]> {
     const { sql, params } = this.menuAsOfStatement(table, filter, filter.asOf);
-    const linked = links === undefined ? `'{}'::text[]` : `ARRAY(SELECT l.id FROM ${linkedIds('f.relationships', links)} l ORDER BY l.ord)`;
+    const linked =
+      links === undefined
+        ? `'{}'::text[]`
+        : `ARRAY(SELECT l.id FROM ${linkedIds('f.relationships', links)} l ORDER BY l.ord)`;
     return this.prepared<ResourceDoc>(
       `SELECT f.id, f.sort_key, f.deleted, ${resourceJson('f', table.type)}::text AS doc, ${linked} AS links
-         FROM (${sql}) f ORDER BY f.sort_key`, params, this.asOfPool);
+         FROM (${sql}) f ORDER BY f.sort_key`,
+      params,
+      this.asOfPool,
+    );
   }
 
   /**
@@ -153,16 +160,28 @@ export class ReadModelRepository implements OnApplicationShutdown {
    * they come: parsing each row's attributes and serialising the page again took about as much of
    * the process's CPU as the rest of the request.
    */
-  async findDocsWithChangePosition(table: ResourceTable, filter: Omit<RowFilter, 'asOf'>): Promise<{ rows: ResourceDoc[]; position: ChangePosition }> {
+  async findDocsWithChangePosition(
+    table: ResourceTable,
+    filter: Omit<RowFilter, 'asOf'>,
+  ): Promise<{ rows: ResourceDoc[]; position: ChangePosition }> {
     const { sql, params } = this.statement(table, filter, docColumns(table));
-    const found = await this.prepared<ResourceDoc & { change_transaction_id: string | null; change_seq: string | null }>(
+    const found = await this.prepared<
+      ResourceDoc & { change_transaction_id: string | null; change_seq: string | null }
+    >(
       `SELECT page.*, newest.transaction_id AS change_transaction_id, newest.seq AS change_seq
          FROM (SELECT) AS one
          LEFT JOIN (${NEWEST_CHANGE_POSITION}) AS newest ON true
          LEFT JOIN (${sql}) AS page ON true
-        ORDER BY page.sort_key`, params);
-    const position = changePosition({ transaction_id: found[0]?.change_transaction_id ?? null, seq: found[0]?.change_seq ?? null });
-    const rows = found.filter((row) => row.id !== null).map(({ change_transaction_id: _, change_seq: __, ...row }) => row);
+        ORDER BY page.sort_key`,
+      params,
+    );
+    const position = changePosition({
+      transaction_id: found[0]?.change_transaction_id ?? null,
+      seq: found[0]?.change_seq ?? null,
+    });
+    const rows = found
+      .filter((row) => row.id !== null)
+      .map(({ change_transaction_id: _, change_seq: __, ...row }) => row);
     return { rows, position };
   }
 
@@ -174,7 +193,11 @@ export class ReadModelRepository implements OnApplicationShutdown {
   }
 
   /** The statement of `find` (live, or orders `as_of`), selecting `columns` of each row (alias `r`). */
-  private statement(table: ResourceTable, filter: RowFilter, columns = ROW_COLUMNS): { sql: string; params: unknown[] } {
+  private statement(
+    table: ResourceTable,
+    filter: RowFilter,
+    columns = ROW_COLUMNS,
+  ): { sql: string; params: unknown[] } {
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
     const source = filter.asOf ? this.ordersAsOf(table, filter, param) : `${table.schema}.${table.name}`;
@@ -216,11 +239,17 @@ export class ReadModelRepository implements OnApplicationShutdown {
     const owner = filter.ownerId === undefined ? undefined : param(filter.ownerId);
     const ids = filter.ids === undefined ? undefined : param(filter.ids);
     const after = filter.afterSortKey === undefined ? undefined : param(filter.afterSortKey);
-    const candidate = [...(owner === undefined ? [] : [`c.owner_id = ${owner}`]), ...(ids === undefined ? [] : [`c.id = ANY(${ids}::text[])`]),
-      ...(after === undefined ? [] : [`c.sort_key > ${after}`])];
+    const candidate = [
+      ...(owner === undefined ? [] : [`c.owner_id = ${owner}`]),
+      ...(ids === undefined ? [] : [`c.id = ANY(${ids}::text[])`]),
+      ...(after === undefined ? [] : [`c.sort_key > ${after}`]),
+    ];
     const where = (conditions: string[]) => (conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '');
-    const kept = [...(filter.includeDeleted ? [] : ['NOT n.deleted']), ...(owner === undefined ? [] : [`n.owner_id = ${owner}`]),
-      ...(filter.updatedSince === undefined ? [] : [`n.occurred_at >= ${param(filter.updatedSince)}`])];
+    const kept = [
+      ...(filter.includeDeleted ? [] : ['NOT n.deleted']),
+      ...(owner === undefined ? [] : [`n.owner_id = ${owner}`]),
+      ...(filter.updatedSince === undefined ? [] : [`n.occurred_at >= ${param(filter.updatedSince)}`]),
+    ];
     const limit = filter.limit === undefined ? '' : `LIMIT ${param(filter.limit)}`;
     const kinds = (list: string[]) => `e.event_type IN (${list.map((kind) => `'${table.type}.${kind}'`).join(', ')})`;
     const newest = (id: string, events: string) => `
@@ -265,8 +294,10 @@ export class ReadModelRepository implements OnApplicationShutdown {
 
   /** Order resources as of an instant: folded from the order events' `included`. */
   private ordersAsOf(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {
-    const changes = ORDERS_PROJECTION.changes(`e.occurred_at <= ${param(filter.asOf)} AND ${notParked(table)}`,
-      'menu_sync_jsonb(e.payload)');
+    const changes = ORDERS_PROJECTION.changes(
+      `e.occurred_at <= ${param(filter.asOf)} AND ${notParked(table)}`,
+      'menu_sync_jsonb(e.payload)',
+    );
     const ofType = `type = ${param(table.type)}`;
     return `(
       WITH changes (${CHANGE_COLUMNS}) AS (${changes})

@@ -65,8 +65,12 @@ export class MenuQuery extends AsOfQuery {
   @MaxLength(255)
   owner_id: string;
 
-  @ApiPropertyOptional({ enum: ['expanded', 'normalized'], default: 'expanded',
-    description: 'expanded: products with their traits and trait options (CONTRACT §5); normalized: collections, products, traits and trait_options each listed once, linked by ids' })
+  @ApiPropertyOptional({
+    enum: ['expanded', 'normalized'],
+    default: 'expanded',
+    description:
+      'expanded: products with their traits and trait options (CONTRACT §5); normalized: collections, products, traits and trait_options each listed once, linked by ids',
+  })
   @IsOptional()
   @IsIn(['expanded', 'normalized'], { message: 'form must be expanded or normalized' })
   form: 'expanded' | 'normalized' = 'expanded';

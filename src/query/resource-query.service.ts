@@ -16,8 +16,12 @@ export type { ApiResource };
 /** Lists, items, expansions and the menu document (CONTRACT §5), live or `as_of`. */
 @Injectable()
 export class ResourceQueryService {
-  constructor(private readonly rows: ReadModelRepository, private readonly documents: MenuDocumentRepository,
-    private readonly changes: ChangeLogRepository, private readonly cache: MenuDocumentCache) {}
+  constructor(
+    private readonly rows: ReadModelRepository,
+    private readonly documents: MenuDocumentRepository,
+    private readonly changes: ChangeLogRepository,
+    private readonly cache: MenuDocumentCache,
+  ) {}
 
   /**
    * A page as JSON text, with the change-log cursor read in the same snapshot (`changes_cursor`,
@@ -32,14 +36,38 @@ export class ResourceQueryService {
     if (query.as_of === undefined) {
       const { rows, position } = await this.rows.findDocsWithChangePosition(table, filter);
       const changesCursor = encodeChangeCursor(position);
-      return { body: pageText(rows.map((row) => row.doc), rows, query, changesCursor), changes_cursor: changesCursor };
+      return {
+        body: pageText(
+          rows.map((row) => row.doc),
+          rows,
+          query,
+          changesCursor,
+        ),
+        changes_cursor: changesCursor,
+      };
     }
     if (table.schema === 'proj_menu') {
       const rows = await this.rows.findDocsAsOf(table, { ...filter, asOf: query.as_of });
-      return { body: pageText(rows.map((row) => row.doc), rows, query, null), changes_cursor: null };
+      return {
+        body: pageText(
+          rows.map((row) => row.doc),
+          rows,
+          query,
+          null,
+        ),
+        changes_cursor: null,
+      };
     }
     const rows = await this.rows.find(table, { ...filter, asOf: query.as_of });
-    return { body: pageText(rows.map((row) => JSON.stringify(toResource(table, row))), rows, query, null), changes_cursor: null };
+    return {
+      body: pageText(
+        rows.map((row) => JSON.stringify(toResource(table, row))),
+        rows,
+        query,
+        null,
+      ),
+      changes_cursor: null,
+    };
   }
 
   /**
@@ -52,8 +80,10 @@ export class ResourceQueryService {
       const resource = await this.get(name, id, asOf);
       return { deleted: resource.deleted, body: JSON.stringify(resource) };
     }
-    const [found] = asOf === undefined ? [await this.rows.findDoc(table, id)]
-      : await this.rows.findDocsAsOf(table, { ids: [id], includeDeleted: true, asOf });
+    const [found] =
+      asOf === undefined
+        ? [await this.rows.findDoc(table, id)]
+        : await this.rows.findDocsAsOf(table, { ids: [id], includeDeleted: true, asOf });
     if (found === undefined) throw new NotFoundError(`No ${table.type} ${id} is known.`);
     return { deleted: found.deleted, body: found.doc };
   }
@@ -77,8 +107,11 @@ export class ResourceQueryService {
     const order = await this.get('orders', id, asOf);
     if (!expand) return order;
     const products = await this.children(RESOURCE_TABLES.order_product, linkIds(order, 'order_products'), asOf);
-    const options = await this.children(RESOURCE_TABLES.order_product_trait_option,
-      products.flatMap((product) => linkIds(product, 'order_product_trait_options')), asOf);
+    const options = await this.children(
+      RESOURCE_TABLES.order_product_trait_option,
+      products.flatMap((product) => linkIds(product, 'order_product_trait_options')),
+      asOf,
+    );
     const optionsById = byId(options);
     return {
       ...order,
@@ -108,17 +141,27 @@ export class ResourceQueryService {
     const current = menuEtag(version, form);
     if (matches(ifNoneMatch, current)) return { etag: current, notModified: true };
     const kept = await this.cache.open(ownerId, form, version);
-    if (kept !== undefined) return { etag: current, notModified: false, changesCursor: kept.changesCursor, chunks: kept.body };
-    const snapshot = await this.documents.open(ownerId, form, async (db) =>
-      ({ changes_cursor: encodeChangeCursor(await this.changes.positionInSnapshot(db)) }), () => this.cache.giveWay());
+    if (kept !== undefined)
+      return { etag: current, notModified: false, changesCursor: kept.changesCursor, chunks: kept.body };
+    const snapshot = await this.documents.open(
+      ownerId,
+      form,
+      async (db) => ({ changes_cursor: encodeChangeCursor(await this.changes.positionInSnapshot(db)) }),
+      () => this.cache.giveWay(),
+    );
     const etag = menuEtag(snapshot.version, form);
     if (matches(ifNoneMatch, etag)) {
       await snapshot.close();
       return { etag, notModified: true };
     }
     const changesCursor = snapshot.trailer.changes_cursor as string;
-    return { etag, notModified: false, changesCursor, close: snapshot.close,
-      chunks: this.cache.keep(ownerId, form, snapshot.version, changesCursor, snapshot.chunks) };
+    return {
+      etag,
+      notModified: false,
+      changesCursor,
+      close: snapshot.close,
+      chunks: this.cache.keep(ownerId, form, snapshot.version, changesCursor, snapshot.chunks),
+    };
   }
 
   /**
@@ -131,10 +174,19 @@ export class ResourceQueryService {
   private async *menuAsOf(ownerId: string, form: MenuForm, asOf: Date): AsyncGenerator<string | Buffer> {
     const collections = await this.rows.findDocsAsOf(RESOURCE_TABLES.collection, { ownerId, asOf });
     yield `{"collections":[${collections.map((row) => row.doc).join(',')}],"products":[`;
-    const traits = new TraitTexts((table, ids, links) =>
-      this.inChunks(ids, (chunk) => this.rows.findDocsAsOf(table, { ids: chunk, asOf }, links), MENU_LOOKUPS), form);
-    const chunkAfter = (after: string | undefined) => readAhead(
-      this.rows.findDocsAsOf(RESOURCE_TABLES.product, { ownerId, asOf, afterSortKey: after, limit: MENU_CHUNK }, 'traits'));
+    const traits = new TraitTexts(
+      (table, ids, links) =>
+        this.inChunks(ids, (chunk) => this.rows.findDocsAsOf(table, { ids: chunk, asOf }, links), MENU_LOOKUPS),
+      form,
+    );
+    const chunkAfter = (after: string | undefined) =>
+      readAhead(
+        this.rows.findDocsAsOf(
+          RESOURCE_TABLES.product,
+          { ownerId, asOf, afterSortKey: after, limit: MENU_CHUNK },
+          'traits',
+        ),
+      );
     let next = chunkAfter(undefined);
     let first = true;
     for (;;) {
@@ -142,8 +194,13 @@ export class ResourceQueryService {
       if (rows.length === 0) break;
       next = rows.length < MENU_CHUNK ? Promise.resolve([]) : chunkAfter(rows[rows.length - 1].sort_key);
       await traits.expanded.load(rows.flatMap((row) => row.links));
-      yield form === 'normalized' ? `${first ? '' : ','}${rows.map((row) => row.doc).join(',')}`
-        : expandedChunk(rows.map((row) => ({ doc: row.doc, traits: row.links })), traits.expanded.docs, first);
+      yield form === 'normalized'
+        ? `${first ? '' : ','}${rows.map((row) => row.doc).join(',')}`
+        : expandedChunk(
+            rows.map((row) => ({ doc: row.doc, traits: row.links })),
+            traits.expanded.docs,
+            first,
+          );
       first = false;
     }
     if (form === 'normalized') {
@@ -166,7 +223,11 @@ export class ResourceQueryService {
   }
 
   /** `lookup` of the distinct `ids`, CHILDREN_CHUNK ids a call and `concurrency` calls at a time. */
-  private async inChunks<T>(ids: string[], lookup: (chunk: string[]) => Promise<T[]>, concurrency: number): Promise<T[]> {
+  private async inChunks<T>(
+    ids: string[],
+    lookup: (chunk: string[]) => Promise<T[]>,
+    concurrency: number,
+  ): Promise<T[]> {
     const unique = [...new Set(ids)];
     const chunks: string[][] = [];
     for (let i = 0; i < unique.length; i += CHILDREN_CHUNK) chunks.push(unique.slice(i, i + CHILDREN_CHUNK));
@@ -195,7 +256,12 @@ function listFilter(query: ListQuery) {
 }
 
 /** `list`'s answer: the resources' JSON texts, and the page's rows for its `next_cursor`. */
-function pageText(docs: string[], rows: Array<{ sort_key: string }>, query: ListQuery, changesCursor: string | null): string {
+function pageText(
+  docs: string[],
+  rows: Array<{ sort_key: string }>,
+  query: ListQuery,
+  changesCursor: string | null,
+): string {
   const last = rows.at(-1);
   const nextCursor = rows.length === query.limit && last ? Buffer.from(last.sort_key).toString('base64url') : null;
   return `{"data":[${docs.join(',')}],"next_cursor":${JSON.stringify(nextCursor)},"changes_cursor":${JSON.stringify(changesCursor)}}`;
@@ -208,7 +274,11 @@ function toResource(table: ResourceTable, row: ResourceRow): ApiResource {
     owner_id: row.owner_id,
     attributes: row.attributes,
     relationships: row.relationships,
-    version: { event_id: row.event_id, occurred_at: new Date(row.occurred_at).toISOString(), position: Number(row.position) },
+    version: {
+      event_id: row.event_id,
+      occurred_at: new Date(row.occurred_at).toISOString(),
+      position: Number(row.position),
+    },
     deleted: row.deleted,
   };
 }
@@ -268,7 +338,10 @@ class TraitExpansion {
       }
       return done;
     };
-    return products.map((product) => ({ ...product, traits: pick(this.traitsById, linkIds(product, 'traits')).map(expanded) }));
+    return products.map((product) => ({
+      ...product,
+      traits: pick(this.traitsById, linkIds(product, 'traits')).map(expanded),
+    }));
   }
 
   traits(ids: string[]): Promise<ApiResource[]> {
@@ -279,7 +352,11 @@ class TraitExpansion {
     return this.fold(RESOURCE_TABLES.trait_option, this.optionsById, ids);
   }
 
-  private async fold(table: ResourceTable, known: Map<string, ApiResource | null>, ids: string[]): Promise<ApiResource[]> {
+  private async fold(
+    table: ResourceTable,
+    known: Map<string, ApiResource | null>,
+    ids: string[],
+  ): Promise<ApiResource[]> {
     const missing = [...new Set(ids)].filter((id) => !known.has(id));
     for (const id of missing) known.set(id, null);
     for (const resource of await this.lookup(table, missing)) known.set(resource.id, resource);
@@ -304,7 +381,9 @@ class TraitTexts {
     this.expanded = new TraitDocs(async (ids) => {
       const traits = await lookup(RESOURCE_TABLES.trait, ids, 'trait_options');
       const optionIds = traits.flatMap((trait) => trait.links).filter((id) => !this.options.has(id));
-      const options = new Map((await lookup(RESOURCE_TABLES.trait_option, optionIds)).map((option) => [option.id, option]));
+      const options = new Map(
+        (await lookup(RESOURCE_TABLES.trait_option, optionIds)).map((option) => [option.id, option]),
+      );
       if (form === 'normalized') {
         for (const option of options.values()) this.options.set(option.id, option);
         this.traits.push(...traits);
@@ -319,14 +398,21 @@ class TraitTexts {
 
   /** The traits folded so far and their options, each listed once in id order (the normalized form). */
   listed(): { traits: string[]; options: string[] } {
-    const inOrder = (docs: ResourceDoc[]) => docs.sort((a, b) => (a.sort_key < b.sort_key ? -1 : a.sort_key > b.sort_key ? 1 : 0)).map((doc) => doc.doc);
+    const inOrder = (docs: ResourceDoc[]) =>
+      docs.sort((a, b) => (a.sort_key < b.sort_key ? -1 : a.sort_key > b.sort_key ? 1 : 0)).map((doc) => doc.doc);
     return { traits: inOrder([...this.traits]), options: inOrder([...this.options.values()]) };
   }
 }
 
 export type MenuAnswer =
   | { etag: string; notModified: true }
-  | { etag: string; notModified: false; changesCursor: string | null; chunks: AsyncIterable<string | Buffer> | Readable; close?: () => Promise<void> };
+  | {
+      etag: string;
+      notModified: false;
+      changesCursor: string | null;
+      chunks: AsyncIterable<string | Buffer> | Readable;
+      close?: () => Promise<void>;
+    };
 
 function menuEtag(version: string, form: MenuForm, asOf?: Date): string {
   return `"menu-${version}-${form === 'normalized' ? 'n' : 'e'}${asOf === undefined ? '' : `-${asOf.getTime()}`}"`;

@@ -44,29 +44,40 @@ export class ConnectionReconciler {
   ) {}
 
   async reconcile(connection: Connection, storeFilter: string | undefined, context: RunContext): Promise<void> {
-    const owner = connection.ownerId ?? await this.learnOwner(connection);
+    const owner = connection.ownerId ?? (await this.learnOwner(connection));
     if (owner === null) {
       // Nothing to compare with yet: a waiting state, not a fault of this run.
-      context.notes.push(`connection ${connection.id}: its resource owner is not known yet (learned from the token answer or the first webhook on its key); skipped`);
+      context.notes.push(
+        `connection ${connection.id}: its resource owner is not known yet (learned from the token answer or the first webhook on its key); skipped`,
+      );
       return;
     }
     const storeIds = storeFilter !== undefined ? [storeFilter] : await this.storesOf(owner);
     if (storeIds.length === 0) {
-      context.notes.push(`connection ${connection.id}: no store known yet (set STORE_IDS, or wait for an order event); skipped`);
+      context.notes.push(
+        `connection ${connection.id}: no store known yet (set STORE_IDS, or wait for an order event); skipped`,
+      );
       return;
     }
     const snapshots = await this.fetchStores(connection, storeIds, context);
     if (snapshots === undefined) return;
     if (snapshots.length === 0) {
       // With --store, another connection may own it (ReconcileService says so when none does).
-      if (storeFilter === undefined) context.errors.push(`connection ${connection.id}: every store (${storeIds.join(', ')}) answered 403/404 (a wrong UPSTREAM_SNAPSHOT_PATH?); nothing reconciled`);
+      if (storeFilter === undefined)
+        context.errors.push(
+          `connection ${connection.id}: every store (${storeIds.join(', ')}) answered 403/404 (a wrong UPSTREAM_SNAPSHOT_PATH?); nothing reconciled`,
+        );
       return;
     }
     await this.applyDifferences(connection, owner, snapshots, destroysRefused(storeFilter, snapshots), context);
   }
 
   /** The snapshots of the stores that are this connection's; undefined when the connection needs reauthorization. */
-  private async fetchStores(connection: Connection, storeIds: string[], context: RunContext): Promise<StoreSnapshot[] | undefined> {
+  private async fetchStores(
+    connection: Connection,
+    storeIds: string[],
+    context: RunContext,
+  ): Promise<StoreSnapshot[] | undefined> {
     const snapshots: StoreSnapshot[] = [];
     for (const storeId of storeIds) {
       try {
@@ -74,7 +85,9 @@ export class ConnectionReconciler {
       } catch (error) {
         if (error instanceof StoreNotOfConnectionError) {
           // STORE_IDS applies to every connection: another owner's store is no fault of this run.
-          context.notes.push(`connection ${connection.id}: store ${storeId} answered ${error.status}: not this connection's store, left out`);
+          context.notes.push(
+            `connection ${connection.id}: store ${storeId} answered ${error.status}: not this connection's store, left out`,
+          );
           continue;
         }
         if (!(error instanceof ReauthorizationRequiredError)) throw error;
@@ -86,13 +99,25 @@ export class ConnectionReconciler {
   }
 
   /** Compares every type over the fetched stores and appends the differences at once. */
-  private async applyDifferences(connection: Connection, owner: string, snapshots: StoreSnapshot[], refused: string | undefined,
-    context: RunContext): Promise<void> {
+  private async applyDifferences(
+    connection: Connection,
+    owner: string,
+    snapshots: StoreSnapshot[],
+    refused: string | undefined,
+    context: RunContext,
+  ): Promise<void> {
     const started = Date.now();
-    const reports = new Map(snapshots.map((snapshot) => [snapshot.storeId, emptyStoreReport(connection.id, snapshot.storeId, owner)]));
+    const reports = new Map(
+      snapshots.map((snapshot) => [snapshot.storeId, emptyStoreReport(connection.id, snapshot.storeId, owner)]),
+    );
     context.stores.push(...reports.values());
-    const options = { owner, runId: context.runId, refused, maxDestroyRatio: this.config.RECONCILE_MAX_DESTROY_RATIO,
-      minImplausibleDestroys: MIN_IMPLAUSIBLE_DESTROYS };
+    const options = {
+      owner,
+      runId: context.runId,
+      refused,
+      maxDestroyRatio: this.config.RECONCILE_MAX_DESTROY_RATIO,
+      minImplausibleDestroys: MIN_IMPLAUSIBLE_DESTROYS,
+    };
     try {
       const differences: Difference[] = [];
       for (const type of [...SNAPSHOT_TYPES, 'order'] as const) {
@@ -115,7 +140,9 @@ export class ConnectionReconciler {
   }
 
   private async append(differences: Difference[], reports: Map<string, StoreReport>): Promise<void> {
-    const logged = differences.filter((difference): difference is Difference & { entry: NewLogEntry } => difference.entry !== null);
+    const logged = differences.filter(
+      (difference): difference is Difference & { entry: NewLogEntry } => difference.entry !== null,
+    );
     if (logged.length === 0) return;
     const results = await this.log.append(logged.map(({ entry }) => entry));
     let head = -1;

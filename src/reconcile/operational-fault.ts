@@ -9,8 +9,14 @@ import { DeliveryRejection } from '../ingress/webhook-event.parser.js';
  * (a TypeError …) is taken for a bug: the run is saved as failed, and the error thrown on.
  */
 export function isOperationalFault(error: unknown): boolean {
-  if (error instanceof AppError || error instanceof QueryFailedError || error instanceof DeliveryRejection
-    || error instanceof AppendRejectedError || error instanceof AppendUnconfirmedError) return true;
+  if (
+    error instanceof AppError ||
+    error instanceof QueryFailedError ||
+    error instanceof DeliveryRejection ||
+    error instanceof AppendRejectedError ||
+    error instanceof AppendUnconfirmedError
+  )
+    return true;
   // PostgreSQL errors (SQLSTATE) and Node's system errors (ECONNRESET …) carry a string code.
   return error instanceof Error && typeof (error as { code?: unknown }).code === 'string';
 }

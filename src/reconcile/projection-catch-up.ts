@@ -27,21 +27,23 @@ export class ProjectionCatchUp {
     const errors: string[] = [];
     const notes: string[] = [];
     // Some daemon on this database projects: worth waiting for (a command alone waits for nobody).
-    const deadline = await this.statuses.advisoryLockHeld(PROJECTOR_LOCK) ? Date.now() + timeoutMs : Date.now();
+    const deadline = (await this.statuses.advisoryLockHeld(PROJECTOR_LOCK)) ? Date.now() + timeoutMs : Date.now();
     for (const projection of PROJECTIONS) {
       let lag = await this.lag(projection);
       while (lag > 0 && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, POLL_MS));
         lag = await this.lag(projection);
       }
-      if (lag > 0) errors.push(`projection ${projection.name} is ${lag} events behind the log; compared with what it has`);
+      if (lag > 0)
+        errors.push(`projection ${projection.name} is ${lag} events behind the log; compared with what it has`);
     }
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
     try {
       for (const projection of PROJECTIONS) {
         const { retried, released } = await this.projections.retryParked(runner, projection);
-        if (retried > 0) notes.push(`projection ${projection.name}: ${released} of ${retried} parked event(s) applied on retry`);
+        if (retried > 0)
+          notes.push(`projection ${projection.name}: ${released} of ${retried} parked event(s) applied on retry`);
       }
     } finally {
       await runner.release();

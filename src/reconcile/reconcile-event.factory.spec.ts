@@ -7,7 +7,9 @@ const RUN = '0b6c7a52-9a43-4c2e-9d0e-3f1d2a7c5e11';
 const FETCHED = new Date('2024-05-01T12:00:00.000Z');
 
 const created = (id: string): ReconcileChange => ({
-  eventType: 'product.created', subject: { type: 'product', id }, ownerId: '4001',
+  eventType: 'product.created',
+  subject: { type: 'product', id },
+  ownerId: '4001',
   included: [{ id, type: 'product', attributes: { title: 'Soup' }, relationships: {} }],
 });
 
@@ -15,8 +17,15 @@ describe('reconcileEntry (a difference as a log entry)', () => {
   it('given a short id, then the event id names it, and the version is the fetch time with attributes.id 0', () => {
     const entry = reconcileEntry(created('42'), RUN, FETCHED);
     expect(entry).toMatchObject({
-      eventId: `reconcile:${RUN}:product:42`, eventType: 'product.created', subjectType: 'product', subjectId: '42',
-      ownerId: '4001', occurredAt: FETCHED.toISOString(), eventSeq: '0', source: 'reconcile', keyId: null,
+      eventId: `reconcile:${RUN}:product:42`,
+      eventType: 'product.created',
+      subjectType: 'product',
+      subjectId: '42',
+      ownerId: '4001',
+      occurredAt: FETCHED.toISOString(),
+      eventSeq: '0',
+      source: 'reconcile',
+      keyId: null,
     });
   });
 
@@ -31,12 +40,16 @@ describe('reconcileEntry (a difference as a log entry)', () => {
 
   it('given a destroy of a long id, then it is recorded too (no included resource)', () => {
     const id = '9'.repeat(250);
-    const entry = reconcileEntry({ eventType: 'product.destroyed', subject: { type: 'product', id }, ownerId: '4001', included: [] }, RUN, FETCHED);
+    const entry = reconcileEntry(
+      { eventType: 'product.destroyed', subject: { type: 'product', id }, ownerId: '4001', included: [] },
+      RUN,
+      FETCHED,
+    );
     expect(entry).toMatchObject({ eventType: 'product.destroyed', subjectId: id });
     expect(entry.eventId.length).toBeLessThanOrEqual(255);
   });
 
-  it('given an id the log cannot hold at all (over 255 characters), then it throws the parser\'s rejection', () => {
+  it("given an id the log cannot hold at all (over 255 characters), then it throws the parser's rejection", () => {
     expect(() => reconcileEntry(created('y'.repeat(256)), RUN, FETCHED)).toThrow(DeliveryRejection);
   });
 });

@@ -36,8 +36,21 @@ export function reconcileEntry(change: ReconcileChange, runId: string, fetchedAt
     },
     included: change.included.map(({ related: _related, ...resource }) => resource),
   };
-  const { keyAt: _keyAt, sealWhole: _sealWhole, ...parsed } = parseDelivery(Buffer.from(JSON.stringify(body), 'utf8'), 'application/json');
-  return { ...parsed, source: 'reconcile', receivedAt: new Date(), keyId: null, contentType: 'application/json', rawSealed: false, rawKey: null, rawKeyAt: null };
+  const {
+    keyAt: _keyAt,
+    sealWhole: _sealWhole,
+    ...parsed
+  } = parseDelivery(Buffer.from(JSON.stringify(body), 'utf8'), 'application/json');
+  return {
+    ...parsed,
+    source: 'reconcile',
+    receivedAt: new Date(),
+    keyId: null,
+    contentType: 'application/json',
+    rawSealed: false,
+    rawKey: null,
+    rawKeyAt: null,
+  };
 }
 
 /**

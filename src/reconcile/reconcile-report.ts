@@ -34,8 +34,15 @@ export interface ReconcileRun {
 
 export function emptyStoreReport(connectionId: number, storeId: string, ownerId: string | null): StoreReport {
   return {
-    connection_id: connectionId, store_id: storeId, owner_id: ownerId, checked: {},
-    differences: { created: {}, updated: {}, destroyed: {} }, events_appended: 0, errors: [], notes: [], duration_ms: 0,
+    connection_id: connectionId,
+    store_id: storeId,
+    owner_id: ownerId,
+    checked: {},
+    differences: { created: {}, updated: {}, destroyed: {} },
+    events_appended: 0,
+    errors: [],
+    notes: [],
+    duration_ms: 0,
   };
 }
 

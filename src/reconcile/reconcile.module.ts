@@ -14,7 +14,13 @@ import { ReconcileScheduler } from './reconcile.scheduler.js';
 import { ReconcileService } from './reconcile.service.js';
 import { SnapshotFetcher } from './snapshot.fetcher.js';
 
-const SERVICE_PROVIDERS = [ReconcileService, ConnectionReconciler, ReconcileRepository, SnapshotFetcher, ProjectionCatchUp];
+const SERVICE_PROVIDERS = [
+  ReconcileService,
+  ConnectionReconciler,
+  ReconcileRepository,
+  SnapshotFetcher,
+  ProjectionCatchUp,
+];
 
 /** Reconcile: the service and its reports; in the daemon also its schedule and API. */
 @Module({})
@@ -22,7 +28,14 @@ export class ReconcileModule {
   static forDaemon(): DynamicModule {
     return {
       module: ReconcileModule,
-      imports: [ConnectionsModule, UpstreamModule, EventLogModule, ProjectionModule, ReadModelModule, ScheduleModule.forRoot()],
+      imports: [
+        ConnectionsModule,
+        UpstreamModule,
+        EventLogModule,
+        ProjectionModule,
+        ReadModelModule,
+        ScheduleModule.forRoot(),
+      ],
       controllers: [ReconcileController],
       providers: [...SERVICE_PROVIDERS, ReconcileScheduler],
       exports: [ReconcileService, ReconcileScheduler],

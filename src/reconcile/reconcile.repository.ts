@@ -52,25 +52,48 @@ export class ReconcileRepository {
         WHERE e.key_id = ANY (SELECT 'key:' || s.webhook_key_id FROM subscriptions s WHERE s.connection_id = $1 AND s.webhook_key_id IS NOT NULL)
           AND e.owner_id IS NOT NULL
           AND e.position > (SELECT coalesce(max(position), 0) - $2 FROM event_log)
-        ORDER BY e.position DESC LIMIT 1`, [connectionId, OWNER_SEARCH_WINDOW]);
+        ORDER BY e.position DESC LIMIT 1`,
+      [connectionId, OWNER_SEARCH_WINDOW],
+    );
     return row?.owner_id ?? null;
   }
 
   async saveRun(run: Omit<ReconcileRun, 'id'>): Promise<ReconcileRun> {
     const [row] = await this.dataSource.query(
       `INSERT INTO reconcile_runs (trigger, started_at, finished_at, outcome, report) VALUES ($1, $2, $3, $4, $5) RETURNING id::int AS id`,
-      [run.trigger, run.started_at, run.finished_at, run.outcome, JSON.stringify({ stores: run.stores, errors: run.errors, notes: run.notes })]);
+      [
+        run.trigger,
+        run.started_at,
+        run.finished_at,
+        run.outcome,
+        JSON.stringify({ stores: run.stores, errors: run.errors, notes: run.notes }),
+      ],
+    );
     return { id: row.id, ...run };
   }
 
   /** Newest first. */
   async listRuns(limit: number): Promise<ReconcileRun[]> {
-    const rows: Array<{ id: number; trigger: string; started_at: Date; finished_at: Date; outcome: RunOutcome; report: Pick<ReconcileRun, 'stores' | 'errors' | 'notes'> }> =
-      await this.dataSource.query(
-        `SELECT id::int AS id, trigger, started_at, finished_at, outcome, report FROM reconcile_runs ORDER BY id DESC LIMIT $1`, [limit]);
+    const rows: Array<{
+      id: number;
+      trigger: string;
+      started_at: Date;
+      finished_at: Date;
+      outcome: RunOutcome;
+      report: Pick<ReconcileRun, 'stores' | 'errors' | 'notes'>;
+    }> = await this.dataSource.query(
+      `SELECT id::int AS id, trigger, started_at, finished_at, outcome, report FROM reconcile_runs ORDER BY id DESC LIMIT $1`,
+      [limit],
+    );
     return rows.map((row) => ({
-      id: row.id, trigger: row.trigger, started_at: row.started_at.toISOString(), finished_at: row.finished_at.toISOString(),
-      outcome: row.outcome, stores: row.report.stores, errors: row.report.errors, notes: row.report.notes ?? [],
+      id: row.id,
+      trigger: row.trigger,
+      started_at: row.started_at.toISOString(),
+      finished_at: row.finished_at.toISOString(),
+      outcome: row.outcome,
+      stores: row.report.stores,
+      errors: row.report.errors,
+      notes: row.report.notes ?? [],
     }));
   }
 }

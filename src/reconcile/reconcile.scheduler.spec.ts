@@ -8,9 +8,10 @@ import type { ReconcileService } from './reconcile.service.js';
 function slowService() {
   const started: Array<{ trigger: string; finish: () => void }> = [];
   const service = {
-    run: (trigger: string) => new Promise<ReconcileRun>((resolve) => {
-      started.push({ trigger, finish: () => resolve({ id: started.length, trigger } as ReconcileRun) });
-    }),
+    run: (trigger: string) =>
+      new Promise<ReconcileRun>((resolve) => {
+        started.push({ trigger, finish: () => resolve({ id: started.length, trigger } as ReconcileRun) });
+      }),
   };
   return { service: service as unknown as ReconcileService, started };
 }

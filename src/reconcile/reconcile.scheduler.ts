@@ -34,7 +34,11 @@ export class ReconcileScheduler implements OnApplicationBootstrap, BeforeApplica
 
   onApplicationBootstrap(): void {
     if (this.config.RECONCILE_CRON === 'off') return;
-    const job = CronJob.from({ cronTime: this.config.RECONCILE_CRON, onTick: () => void this.onSchedule(), start: true });
+    const job = CronJob.from({
+      cronTime: this.config.RECONCILE_CRON,
+      onTick: () => void this.onSchedule(),
+      start: true,
+    });
     this.registry.addCronJob(JOB, job as never);
     this.logger.log(`reconcile scheduled: ${this.config.RECONCILE_CRON}`);
   }

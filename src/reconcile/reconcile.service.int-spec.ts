@@ -24,12 +24,18 @@ import type { FetchedList, SnapshotFetcher, StoreSnapshot } from './snapshot.fet
 
 type Fetch = (connection: Connection, storeId: string) => Promise<StoreSnapshot>;
 
-const product = (id: string): SnapshotResource => ({ id, type: 'product', attributes: { title: `P${id.slice(0, 10)}` }, relationships: {} });
+const product = (id: string): SnapshotResource => ({
+  id,
+  type: 'product',
+  attributes: { title: `P${id.slice(0, 10)}` },
+  relationships: {},
+});
 const complete = (resources: SnapshotResource[] = []): FetchedList => ({ resources, complete: true });
 /** Resource ids are the platform's, one space for every owner: each connection's here start with its id. */
 const long = (connection: Connection) => String(connection.id).repeat(100);
 const snapshotOf = (storeId: string, products: SnapshotResource[]): StoreSnapshot => ({
-  storeId, fetchedAt: new Date(),
+  storeId,
+  fetchedAt: new Date(),
   menu: { collection: complete(), product: complete(products), trait: complete(), trait_option: complete() },
   orders: complete(),
 });
@@ -62,7 +68,7 @@ describe('ReconcileService.run (PostgreSQL)', () => {
         const deadline = Date.now() + 10_000;
         for (;;) {
           while ((await projections.applyPage(runner, projection, 1000)).entries > 0);
-          if (await statuses.lag((await statuses.status(projection)).checkpoint) === 0) break;
+          if ((await statuses.lag((await statuses.status(projection)).checkpoint)) === 0) break;
           if (Date.now() > deadline) throw new Error(`projection ${projection.name} did not catch up with the log`);
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
@@ -86,17 +92,36 @@ describe('ReconcileService.run (PostgreSQL)', () => {
     connections = new ConnectionRepository(dataSource, SecretCipher.fromKey(randomBytes(32)));
     for (const ownerId of ['4001', '4002']) {
       await connections.create({
-        authUrl: 'http://upstream.invalid', baseUrl: 'http://upstream.invalid', scopes: ['read_menu'],
+        authUrl: 'http://upstream.invalid',
+        baseUrl: 'http://upstream.invalid',
+        scopes: ['read_menu'],
         tokens: { accessToken: 'a', refreshToken: 'r', createdAt: new Date(), expiresIn: 3600, ownerId },
       });
     }
     projections = new ProjectionRepository();
     runs = new ReconcileRepository(dataSource);
-    const fetcher = { fetch: (connection: Connection, storeId: string) => fetch(connection, storeId) } as unknown as SnapshotFetcher;
+    const fetcher = {
+      fetch: (connection: Connection, storeId: string) => fetch(connection, storeId),
+    } as unknown as SnapshotFetcher;
     const metrics = new MetricsService();
-    const reconciler = new ConnectionReconciler(connections, fetcher, new ReadModelRepository(dataSource), new EventLogRepository(dataSource), runs,
-      new EventEmitter2(), metrics, loadConfig({ STORE_IDS: '1' }), null);
-    service = new ReconcileService(connections, reconciler, runs, new ProjectionCatchUp(dataSource, projections, new ProjectionStatusRepository(dataSource)), metrics);
+    const reconciler = new ConnectionReconciler(
+      connections,
+      fetcher,
+      new ReadModelRepository(dataSource),
+      new EventLogRepository(dataSource),
+      runs,
+      new EventEmitter2(),
+      metrics,
+      loadConfig({ STORE_IDS: '1' }),
+      null,
+    );
+    service = new ReconcileService(
+      connections,
+      reconciler,
+      runs,
+      new ProjectionCatchUp(dataSource, projections, new ProjectionStatusRepository(dataSource)),
+      metrics,
+    );
   });
 
   afterEach(async () => {
@@ -113,22 +138,45 @@ describe('ReconcileService.run (PostgreSQL)', () => {
     expect(run).toMatchObject({
       outcome: 'partial',
       errors: ['connection 1: reconcile stopped: GET /stores/1/collections: connection reset; nothing appended'],
-      stores: [expect.objectContaining({ connection_id: 2, owner_id: '4002', differences: expect.objectContaining({ created: { product: 1 } }), events_appended: 1, errors: [] })],
+      stores: [
+        expect.objectContaining({
+          connection_id: 2,
+          owner_id: '4002',
+          differences: expect.objectContaining({ created: { product: 1 } }),
+          events_appended: 1,
+          errors: [],
+        }),
+      ],
     });
     expect((await runs.listRuns(1))[0]).toEqual(run);
   });
 
   it('a resource the log cannot hold is reported and skipped; a long id is hashed into the event id; the rest is appended', async () => {
     await mirrored((connection) => (connection.id === 2 ? [product('2-7')] : []));
-    fetch = async (connection, storeId) => snapshotOf(storeId, [product(`${connection.id}-7`), product(long(connection)), product('y'.repeat(300))]);
+    fetch = async (connection, storeId) =>
+      snapshotOf(storeId, [product(`${connection.id}-7`), product(long(connection)), product('y'.repeat(300))]);
     const run = await service.run('command');
     const [first, second] = run.stores;
     expect(run.errors).toEqual([]);
-    expect(first).toMatchObject({ owner_id: '4001', events_appended: 2, differences: expect.objectContaining({ created: { product: 3 } }) });
-    expect(second).toMatchObject({ owner_id: '4002', events_appended: 1, differences: expect.objectContaining({ created: { product: 2 } }) });
-    for (const store of [first, second]) expect(store.errors).toEqual([expect.stringMatching(/^product "y{40}…" cannot be logged: .*255 characters; skipped$/)]);
+    expect(first).toMatchObject({
+      owner_id: '4001',
+      events_appended: 2,
+      differences: expect.objectContaining({ created: { product: 3 } }),
+    });
+    expect(second).toMatchObject({
+      owner_id: '4002',
+      events_appended: 1,
+      differences: expect.objectContaining({ created: { product: 2 } }),
+    });
+    for (const store of [first, second])
+      expect(store.errors).toEqual([
+        expect.stringMatching(/^product "y{40}…" cannot be logged: .*255 characters; skipped$/),
+      ]);
     expect(run.outcome).toBe('failed');
-    const [logged] = await dataSource.query(`SELECT event_id FROM event_log WHERE subject_id = $1 AND owner_id = '4001'`, ['1'.repeat(100)]);
+    const [logged] = await dataSource.query(
+      `SELECT event_id FROM event_log WHERE subject_id = $1 AND owner_id = '4001'`,
+      ['1'.repeat(100)],
+    );
     expect(logged.event_id).toMatch(/^reconcile:[0-9a-f-]{36}:product:sha256-[0-9a-f]{32}$/);
   });
 
@@ -153,15 +201,29 @@ describe('ReconcileService.run (PostgreSQL)', () => {
     };
     await expect(service.run('schedule')).rejects.toThrow(TypeError);
     const [saved] = await runs.listRuns(1);
-    expect(saved).toMatchObject({ trigger: 'schedule', outcome: 'failed', stores: [], errors: [expect.stringMatching(/^the run stopped: Cannot read properties/)] });
+    expect(saved).toMatchObject({
+      trigger: 'schedule',
+      outcome: 'failed',
+      stores: [],
+      errors: [expect.stringMatching(/^the run stopped: Cannot read properties/)],
+    });
   });
 
   it('a connection whose owner no webhook has named yet is skipped, and the run says so', async () => {
     const unnamed = await connections.create({
-      authUrl: 'http://upstream.invalid', baseUrl: 'http://upstream.invalid', scopes: ['read_menu'],
+      authUrl: 'http://upstream.invalid',
+      baseUrl: 'http://upstream.invalid',
+      scopes: ['read_menu'],
       tokens: { accessToken: 'a', refreshToken: 'r', createdAt: new Date(), expiresIn: 3600 },
     });
     const run = await service.run('command', { connectionId: unnamed.id });
-    expect(run).toMatchObject({ outcome: 'ok', stores: [], errors: [], notes: expect.arrayContaining([expect.stringMatching(new RegExp(`^connection ${unnamed.id}: its resource owner is not known yet`))]) });
+    expect(run).toMatchObject({
+      outcome: 'ok',
+      stores: [],
+      errors: [],
+      notes: expect.arrayContaining([
+        expect.stringMatching(new RegExp(`^connection ${unnamed.id}: its resource owner is not known yet`)),
+      ]),
+    });
   });
 });

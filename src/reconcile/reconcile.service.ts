@@ -41,7 +41,7 @@ export class ReconcileService {
     let outcome: RunOutcome | undefined;
     let bug: { error: unknown } | undefined;
     try {
-      if (await this.repository.exclusively(() => this.reconcileAll(context, filter)) === undefined) {
+      if ((await this.repository.exclusively(() => this.reconcileAll(context, filter))) === undefined) {
         outcome = 'skipped';
         context.errors.push('another reconcile run is in progress');
       }
@@ -54,13 +54,21 @@ export class ReconcileService {
       }
     }
     const run = await this.repository.saveRun({
-      trigger, started_at: startedAt.toISOString(), finished_at: new Date().toISOString(), outcome: outcome ?? outcomeOf(context),
-      stores: context.stores, errors: context.errors, notes: context.notes,
+      trigger,
+      started_at: startedAt.toISOString(),
+      finished_at: new Date().toISOString(),
+      outcome: outcome ?? outcomeOf(context),
+      stores: context.stores,
+      errors: context.errors,
+      notes: context.notes,
     });
     this.metrics.reconcileRuns.inc({ outcome: run.outcome });
     this.logger.log({
-      msg: `reconcile ${run.outcome}`, run: run.id, trigger,
-      appended: run.stores.reduce((sum, store) => sum + store.events_appended, 0), errors: [...run.errors, ...run.stores.flatMap((store) => store.errors)],
+      msg: `reconcile ${run.outcome}`,
+      run: run.id,
+      trigger,
+      appended: run.stores.reduce((sum, store) => sum + store.events_appended, 0),
+      errors: [...run.errors, ...run.stores.flatMap((store) => store.errors)],
     });
     if (bug !== undefined) throw bug.error;
     return run;
@@ -68,10 +76,13 @@ export class ReconcileService {
 
   private async reconcileAll(context: RunContext, filter: ReconcileFilter): Promise<true> {
     await this.catchUpProjections(context);
-    const connections = (await this.connections.list())
-      .filter((connection) => filter.connectionId === undefined || connection.id === filter.connectionId);
-    if (connections.length === 0 && filter.connectionId !== undefined) context.errors.push(`no connection ${filter.connectionId}`);
-    if (connections.length === 0 && filter.connectionId === undefined) context.notes.push('no connection yet: nothing to reconcile');
+    const connections = (await this.connections.list()).filter(
+      (connection) => filter.connectionId === undefined || connection.id === filter.connectionId,
+    );
+    if (connections.length === 0 && filter.connectionId !== undefined)
+      context.errors.push(`no connection ${filter.connectionId}`);
+    if (connections.length === 0 && filter.connectionId === undefined)
+      context.notes.push('no connection yet: nothing to reconcile');
     for (const connection of connections) {
       if (connection.state !== 'active') {
         // A known state, shown by /api/v1/connections: not a fault of this run.
@@ -82,14 +93,23 @@ export class ReconcileService {
     }
     const storeFilter = filter.storeId;
     const active = connections.some((connection) => connection.state === 'active');
-    if (storeFilter !== undefined && active && context.errors.length === 0 && !context.stores.some((store) => store.store_id === storeFilter)) {
+    if (
+      storeFilter !== undefined &&
+      active &&
+      context.errors.length === 0 &&
+      !context.stores.some((store) => store.store_id === storeFilter)
+    ) {
       context.errors.push(`store ${storeFilter}: no connection's owner has it`);
     }
     return true;
   }
 
   /** One connection; a fault in its work is reported (on its stores, else on the run), and the run goes on. */
-  private async reconcileGuarded(connection: Connection, storeFilter: string | undefined, context: RunContext): Promise<void> {
+  private async reconcileGuarded(
+    connection: Connection,
+    storeFilter: string | undefined,
+    context: RunContext,
+  ): Promise<void> {
     const reported = context.stores.length;
     try {
       await this.reconciler.reconcile(connection, storeFilter, context);

@@ -1,12 +1,26 @@
 import { diffSnapshot, MirrorResource, SnapshotResource } from './snapshot-diff.js';
 
-const resource = (id: string, title = `P${id}`): SnapshotResource => ({ id, type: 'product', attributes: { id: Number(id), title }, relationships: { traits: { data: [] } } });
-const mirrored = (id: string, title = `P${id}`, deleted = false): MirrorResource => ({ id, attributes: { title, id: Number(id) }, relationships: { traits: { data: [] } }, deleted });
+const resource = (id: string, title = `P${id}`): SnapshotResource => ({
+  id,
+  type: 'product',
+  attributes: { id: Number(id), title },
+  relationships: { traits: { data: [] } },
+});
+const mirrored = (id: string, title = `P${id}`, deleted = false): MirrorResource => ({
+  id,
+  attributes: { title, id: Number(id) },
+  relationships: { traits: { data: [] } },
+  deleted,
+});
 const guard = { complete: true, maxRatio: 0.5, minCount: 5 };
 
 describe('diffSnapshot (reconcile differences)', () => {
   it('given equal content in another key order, when diffed, then nothing differs', () => {
-    expect(diffSnapshot([resource('1'), resource('2')], [mirrored('1'), mirrored('2')], guard)).toEqual({ created: [], updated: [], destroyed: [] });
+    expect(diffSnapshot([resource('1'), resource('2')], [mirrored('1'), mirrored('2')], guard)).toEqual({
+      created: [],
+      updated: [],
+      destroyed: [],
+    });
   });
 
   it('given a resource the mirror lacks or holds as deleted, then it is created', () => {
@@ -32,9 +46,19 @@ describe('diffSnapshot (reconcile differences)', () => {
   });
 
   it('given a reason to trust no absence (a store filter, several stores), then nothing is destroyed, and it says why', () => {
-    const diff = diffSnapshot([resource('1')], [mirrored('1'), mirrored('2')], { ...guard, refused: 'destroys skipped: --store given' });
-    expect(diff).toEqual({ created: [], updated: [], destroyed: [], destroysSkipped: 'destroys skipped: --store given; 1 absent resource(s) kept' });
-    expect(diffSnapshot([resource('1')], [mirrored('1')], { ...guard, refused: 'destroys skipped: --store given' })).toEqual({ created: [], updated: [], destroyed: [] });
+    const diff = diffSnapshot([resource('1')], [mirrored('1'), mirrored('2')], {
+      ...guard,
+      refused: 'destroys skipped: --store given',
+    });
+    expect(diff).toEqual({
+      created: [],
+      updated: [],
+      destroyed: [],
+      destroysSkipped: 'destroys skipped: --store given; 1 absent resource(s) kept',
+    });
+    expect(
+      diffSnapshot([resource('1')], [mirrored('1')], { ...guard, refused: 'destroys skipped: --store given' }),
+    ).toEqual({ created: [], updated: [], destroyed: [] });
   });
 
   it('given an empty snapshot where the mirror has hundreds, then nothing is destroyed (implausible)', () => {
@@ -46,6 +70,12 @@ describe('diffSnapshot (reconcile differences)', () => {
   it('given a small menu, then it may still shrink below the ratio (the minimum count)', () => {
     expect(diffSnapshot([], [mirrored('1'), mirrored('2')], guard).destroyed).toEqual(['1', '2']);
     const mirror = Array.from({ length: 30 }, (_, i) => mirrored(String(i + 1)));
-    expect(diffSnapshot(mirror.slice(6).map((m) => resource(m.id)), mirror, guard).destroyed).toHaveLength(6);
+    expect(
+      diffSnapshot(
+        mirror.slice(6).map((m) => resource(m.id)),
+        mirror,
+        guard,
+      ).destroyed,
+    ).toHaveLength(6);
   });
 });

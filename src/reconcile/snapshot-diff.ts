@@ -52,17 +52,35 @@ export function diffSnapshot(snapshot: SnapshotResource[], mirror: MirrorResourc
   for (const resource of snapshot) {
     const known = mirrored.get(resource.id);
     if (known === undefined || known.deleted) created.push(resource);
-    else if (!isDeepStrictEqual(known.attributes, resource.attributes) || !isDeepStrictEqual(known.relationships, resource.relationships ?? {})) updated.push(resource);
+    else if (
+      !isDeepStrictEqual(known.attributes, resource.attributes) ||
+      !isDeepStrictEqual(known.relationships, resource.relationships ?? {})
+    )
+      updated.push(resource);
   }
   const present = new Set(snapshot.map((resource) => resource.id));
   const live = mirror.filter((resource) => !resource.deleted);
   const absent = live.filter((resource) => !present.has(resource.id)).map((resource) => resource.id);
   if (absent.length === 0) return { created, updated, destroyed: [] };
-  if (guard.refused !== undefined) return { created, updated, destroyed: [], destroysSkipped: `${guard.refused}; ${absent.length} absent resource(s) kept` };
-  if (!guard.complete) return { created, updated, destroyed: [], destroysSkipped: `the snapshot is incomplete: ${absent.length} absent resource(s) kept` };
+  if (guard.refused !== undefined)
+    return {
+      created,
+      updated,
+      destroyed: [],
+      destroysSkipped: `${guard.refused}; ${absent.length} absent resource(s) kept`,
+    };
+  if (!guard.complete)
+    return {
+      created,
+      updated,
+      destroyed: [],
+      destroysSkipped: `the snapshot is incomplete: ${absent.length} absent resource(s) kept`,
+    };
   if (absent.length > guard.minCount && absent.length > live.length * guard.maxRatio) {
     return {
-      created, updated, destroyed: [],
+      created,
+      updated,
+      destroyed: [],
       destroysSkipped: `implausible snapshot: it lacks ${absent.length} of ${live.length} mirrored resources; nothing destroyed`,
     };
   }

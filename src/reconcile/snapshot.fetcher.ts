@@ -9,7 +9,12 @@ import type { SnapshotResource } from './snapshot-diff.js';
 
 export const SNAPSHOT_TYPES = ['collection', 'product', 'trait', 'trait_option'] as const;
 export type SnapshotType = (typeof SNAPSHOT_TYPES)[number];
-const PATHS: Record<SnapshotType, string> = { collection: 'collections', product: 'products', trait: 'traits', trait_option: 'trait_options' };
+const PATHS: Record<SnapshotType, string> = {
+  collection: 'collections',
+  product: 'products',
+  trait: 'traits',
+  trait_option: 'trait_options',
+};
 
 /** One snapshot document, every page: complete only when every page was read and recognised. */
 export interface FetchedList {
@@ -34,7 +39,10 @@ class UnrecognisedAnswer extends Error {}
  * applies to every connection). The caller leaves the store out of this connection's run.
  */
 export class StoreNotOfConnectionError extends Error {
-  constructor(readonly storeId: string, readonly status: number) {
+  constructor(
+    readonly storeId: string,
+    readonly status: number,
+  ) {
     super(`store ${storeId} answered ${status}`);
   }
 }
@@ -60,7 +68,10 @@ export class SnapshotFetcher {
     const fetchedAt = new Date();
     const menu = {} as Record<SnapshotType, FetchedList>;
     for (const type of SNAPSHOT_TYPES) {
-      const path = this.config.UPSTREAM_SNAPSHOT_PATH.replace('{store_id}', encodeURIComponent(storeId)).replace('{resources}', PATHS[type]);
+      const path = this.config.UPSTREAM_SNAPSHOT_PATH.replace('{store_id}', encodeURIComponent(storeId)).replace(
+        '{resources}',
+        PATHS[type],
+      );
       menu[type] = await this.list(connection, path, type, type === SNAPSHOT_TYPES[0] ? storeId : undefined);
     }
     const ordersPath = this.config.UPSTREAM_ORDERS_PATH.replace('{store_id}', encodeURIComponent(storeId));
@@ -73,8 +84,14 @@ export class SnapshotFetcher {
     let next: { path: string; query: Record<string, string> } | null = { path: firstPath, query: {} };
     try {
       for (let page = 0; next !== null; page++) {
-        if (page >= this.config.RECONCILE_MAX_PAGES) throw new UnrecognisedAnswer(`more than ${this.config.RECONCILE_MAX_PAGES} pages`);
-        const response = await this.upstream.request(connection.id, { method: 'GET', path: next.path, query: next.query, versioned: true });
+        if (page >= this.config.RECONCILE_MAX_PAGES)
+          throw new UnrecognisedAnswer(`more than ${this.config.RECONCILE_MAX_PAGES} pages`);
+        const response = await this.upstream.request(connection.id, {
+          method: 'GET',
+          path: next.path,
+          query: next.query,
+          versioned: true,
+        });
         if (page === 0 && storeId !== undefined && (response.status === 403 || response.status === 404)) {
           throw new StoreNotOfConnectionError(storeId, response.status);
         }
@@ -104,16 +121,20 @@ function recognise(body: unknown, text: string, type: string): { data: SnapshotR
   if (typeof document !== 'object' || document === null || !Array.isArray(document.data)) {
     throw new UnrecognisedAnswer('the answer is not a JSON:API document with a data array');
   }
-  const exact = hasNumericId(document.data) || hasNumericId(document.included)
-    ? parseExact(text) as { data: unknown[]; included?: unknown[] } : undefined;
+  const exact =
+    hasNumericId(document.data) || hasNumericId(document.included)
+      ? (parseExact(text) as { data: unknown[]; included?: unknown[] })
+      : undefined;
   const data = document.data.map((item, index) => resource(item, exact?.data[index], `data[${index}]`));
   const wrong = data.find((item) => item.type !== type);
   if (wrong !== undefined) throw new UnrecognisedAnswer(`data holds a ${wrong.type}, expected ${type}`);
   const next = document.links?.next;
-  if (next !== undefined && next !== null && typeof next !== 'string') throw new UnrecognisedAnswer('links.next is not a string');
+  if (next !== undefined && next !== null && typeof next !== 'string')
+    throw new UnrecognisedAnswer('links.next is not a string');
   if (type === 'order') {
     const included = Array.isArray(document.included)
-      ? document.included.map((item, index) => resource(item, exact?.included?.[index], `included[${index}]`)) : [];
+      ? document.included.map((item, index) => resource(item, exact?.included?.[index], `included[${index}]`))
+      : [];
     for (const order of data) order.related = relatedOf(order, included);
   }
   return { data, next: typeof next === 'string' ? next : null };
@@ -125,10 +146,16 @@ function hasNumericId(items: unknown): boolean {
 
 /** `exact`: the same item parsed with numbers kept as text (only its `id` is read). */
 function resource(item: unknown, exact: unknown, where: string): SnapshotResource {
-  const candidate = item as Partial<SnapshotResource> & { id?: unknown } | null;
+  const candidate = item as (Partial<SnapshotResource> & { id?: unknown }) | null;
   const id = canonicalId(exact === undefined ? candidate?.id : (exact as { id?: unknown }).id);
-  if (typeof candidate !== 'object' || candidate === null || id === undefined
-    || typeof candidate.type !== 'string' || typeof candidate.attributes !== 'object' || candidate.attributes === null) {
+  if (
+    typeof candidate !== 'object' ||
+    candidate === null ||
+    id === undefined ||
+    typeof candidate.type !== 'string' ||
+    typeof candidate.attributes !== 'object' ||
+    candidate.attributes === null
+  ) {
     throw new UnrecognisedAnswer(`${where} is not a resource object`);
   }
   return { id, type: candidate.type, attributes: candidate.attributes, relationships: candidate.relationships ?? {} };
@@ -140,17 +167,24 @@ function relatedOf(order: SnapshotResource, included: SnapshotResource[]): Snaps
   const linked = (resource: SnapshotResource, name: string): SnapshotResource[] => {
     const data = (resource.relationships?.[name] as { data?: unknown } | undefined)?.data;
     const identifiers = Array.isArray(data) ? data : data ? [data] : [];
-    return identifiers.map((identifier: { id: unknown; type: string }) => byKey.get(`${identifier.type}:${canonicalId(identifier.id)}`))
+    return identifiers
+      .map((identifier: { id: unknown; type: string }) => byKey.get(`${identifier.type}:${canonicalId(identifier.id)}`))
       .filter((found): found is SnapshotResource => found !== undefined);
   };
   const products = linked(order, 'order_products');
-  return [...products, ...products.flatMap((product) => linked(product, 'order_product_trait_options')), ...linked(order, 'store'), ...linked(order, 'user')];
+  return [
+    ...products,
+    ...products.flatMap((product) => linked(product, 'order_product_trait_options')),
+    ...linked(order, 'store'),
+    ...linked(order, 'user'),
+  ];
 }
 
 /** A `links.next` URL as a path under the connection's base URL; another origin or base path is refused. */
 function relativeTo(baseUrl: string, link: string): { path: string; query: Record<string, string> } {
   const base = new URL(baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
   const url = new URL(link, base);
-  if (url.origin !== base.origin || !url.pathname.startsWith(base.pathname)) throw new UnrecognisedAnswer('links.next leaves the upstream');
+  if (url.origin !== base.origin || !url.pathname.startsWith(base.pathname))
+    throw new UnrecognisedAnswer('links.next leaves the upstream');
   return { path: `/${url.pathname.slice(base.pathname.length)}`, query: Object.fromEntries(url.searchParams) };
 }

@@ -53,7 +53,12 @@ export interface TypeComparison {
  * the first; a destroy is charged to the last store. A difference that cannot be logged (an id the
  * log refuses) is still counted, without an entry, and is an error of its store's report, not of the run.
  */
-export function compareType(type: ComparedType, snapshots: StoreSnapshot[], mirror: MirrorResource[], options: ComparisonOptions): TypeComparison {
+export function compareType(
+  type: ComparedType,
+  snapshots: StoreSnapshot[],
+  mirror: MirrorResource[],
+  options: ComparisonOptions,
+): TypeComparison {
   const comparison: TypeComparison = { checked: new Map(), differences: [], errors: [], notes: [] };
   const found = new Map<string, { resource: SnapshotResource; snapshot: StoreSnapshot }>();
   for (const snapshot of snapshots) {
@@ -62,15 +67,24 @@ export function compareType(type: ComparedType, snapshots: StoreSnapshot[], mirr
     if (list.error !== undefined) comparison.errors.push({ storeId: snapshot.storeId, text: list.error });
     for (const resource of list.resources) if (!found.has(resource.id)) found.set(resource.id, { resource, snapshot });
   }
-  const diff = diffOf(type, [...found.values()].map(({ resource }) => resource), mirror, snapshots, options);
+  const diff = diffOf(
+    type,
+    [...found.values()].map(({ resource }) => resource),
+    mirror,
+    snapshots,
+    options,
+  );
   const last = snapshots[snapshots.length - 1];
-  if (diff.destroysSkipped !== undefined) comparison.notes.push({ storeId: last.storeId, text: `${type}: ${diff.destroysSkipped}` });
+  if (diff.destroysSkipped !== undefined)
+    comparison.notes.push({ storeId: last.storeId, text: `${type}: ${diff.destroysSkipped}` });
   // A destroy is dated by the earliest fetch: a webhook created after any of them still wins.
   const earliest = new Date(Math.min(...snapshots.map((snapshot) => snapshot.fetchedAt.getTime())));
   const add = (kind: DifferenceKind, id: string, resource?: SnapshotResource) => {
     const snapshot = found.get(id)?.snapshot ?? last;
     const change = {
-      eventType: `${type}.${kind}` as SpecEventName, subject: { type, id }, ownerId: options.owner,
+      eventType: `${type}.${kind}` as SpecEventName,
+      subject: { type, id },
+      ownerId: options.owner,
       included: resource === undefined ? [] : [resource, ...(resource.related ?? [])],
     };
     const difference: Difference = { kind, storeId: snapshot.storeId, entry: null };
@@ -79,8 +93,10 @@ export function compareType(type: ComparedType, snapshots: StoreSnapshot[], mirr
       difference.entry = reconcileEntry(change, options.runId, resource === undefined ? earliest : snapshot.fetchedAt);
     } catch (error) {
       if (!(error instanceof DeliveryRejection)) throw error;
-      comparison.errors.push({ storeId: snapshot.storeId,
-        text: `${type} ${JSON.stringify(id.length > 40 ? `${id.slice(0, 40)}…` : id)} cannot be logged: ${error.message}; skipped` });
+      comparison.errors.push({
+        storeId: snapshot.storeId,
+        text: `${type} ${JSON.stringify(id.length > 40 ? `${id.slice(0, 40)}…` : id)} cannot be logged: ${error.message}; skipped`,
+      });
     }
   };
   diff.created.forEach((resource) => add('created', resource.id, resource));
@@ -97,18 +113,29 @@ export function compareType(type: ComparedType, snapshots: StoreSnapshot[], mirr
  */
 export function destroysRefused(storeFilter: string | undefined, snapshots: StoreSnapshot[]): string | undefined {
   if (storeFilter !== undefined) return `destroys skipped: --store given, and ${NO_STORE_ON_MENU}`;
-  if (snapshots.length > 1) return `destroys skipped: the owner has ${snapshots.length} stores, and ${NO_STORE_ON_MENU}`;
+  if (snapshots.length > 1)
+    return `destroys skipped: the owner has ${snapshots.length} stores, and ${NO_STORE_ON_MENU}`;
   return undefined;
 }
 
-function diffOf(type: ComparedType, resources: SnapshotResource[], mirror: MirrorResource[], snapshots: StoreSnapshot[], options: ComparisonOptions): TypeDiff {
+function diffOf(
+  type: ComparedType,
+  resources: SnapshotResource[],
+  mirror: MirrorResource[],
+  snapshots: StoreSnapshot[],
+  options: ComparisonOptions,
+): TypeDiff {
   const guard = { maxRatio: options.maxDestroyRatio, minCount: options.minImplausibleDestroys };
   if (type === 'order') {
     // Orders are never destroyed (the spec has no such event), and an order list may be a window.
     const { created, updated } = diffSnapshot(resources, mirror, { ...guard, complete: false });
     return { created, updated, destroyed: [] };
   }
-  return diffSnapshot(resources, mirror, { ...guard, refused: options.refused, complete: snapshots.every((snapshot) => listOf(snapshot, type).complete) });
+  return diffSnapshot(resources, mirror, {
+    ...guard,
+    refused: options.refused,
+    complete: snapshots.every((snapshot) => listOf(snapshot, type).complete),
+  });
 }
 
 function listOf(snapshot: StoreSnapshot, type: ComparedType): FetchedList {

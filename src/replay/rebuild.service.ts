@@ -62,7 +62,10 @@ export class RebuildService {
    * transaction publishes a change for exactly each resource the swap changes (as the API shows it). Interrupted
    * at any point, the live schema is untouched; a rerun drops the leftover shadow and starts over.
    */
-  async replay(projection: ProjectionDefinition, onProgress: (progress: RebuildProgress) => void = () => undefined): Promise<ReplayReport> {
+  async replay(
+    projection: ProjectionDefinition,
+    onProgress: (progress: RebuildProgress) => void = () => undefined,
+  ): Promise<ReplayReport> {
     const started = Date.now();
     return this.withRebuild(projection, 'shadow', async (runner, shadow) => {
       const applied = await this.fill(runner, projection, shadow, undefined, onProgress);
@@ -77,14 +80,26 @@ export class RebuildService {
           tail += page.entries;
           if (page.entries === 0) break;
         }
-        const published = await this.shadows.publishDifferences(runner, projection, shadow, this.projections.publishedTypes(projection));
+        const published = await this.shadows.publishDifferences(
+          runner,
+          projection,
+          shadow,
+          this.projections.publishedTypes(projection),
+        );
         await this.shadows.carryOwnerVersions(runner, projection, shadow);
         await this.shadows.swap(runner, projection, shadow);
         await runner.commitTransaction();
         await this.shadows.dropRetired(runner, projection);
         const status = await this.statuses.status(projection);
-        this.logger.log(`replayed ${projection.name}: ${applied + tail} entries, ${status.parked} parked, ${published} change(s) published`);
-        return { projection: projection.name, applied: applied + tail, parked: status.parked, seconds: (Date.now() - started) / 1000 };
+        this.logger.log(
+          `replayed ${projection.name}: ${applied + tail} entries, ${status.parked} parked, ${published} change(s) published`,
+        );
+        return {
+          projection: projection.name,
+          applied: applied + tail,
+          parked: status.parked,
+          seconds: (Date.now() - started) / 1000,
+        };
       } catch (error) {
         if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
         throw error;
@@ -96,7 +111,10 @@ export class RebuildService {
    * Rebuilds into a scratch schema up to the live checkpoint and compares it with the live model,
    * holding the projection's transaction lock while it catches up to that checkpoint and compares.
    */
-  async verify(projection: ProjectionDefinition, onProgress: (progress: RebuildProgress) => void = () => undefined): Promise<VerifyReport> {
+  async verify(
+    projection: ProjectionDefinition,
+    onProgress: (progress: RebuildProgress) => void = () => undefined,
+  ): Promise<VerifyReport> {
     return this.withRebuild(projection, 'verify', async (runner, scratch) => {
       const target = await this.projections.checkpoint(runner, projection);
       await this.fill(runner, projection, scratch, target, onProgress);
@@ -104,7 +122,9 @@ export class RebuildService {
       try {
         await this.projections.lockLive(runner, projection);
         const live = await this.projections.checkpoint(runner, projection);
-        while ((await this.projections.applyPageInTransaction(runner, projection, PAGE_ENTRIES, scratch, live)).entries > 0);
+        while (
+          (await this.projections.applyPageInTransaction(runner, projection, PAGE_ENTRIES, scratch, live)).entries > 0
+        );
         onProgress({ projection: projection.name, phase: 'comparing', applied: 0, total: 0 });
         const report = await this.compare(runner, projection, scratch);
         await runner.rollbackTransaction();
@@ -116,13 +136,17 @@ export class RebuildService {
     });
   }
 
-  private async withRebuild<T>(projection: ProjectionDefinition, suffix: string,
-    work: (runner: QueryRunner, schema: string) => Promise<T>): Promise<T> {
+  private async withRebuild<T>(
+    projection: ProjectionDefinition,
+    suffix: string,
+    work: (runner: QueryRunner, schema: string) => Promise<T>,
+  ): Promise<T> {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
     const schema = `${projection.schema}__${suffix}`;
     try {
-      if (!(await this.shadows.tryLock(runner, projection))) throw new RebuildInProgressError(`another replay or verify of ${projection.name} is running`);
+      if (!(await this.shadows.tryLock(runner, projection)))
+        throw new RebuildInProgressError(`another replay or verify of ${projection.name} is running`);
       await this.projections.prepare(runner);
       await this.shadows.create(runner, projection, schema);
       try {
@@ -136,8 +160,13 @@ export class RebuildService {
     }
   }
 
-  private async fill(runner: QueryRunner, projection: ProjectionDefinition, schema: string, until: LogCheckpoint | undefined,
-    onProgress: (progress: RebuildProgress) => void): Promise<number> {
+  private async fill(
+    runner: QueryRunner,
+    projection: ProjectionDefinition,
+    schema: string,
+    until: LogCheckpoint | undefined,
+    onProgress: (progress: RebuildProgress) => void,
+  ): Promise<number> {
     const total = await this.shadows.countLogEntries(runner);
     let applied = 0;
     for (;;) {
@@ -157,7 +186,11 @@ export class RebuildService {
       count += rows.length;
       for (const row of rows) {
         if (differences.length >= MAX_REPORTED) break;
-        differences.push({ type, id: row.id, fields: !row.live ? ['missing'] : !row.rebuilt ? ['unexpected'] : row.fields });
+        differences.push({
+          type,
+          id: row.id,
+          fields: !row.live ? ['missing'] : !row.rebuilt ? ['unexpected'] : row.fields,
+        });
       }
     }
     return { projection: projection.name, differences, count };

@@ -16,14 +16,33 @@ import { ShadowSchemaRepository } from './shadow-schema.repository.js';
 function created(type: string, id: string, title: string, at: string): NewLogEntry {
   const eventId = `${type}-${id}-${title}`;
   const payload = JSON.stringify({
-    data: { id: eventId, type: 'webhook_event', attributes: { id: 1, created_at: at, event_type: `${type}.created` },
-      relationships: { subject: { data: { id, type } } } },
+    data: {
+      id: eventId,
+      type: 'webhook_event',
+      attributes: { id: 1, created_at: at, event_type: `${type}.created` },
+      relationships: { subject: { data: { id, type } } },
+    },
     included: [{ id, type, attributes: { title }, relationships: {} }],
   });
   return {
-    eventId, eventType: `${type}.created`, subjectType: type, subjectId: id, ownerId: '42', occurredAt: at, eventSeq: '1',
-    source: 'webhook', handled: true, receivedAt: new Date(), keyId: 'env:1', contentType: 'application/json', payload,
-    rawBody: null, rawSealed: false, rawKey: null, rawKeyAt: null, sha256: createHash('sha256').update(payload).digest(),
+    eventId,
+    eventType: `${type}.created`,
+    subjectType: type,
+    subjectId: id,
+    ownerId: '42',
+    occurredAt: at,
+    eventSeq: '1',
+    source: 'webhook',
+    handled: true,
+    receivedAt: new Date(),
+    keyId: 'env:1',
+    contentType: 'application/json',
+    payload,
+    rawBody: null,
+    rawSealed: false,
+    rawKey: null,
+    rawKeyAt: null,
+    sha256: createHash('sha256').update(payload).digest(),
   };
 }
 
@@ -74,16 +93,25 @@ describe('a replay swap publishes exactly what it changes (PostgreSQL)', () => {
     await new RebuildService(dataSource, projections, statuses, new ShadowSchemaRepository()).replay(MENU_PROJECTION);
     const published = await eventually(async () => {
       const read = (await changesAfter(before.next)).changes;
-      expect(read.map((change) => [change.type, change.id, change.op]).sort()).toEqual(
-        [['product', '1', 'upsert'], ['product', '2', 'upsert'], ['product', '77', 'delete']]);
+      expect(read.map((change) => [change.type, change.id, change.op]).sort()).toEqual([
+        ['product', '1', 'upsert'],
+        ['product', '2', 'upsert'],
+        ['product', '77', 'delete'],
+      ]);
       return read;
     });
     expect(published.find((change) => change.id === '1')!.resource.attributes).toEqual({ title: 'ok' });
-    expect(published.find((change) => change.id === '77')!.resource).toMatchObject({ deleted: true, version: { event_id: 'invented' } });
+    expect(published.find((change) => change.id === '77')!.resource).toMatchObject({
+      deleted: true,
+      version: { event_id: 'invented' },
+    });
 
     const folded = new Map<string, Change>();
     for (const change of (await changesAfter()).changes) folded.set(`${change.type}/${change.id}`, change);
-    const live = [...folded.values()].filter((change) => !change.resource.deleted).map((change) => `${change.type}/${change.id}`).sort();
+    const live = [...folded.values()]
+      .filter((change) => !change.resource.deleted)
+      .map((change) => `${change.type}/${change.id}`)
+      .sort();
     expect(live).toEqual(['collection/9', 'product/1', 'product/2', 'product/3', 'product/4']);
 
     // A second replay finds nothing to change, and publishes nothing.

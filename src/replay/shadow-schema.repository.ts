@@ -6,8 +6,19 @@ import type { ProjectionDefinition } from '../projection/projection-definitions.
 import { changeRowSql, notifiedSql, VISIBLE_COLUMNS } from '../projection/published-changes.js';
 
 /** The columns the fold decides: what verify compares. */
-const COMPARED = ['owner_id', 'attributes', 'relationships', 'deleted', 'occurred_at', 'event_seq', 'event_id', 'position',
-  'data_occurred_at', 'data_event_seq', 'data_event_id'];
+const COMPARED = [
+  'owner_id',
+  'attributes',
+  'relationships',
+  'deleted',
+  'occurred_at',
+  'event_seq',
+  'event_id',
+  'position',
+  'data_occurred_at',
+  'data_event_seq',
+  'data_event_id',
+];
 
 export interface RowDifference {
   id: string;
@@ -20,7 +31,9 @@ export interface RowDifference {
 @Injectable()
 export class ShadowSchemaRepository {
   async tryLock(runner: QueryRunner, projection: ProjectionDefinition): Promise<boolean> {
-    const [{ result }] = await runner.query(...lockQuery('pg_try_advisory_lock', advisoryLocks.inSpace('rebuild', projection.lockKey)));
+    const [{ result }] = await runner.query(
+      ...lockQuery('pg_try_advisory_lock', advisoryLocks.inSpace('rebuild', projection.lockKey)),
+    );
     return result;
   }
 
@@ -37,9 +50,13 @@ export class ShadowSchemaRepository {
     for (const table of ['checkpoint', 'parked_events', ...extra, ...projection.tables.map((t) => t.table)]) {
       // LIKE copies columns, constraints and indexes but not storage options (fillfactor).
       const [{ options }] = await runner.query(
-        `SELECT array_to_string(reloptions, ', ') AS options FROM pg_class WHERE oid = $1::regclass`, [`${projection.schema}.${table}`]);
-      await runner.query(`CREATE TABLE ${schema}.${table} (LIKE ${projection.schema}.${table} INCLUDING ALL)`
-        + (options ? ` WITH (${options})` : ''));
+        `SELECT array_to_string(reloptions, ', ') AS options FROM pg_class WHERE oid = $1::regclass`,
+        [`${projection.schema}.${table}`],
+      );
+      await runner.query(
+        `CREATE TABLE ${schema}.${table} (LIKE ${projection.schema}.${table} INCLUDING ALL)` +
+          (options ? ` WITH (${options})` : ''),
+      );
     }
     await runner.query(`INSERT INTO ${schema}.checkpoint DEFAULT VALUES`);
   }
@@ -61,11 +78,17 @@ export class ShadowSchemaRepository {
    * API-visible state differs between the live schema and `shadow` — a resource only the live model
    * has is published deleted (its last state, `deleted: true`). Returns how many.
    */
-  async publishDifferences(runner: QueryRunner, projection: ProjectionDefinition, shadow: string, types: string[]): Promise<number> {
+  async publishDifferences(
+    runner: QueryRunner,
+    projection: ProjectionDefinition,
+    shadow: string,
+    types: string[],
+  ): Promise<number> {
     const tables = projection.tables.filter(({ type }) => types.includes(type));
     if (tables.length === 0) return 0;
     const visible = (alias: string) => `(${VISIBLE_COLUMNS.map((column) => `${alias}.${column}`).join(', ')})`;
-    const ctes = tables.map(({ type, table }) => `${table}_published AS (
+    const ctes = tables.map(
+      ({ type, table }) => `${table}_published AS (
       INSERT INTO change_log (change_id, type, id, owner_id, op, resource)
       SELECT d.change_id, d.type, d.id, d.owner_id, d.op, d.resource FROM (
         SELECT n.position, n.id, ${changeRowSql(type, 'n')}
@@ -77,7 +100,8 @@ export class ShadowSchemaRepository {
           FROM ${projection.schema}.${table} o
          WHERE NOT EXISTS (SELECT 1 FROM ${shadow}.${table} n WHERE n.id = o.id)
         ORDER BY 1, 2) AS d (position, sort_id, change_id, type, id, owner_id, op, resource)
-      RETURNING 1)`);
+      RETURNING 1)`,
+    );
     const [row] = await runner.query(`WITH ${ctes.join(',\n')},
       ${notifiedSql(tables.map(({ table }) => table))}
       SELECT ${tables.map(({ table }) => `(SELECT count(*) FROM ${table}_published)`).join(' + ')} AS published,
@@ -93,10 +117,12 @@ export class ShadowSchemaRepository {
   async carryOwnerVersions(runner: QueryRunner, projection: ProjectionDefinition, shadow: string): Promise<void> {
     if (projection.name !== 'menu') return;
     const visible = (alias: string) => `(${VISIBLE_COLUMNS.map((column) => `${alias}.${column}`).join(', ')})`;
-    const changed = projection.tables.map(({ table }) => `
+    const changed = projection.tables.map(
+      ({ table }) => `
       SELECT unnest(ARRAY[n.owner_id, o.owner_id]) AS owner_id
         FROM ${shadow}.${table} n FULL JOIN ${projection.schema}.${table} o USING (id)
-       WHERE n.id IS NULL OR o.id IS NULL OR ${visible('o')} IS DISTINCT FROM ${visible('n')}`);
+       WHERE n.id IS NULL OR o.id IS NULL OR ${visible('o')} IS DISTINCT FROM ${visible('n')}`,
+    );
     await runner.query(`DELETE FROM ${shadow}.owner_versions`);
     await runner.query(`
       WITH changed AS MATERIALIZED (SELECT DISTINCT owner_id FROM (${changed.join(' UNION ALL ')}) AS c WHERE owner_id IS NOT NULL)
@@ -121,18 +147,27 @@ export class ShadowSchemaRepository {
     const rows: Array<{ transaction_id: string; position: string }> = await runner.query(
       `SELECT e.transaction_id::text AS transaction_id, e.position::text AS position FROM event_log e
         WHERE e.transaction_id < (SELECT event_log_horizon())
-        ORDER BY e.transaction_id DESC, e.position DESC LIMIT 1`);
-    return rows.length === 0 ? { transactionId: '0', position: '0' } : { transactionId: rows[0].transaction_id, position: rows[0].position };
+        ORDER BY e.transaction_id DESC, e.position DESC LIMIT 1`,
+    );
+    return rows.length === 0
+      ? { transactionId: '0', position: '0' }
+      : { transactionId: rows[0].transaction_id, position: rows[0].position };
   }
 
   /** Rows of a table that differ between the live schema and `scratch`, in id order. */
-  async differences(runner: QueryRunner, projection: ProjectionDefinition, table: string, scratch: string): Promise<RowDifference[]> {
+  async differences(
+    runner: QueryRunner,
+    projection: ProjectionDefinition,
+    table: string,
+    scratch: string,
+  ): Promise<RowDifference[]> {
     return runner.query(
       `SELECT coalesce(l.id, s.id) AS id, l.id IS NOT NULL AS live, s.id IS NOT NULL AS rebuilt,
               array_remove(ARRAY[${COMPARED.map((c) => `CASE WHEN l.${c} IS DISTINCT FROM s.${c} THEN '${c}' END`).join(', ')}], NULL) AS fields
          FROM ${projection.schema}.${table} l FULL JOIN ${scratch}.${table} s ON s.id = l.id
         WHERE l.id IS NULL OR s.id IS NULL
            OR (${COMPARED.map((c) => `l.${c}`).join(', ')}) IS DISTINCT FROM (${COMPARED.map((c) => `s.${c}`).join(', ')})
-        ORDER BY coalesce(l.sort_key, s.sort_key)`);
+        ORDER BY coalesce(l.sort_key, s.sort_key)`,
+    );
   }
 }

@@ -26,13 +26,21 @@ export class CatalogueReceiver {
   private webhook?: Webhook;
   private writing = Promise.resolve();
 
-  private constructor(private readonly server: Server, readonly url: string, readonly file: string) {}
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+    readonly file: string,
+  ) {}
 
   static async start(dataDir: string): Promise<CatalogueReceiver> {
     const server = createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
-    const receiver = new CatalogueReceiver(server, `http://127.0.0.1:${port}/sandbox-catalogue`, path.resolve(dataDir, 'catalogue.json'));
+    const receiver = new CatalogueReceiver(
+      server,
+      `http://127.0.0.1:${port}/sandbox-catalogue`,
+      path.resolve(dataDir, 'catalogue.json'),
+    );
     server.on('request', (request, response) => void receiver.handle(request, response));
     return receiver;
   }
@@ -53,7 +61,10 @@ export class CatalogueReceiver {
     let batch: { data: CatalogueChange[] };
     try {
       if (this.webhook === undefined) throw new Error('no secret yet');
-      batch = this.webhook.verify(Buffer.concat(chunks).toString('utf8'), request.headers as Record<string, string>) as typeof batch;
+      batch = this.webhook.verify(
+        Buffer.concat(chunks).toString('utf8'),
+        request.headers as Record<string, string>,
+      ) as typeof batch;
     } catch {
       response.writeHead(401).end();
       return;

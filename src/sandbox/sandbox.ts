@@ -36,25 +36,41 @@ export class Sandbox {
     const clientId = config.OAUTH_CLIENT_ID ?? 'demo-client';
     const clientSecret = config.OAUTH_CLIENT_SECRET ?? 'demo-secret';
     const emulator = await startEmulator(
-      emulatorOptions({ host: '127.0.0.1', port: 0, clientId, clientSecret, retryScheduleMs: SANDBOX_RETRY_SCHEDULE_MS }),
+      emulatorOptions({
+        host: '127.0.0.1',
+        port: 0,
+        clientId,
+        clientSecret,
+        retryScheduleMs: SANDBOX_RETRY_SCHEDULE_MS,
+      }),
       new PinoNestLogger(rootLogger.child({ component: 'emulator' })),
     );
-    return new Sandbox(emulator, UpstreamSettings.emulator(config, emulator.url, [DEMO_STORE_ID], clientId, clientSecret), config.API_TOKENS[0]);
+    return new Sandbox(
+      emulator,
+      UpstreamSettings.emulator(config, emulator.url, [DEMO_STORE_ID], clientId, clientSecret),
+      config.API_TOKENS[0],
+    );
   }
 
   /** Follows the authorization code flow as a browser would: the daemon's /auth/connect → the emulator → the daemon's callback. */
   async connect(daemonUrl: string): Promise<void> {
     let location = `${daemonUrl}/auth/connect`;
     for (let hop = 0; hop < 3; hop++) {
-      const headers: Record<string, string> = hop === 0 && this.apiToken !== undefined ? { Authorization: `Bearer ${this.apiToken}` } : {};
-      const response = await fetch(location, { redirect: 'manual', headers, signal: AbortSignal.timeout(CONNECT_TIMEOUT_MS) });
+      const headers: Record<string, string> =
+        hop === 0 && this.apiToken !== undefined ? { Authorization: `Bearer ${this.apiToken}` } : {};
+      const response = await fetch(location, {
+        redirect: 'manual',
+        headers,
+        signal: AbortSignal.timeout(CONNECT_TIMEOUT_MS),
+      });
       const next = response.headers.get('location');
       if (response.status >= 300 && response.status < 400 && next !== null) {
         location = new URL(next, location).toString();
         continue;
       }
-      if (response.status !== 200) throw new Error(`the sandbox could not connect: ${response.status} at ${new URL(location).pathname}`);
-      const { data } = await response.json() as { data: { id: number } };
+      if (response.status !== 200)
+        throw new Error(`the sandbox could not connect: ${response.status} at ${new URL(location).pathname}`);
+      const { data } = (await response.json()) as { data: { id: number } };
       this.logger.log({
         msg: `sandbox connected (connection ${data.id}): the demo menu is being imported`,
         menu: `${daemonUrl}/api/v1/menu?owner_id=${DEMO_USER_ID}`,
@@ -75,12 +91,16 @@ export class Sandbox {
   async startCatalogue(sinks: SinksService, dataDir: string): Promise<void> {
     this.catalogue = await CatalogueReceiver.start(dataDir);
     for (const sink of (await sinks.list()).data) {
-      if (sink.kind === 'http' && /^http:\/\/127\.0\.0\.1:\d+\/sandbox-catalogue$/.test(sink.url ?? '')) await sinks.remove(sink.id);
+      if (sink.kind === 'http' && /^http:\/\/127\.0\.0\.1:\d+\/sandbox-catalogue$/.test(sink.url ?? ''))
+        await sinks.remove(sink.id);
     }
     const { data } = await sinks.create({ kind: 'http', url: this.catalogue.url, batch_size: 500 });
     this.catalogue.useSecret(data.secret!);
-    this.logger.log({ msg: `sandbox catalogue: every menu change is pushed to ${this.catalogue.file}`, sink: data.id,
-      catalogue: this.catalogue.file });
+    this.logger.log({
+      msg: `sandbox catalogue: every menu change is pushed to ${this.catalogue.file}`,
+      sink: data.id,
+      catalogue: this.catalogue.file,
+    });
   }
 
   async stop(): Promise<void> {

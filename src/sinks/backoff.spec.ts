@@ -3,8 +3,17 @@ import { BACKOFF_CAP_MS, backoffCeilingMs, backoffDelayMs, parseRetryAfter } fro
 
 describe('backoff schedule', () => {
   it('doubles from 1 s and stops at 1 h', () => {
-    expect([1, 2, 3, 4, 5, 12, 13, 50, 10_000].map(backoffCeilingMs))
-      .toEqual([1000, 2000, 4000, 8000, 16000, 2_048_000, BACKOFF_CAP_MS, BACKOFF_CAP_MS, BACKOFF_CAP_MS]);
+    expect([1, 2, 3, 4, 5, 12, 13, 50, 10_000].map(backoffCeilingMs)).toEqual([
+      1000,
+      2000,
+      4000,
+      8000,
+      16000,
+      2_048_000,
+      BACKOFF_CAP_MS,
+      BACKOFF_CAP_MS,
+      BACKOFF_CAP_MS,
+    ]);
   });
 
   it('draws uniformly below the ceiling (full jitter)', () => {
@@ -15,10 +24,16 @@ describe('backoff schedule', () => {
   });
 
   it('never leaves [0, ceiling) for any attempt and draw', () => {
-    fc.assert(fc.property(fc.integer({ min: 1, max: 1_000_000 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (attempt, draw) => {
-      const delay = backoffDelayMs(attempt, () => draw);
-      return delay >= 0 && delay < backoffCeilingMs(attempt) && Number.isInteger(delay);
-    }));
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1_000_000 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (attempt, draw) => {
+          const delay = backoffDelayMs(attempt, () => draw);
+          return delay >= 0 && delay < backoffCeilingMs(attempt) && Number.isInteger(delay);
+        },
+      ),
+    );
   });
 
   it('honours a longer Retry-After, up to the cap, and ignores a shorter one', () => {

@@ -5,8 +5,11 @@ import { stateAfterFailure } from './sink.js';
 describe('a batch', () => {
   it('keeps only the newest change of each resource, in seq order', () => {
     const changes = [
-      { seq: 1, type: 'product', id: '1' }, { seq: 2, type: 'product', id: '2' }, { seq: 3, type: 'product', id: '1' },
-      { seq: 4, type: 'collection', id: '1' }, { seq: 5, type: 'product', id: '2' },
+      { seq: 1, type: 'product', id: '1' },
+      { seq: 2, type: 'product', id: '2' },
+      { seq: 3, type: 'product', id: '1' },
+      { seq: 4, type: 'collection', id: '1' },
+      { seq: 5, type: 'product', id: '2' },
     ];
     expect(newestPerResource(changes).map((change) => change.seq)).toEqual([3, 4, 5]);
   });
@@ -17,8 +20,15 @@ describe('a batch', () => {
     const id = batchWebhookId('sink-a', 0, after, last);
     expect(id).toMatch(/^msg_[A-Za-z0-9_-]{32}$/);
     expect(batchWebhookId('sink-a', 0, { ...after }, { ...last })).toBe(id);
-    expect(new Set([id, batchWebhookId('sink-b', 0, after, last), batchWebhookId('sink-a', 1, after, last),
-      batchWebhookId('sink-a', 0, after, { transactionId: '12', seq: '106' }), batchWebhookId('sink-a', 0, { transactionId: '10', seq: '6' }, last)]).size).toBe(5);
+    expect(
+      new Set([
+        id,
+        batchWebhookId('sink-b', 0, after, last),
+        batchWebhookId('sink-a', 1, after, last),
+        batchWebhookId('sink-a', 0, after, { transactionId: '12', seq: '106' }),
+        batchWebhookId('sink-a', 0, { transactionId: '10', seq: '6' }, last),
+      ]).size,
+    ).toBe(5);
   });
 });
 

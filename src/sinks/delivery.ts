@@ -3,9 +3,7 @@ import type { ChangePosition } from '../changes/change.js';
 
 /** What one delivery attempt came to. */
 export type DeliveryOutcome =
-  | { kind: 'ok' }
-  | { kind: 'retry'; error: string; retryAfterMs?: number }
-  | { kind: 'gone'; error: string };
+  { kind: 'ok' } | { kind: 'retry'; error: string; retryAfterMs?: number } | { kind: 'gone'; error: string };
 
 /**
  * The `webhook-id` of a batch: the same for every retry of it, across restarts, since it depends

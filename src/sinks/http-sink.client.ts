@@ -22,7 +22,9 @@ export interface HttpBatch {
 @Injectable()
 export class HttpSinkClient {
   async send(batch: HttpBatch, now = new Date()): Promise<DeliveryOutcome> {
-    const signature = batch.secrets.map((secret) => new Webhook(secret).sign(batch.webhookId, now, batch.body)).join(' ');
+    const signature = batch.secrets
+      .map((secret) => new Webhook(secret).sign(batch.webhookId, now, batch.body))
+      .join(' ');
     let response: Response;
     try {
       response = await fetch(batch.url, {
@@ -36,13 +38,16 @@ export class HttpSinkClient {
         },
         body: batch.body,
         redirect: 'manual',
-        signal: batch.signal ? AbortSignal.any([AbortSignal.timeout(batch.timeoutMs), batch.signal]) : AbortSignal.timeout(batch.timeoutMs),
+        signal: batch.signal
+          ? AbortSignal.any([AbortSignal.timeout(batch.timeoutMs), batch.signal])
+          : AbortSignal.timeout(batch.timeoutMs),
       });
       await response.arrayBuffer().catch(() => undefined);
     } catch (error) {
       const name = (error as Error)?.name;
       if (batch.signal?.aborted) return { kind: 'retry', error: 'interrupted by shutdown' };
-      if (name === 'TimeoutError' || name === 'AbortError') return { kind: 'retry', error: `no answer within ${batch.timeoutMs} ms` };
+      if (name === 'TimeoutError' || name === 'AbortError')
+        return { kind: 'retry', error: `no answer within ${batch.timeoutMs} ms` };
       return { kind: 'retry', error: `network error: ${describeNetworkError(error)}` };
     }
     if (response.status >= 200 && response.status < 300) return { kind: 'ok' };

@@ -5,7 +5,12 @@ import { createValidationPipe } from '../common/validation.pipe.js';
 
 class UnsupportedMediaTypeError extends AppError {
   constructor() {
-    super('unsupported_media_type', 415, 'Unsupported Media Type', 'The body must be JSON (Content-Type: application/json).');
+    super(
+      'unsupported_media_type',
+      415,
+      'Unsupported Media Type',
+      'The body must be JSON (Content-Type: application/json).',
+    );
   }
 }
 
@@ -17,14 +22,16 @@ export const JsonBody = createParamDecorator((_data: unknown, context: Execution
   const request = context.switchToHttp().getRequest<FastifyRequest>();
   const body = request.body;
   if (!Buffer.isBuffer(body) || body.length === 0) return {};
-  if (!/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) throw new UnsupportedMediaTypeError();
+  if (!/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(request.headers['content-type'] ?? ''))
+    throw new UnsupportedMediaTypeError();
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));
   } catch {
     throw new BadRequestError('The body is not valid JSON.', 'body');
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new BadRequestError('The body must be a JSON object.', 'body');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new BadRequestError('The body must be a JSON object.', 'body');
   return parsed;
 });
 

@@ -38,8 +38,15 @@ export class NatsSinkClient implements BeforeApplicationShutdown {
     try {
       const { js, jsm } = await this.connect();
       await this.ensureStream(jsm, batch.stream, batch.subjectPrefix);
-      await Promise.all(batch.changes.map((change) => js.publish(changeSubject(batch.subjectPrefix, change), JSON.stringify(change),
-        { msgID: change.change_id, timeout: batch.timeoutMs, expect: { streamName: batch.stream } })));
+      await Promise.all(
+        batch.changes.map((change) =>
+          js.publish(changeSubject(batch.subjectPrefix, change), JSON.stringify(change), {
+            msgID: change.change_id,
+            timeout: batch.timeoutMs,
+            expect: { streamName: batch.stream },
+          }),
+        ),
+      );
       return { kind: 'ok' };
     } catch (error) {
       this.streams.delete(batch.stream);
@@ -57,7 +64,10 @@ export class NatsSinkClient implements BeforeApplicationShutdown {
     if (this.config.NATS_URL === undefined) return Promise.reject(new Error('NATS_URL is not set'));
     this.connection ??= (async () => {
       const nc = await connect({ servers: this.config.NATS_URL, name: 'menu-sync', maxReconnectAttempts: -1 });
-      void nc.closed().then(() => { this.connection = undefined; this.streams.clear(); });
+      void nc.closed().then(() => {
+        this.connection = undefined;
+        this.streams.clear();
+      });
       this.logger.log('connected to NATS');
       return { nc, js: jetstream(nc), jsm: await jetstreamManager(nc) };
     })().catch((error) => {

@@ -135,8 +135,14 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
 
   private workerDeps(): SinkWorkerDeps {
     return {
-      repository: this.repository, changeLog: this.changeLog, http: this.http, nats: this.nats, metrics: this.metrics,
-      failingAfterMs: this.config.sinkFailingAfterMs, defaultTypes: this.config.changeTypes, idlePollMs: 1000,
+      repository: this.repository,
+      changeLog: this.changeLog,
+      http: this.http,
+      nats: this.nats,
+      metrics: this.metrics,
+      failingAfterMs: this.config.sinkFailingAfterMs,
+      defaultTypes: this.config.changeTypes,
+      idlePollMs: 1000,
     };
   }
 

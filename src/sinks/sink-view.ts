@@ -32,7 +32,10 @@ export function toSinkView(sink: Sink, lag: number, defaultTypes: readonly strin
     id: sink.id,
     kind: sink.kind,
     ...(sink.kind === 'http'
-      ? { url: sink.url!, previous_secret_expires_at: sink.previousSecret === null ? null : iso(sink.previousSecretExpiresAt) }
+      ? {
+          url: sink.url!,
+          previous_secret_expires_at: sink.previousSecret === null ? null : iso(sink.previousSecretExpiresAt),
+        }
       : { stream: sink.stream!, subject_prefix: sink.subjectPrefix! }),
     types: sink.types ?? defaultTypes,
     owner_ids: sink.ownerIds,

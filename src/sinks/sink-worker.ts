@@ -31,8 +31,7 @@ interface ReadAhead {
   page: Promise<ChangePage | null>;
 }
 
-const readKey = (sink: Sink) =>
-  JSON.stringify([sink.cursor, sink.epoch, sink.batchSize, sink.types, sink.ownerIds]);
+const readKey = (sink: Sink) => JSON.stringify([sink.cursor, sink.epoch, sink.batchSize, sink.types, sink.ownerIds]);
 
 /**
  * The delivery loop of one sink: read the changes after its cursor, deliver them as one batch,
@@ -52,7 +51,10 @@ export class SinkWorker {
   private lastLag = -1;
   readonly done: Promise<void>;
 
-  constructor(readonly sinkId: string, private readonly deps: SinkWorkerDeps) {
+  constructor(
+    readonly sinkId: string,
+    private readonly deps: SinkWorkerDeps,
+  ) {
     this.done = this.run();
   }
 
@@ -82,7 +84,9 @@ export class SinkWorker {
         await this.sleep(1000);
       }
     }
-    await this.settle().catch((error) => this.logger.error({ msg: 'sink cursor move failed', sink: this.sinkId, err: error }));
+    await this.settle().catch((error) =>
+      this.logger.error({ msg: 'sink cursor move failed', sink: this.sinkId, err: error }),
+    );
   }
 
   /** One round; answers how long to wait before the next (0: at once). */
@@ -107,10 +111,12 @@ export class SinkWorker {
     await this.measureLag(sink);
     const ahead = this.ahead;
     this.ahead = null;
-    const page = (ahead !== null && ahead.key === readKey(sink) ? await ahead.page : null) ?? await this.read(sink);
+    const page = (ahead !== null && ahead.key === readKey(sink) ? await ahead.page : null) ?? (await this.read(sink));
     if (await this.behindHorizon(sink, page.compactedTo)) return 0;
-    const batch = sink.inflight === null ? page.changes
-      : page.changes.filter((entry) => comparePositions(entry.position, sink.inflight!) <= 0);
+    const batch =
+      sink.inflight === null
+        ? page.changes
+        : page.changes.filter((entry) => comparePositions(entry.position, sink.inflight!) <= 0);
     if (batch.length === 0) {
       if (this.lastLag !== 0) await this.measureLag(sink, true);
       if (comparePositions(page.next, sink.cursor) > 0) {
@@ -142,7 +148,11 @@ export class SinkWorker {
     // A failed read ahead answers null: the next round reads again.
     const ahead = full ? { key: readKey(next), page: this.read(next).catch(() => null) } : null;
     const started = process.hrtime.bigint();
-    const outcome = await this.send(sink, batch.map((entry) => entry.change), last);
+    const outcome = await this.send(
+      sink,
+      batch.map((entry) => entry.change),
+      last,
+    );
     this.deps.metrics.sinkDeliverySeconds.observe({ sink: sink.id }, Number(process.hrtime.bigint() - started) / 1e9);
     // The cursor move of the batch before (if still being written) comes first: compare-and-set
     // from where it left the cursor. If it found the cursor moved (a replay), this batch's is void.
@@ -159,7 +169,15 @@ export class SinkWorker {
       // resends both batches under the same ids (at-least-once).
       recorded.catch(() => undefined);
       this.recording = recorded;
-      this.known = { ...sink, cursor: last, inflight: null, attempts: 0, nextAttemptAt: null, failingSince: null, lastError: null };
+      this.known = {
+        ...sink,
+        cursor: last,
+        inflight: null,
+        attempts: 0,
+        nextAttemptAt: null,
+        failingSince: null,
+        lastError: null,
+      };
       this.ahead = ahead;
       return 0;
     }
@@ -168,33 +186,60 @@ export class SinkWorker {
       this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'disabled' });
       this.logger.warn({ msg: 'sink disabled: its target answered 410 Gone', sink: sink.id });
       await this.deps.repository.recordFailure(sink.id, sink.cursor, {
-        error: outcome.error, nextAttemptAt: new Date(), state: 'disabled', failingSince: sink.failingSince ?? new Date(), inflight: last,
+        error: outcome.error,
+        nextAttemptAt: new Date(),
+        state: 'disabled',
+        failingSince: sink.failingSince ?? new Date(),
+        inflight: last,
       });
       return 0;
     }
     return this.backOff(sink, outcome, last);
   }
 
-  private async backOff(sink: Sink, outcome: Extract<DeliveryOutcome, { kind: 'retry' }>, last: ChangePosition): Promise<number> {
+  private async backOff(
+    sink: Sink,
+    outcome: Extract<DeliveryOutcome, { kind: 'retry' }>,
+    last: ChangePosition,
+  ): Promise<number> {
     const now = new Date();
     const attempt = sink.attempts + 1;
     const delay = backoffDelayMs(attempt, Math.random, outcome.retryAfterMs);
     const failingSince = sink.failingSince ?? now;
     const state = stateAfterFailure(failingSince, now, this.deps.failingAfterMs);
     this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'retry' });
-    this.logger.warn({ msg: 'sink delivery failed; retrying', sink: sink.id, attempt, delay_ms: delay, state, error: outcome.error });
+    this.logger.warn({
+      msg: 'sink delivery failed; retrying',
+      sink: sink.id,
+      attempt,
+      delay_ms: delay,
+      state,
+      error: outcome.error,
+    });
     await this.deps.repository.recordFailure(sink.id, sink.cursor, {
-      error: outcome.error, nextAttemptAt: new Date(now.getTime() + delay), state, failingSince, inflight: last,
+      error: outcome.error,
+      nextAttemptAt: new Date(now.getTime() + delay),
+      state,
+      failingSince,
+      inflight: last,
     });
     return Math.min(delay, 1000);
   }
 
   private send(sink: Sink, changes: Change[], last: ChangePosition): Promise<DeliveryOutcome> {
     if (sink.kind === 'nats') {
-      return this.deps.nats.publish({ stream: sink.stream!, subjectPrefix: sink.subjectPrefix!, changes, timeoutMs: sink.timeoutMs });
+      return this.deps.nats.publish({
+        stream: sink.stream!,
+        subjectPrefix: sink.subjectPrefix!,
+        changes,
+        timeoutMs: sink.timeoutMs,
+      });
     }
     if (sink.secret === null) {
-      return Promise.resolve({ kind: 'retry', error: 'the sink secret cannot be opened with the current TOKEN_ENCRYPTION_KEY; rotate it' });
+      return Promise.resolve({
+        kind: 'retry',
+        error: 'the sink secret cannot be opened with the current TOKEN_ENCRYPTION_KEY; rotate it',
+      });
     }
     return this.deps.http.send({
       url: sink.url!,
@@ -229,7 +274,9 @@ export class SinkWorker {
   private read(sink: Sink): Promise<ChangePage> {
     const types = sink.types ?? this.deps.defaultTypes;
     return this.deps.changeLog.readAfter(sink.cursor, {
-      limit: sink.batchSize, types, ...(sink.ownerIds === null ? {} : { ownerIds: sink.ownerIds }),
+      limit: sink.batchSize,
+      types,
+      ...(sink.ownerIds === null ? {} : { ownerIds: sink.ownerIds }),
     });
   }
 
@@ -241,7 +288,10 @@ export class SinkWorker {
    */
   private async behindHorizon(sink: Sink, compactedTo: ChangePosition): Promise<boolean> {
     if (!compactedAway(sink.cursor, compactedTo)) return false;
-    this.logger.warn({ msg: 'sink cursor is older than the change log keeps: publishing the current state from the start', sink: sink.id });
+    this.logger.warn({
+      msg: 'sink cursor is older than the change log keeps: publishing the current state from the start',
+      sink: sink.id,
+    });
     if (!(await this.settle())) return true;
     await this.deps.repository.restartFrom(sink.id, sink.cursor, START);
     return true;

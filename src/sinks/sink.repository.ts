@@ -74,8 +74,19 @@ export class SinkRepository {
     const [row] = await this.dataSource.query(
       `INSERT INTO sinks (id, kind, url, stream, subject_prefix, types, owner_ids, batch_size, timeout_ms, secret)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ${RETURNING}`,
-      [input.id, input.kind, input.url, input.stream, input.subjectPrefix, input.types, input.ownerIds, input.batchSize,
-        input.timeoutMs, input.secret === null ? null : this.cipher.seal(input.secret, aad(input.id, 'secret'))]);
+      [
+        input.id,
+        input.kind,
+        input.url,
+        input.stream,
+        input.subjectPrefix,
+        input.types,
+        input.ownerIds,
+        input.batchSize,
+        input.timeoutMs,
+        input.secret === null ? null : this.cipher.seal(input.secret, aad(input.id, 'secret')),
+      ],
+    );
     return this.toSink(row);
   }
 
@@ -91,7 +102,9 @@ export class SinkRepository {
 
   /** The ids of the sinks a dispatcher delivers: all but the disabled ones. */
   async deliverableIds(): Promise<string[]> {
-    const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM sinks WHERE state <> 'disabled' ORDER BY id`);
+    const rows: { id: string }[] = await this.dataSource.query(
+      `SELECT id FROM sinks WHERE state <> 'disabled' ORDER BY id`,
+    );
     return rows.map((row) => row.id);
   }
 
@@ -109,8 +122,18 @@ export class SinkRepository {
          failing_since = CASE WHEN $9 = 'active' THEN NULL ELSE failing_since END,
          updated_at = now()
        WHERE id = $1 ${RETURNING}`,
-      [id, changes.url ?? null, changes.types !== undefined, changes.types ?? null, changes.ownerIds !== undefined,
-        changes.ownerIds ?? null, changes.batchSize ?? null, changes.timeoutMs ?? null, changes.state ?? null]);
+      [
+        id,
+        changes.url ?? null,
+        changes.types !== undefined,
+        changes.types ?? null,
+        changes.ownerIds !== undefined,
+        changes.ownerIds ?? null,
+        changes.batchSize ?? null,
+        changes.timeoutMs ?? null,
+        changes.state ?? null,
+      ],
+    );
     return rows[0] === undefined ? null : this.toSink(rows[0]);
   }
 
@@ -126,7 +149,8 @@ export class SinkRepository {
          next_attempt_at = NULL, failing_since = NULL, state = CASE WHEN state = 'disabled' THEN state ELSE 'active' END,
          updated_at = now()
        WHERE id = $1 ${RETURNING}`,
-      [id, ...pos(cursor)]);
+      [id, ...pos(cursor)],
+    );
     return rows[0] === undefined ? null : this.toSink(rows[0]);
   }
 
@@ -138,7 +162,13 @@ export class SinkRepository {
       const current = this.cipher.open(row.secret!, aad(id, 'secret'));
       const [rows] = await manager.query(
         `UPDATE sinks SET secret = $2, previous_secret = $3, previous_secret_expires_at = $4, updated_at = now() WHERE id = $1 ${RETURNING}`,
-        [id, this.cipher.seal(secret, aad(id, 'secret')), this.cipher.seal(current, aad(id, 'previous_secret')), previousExpiresAt]);
+        [
+          id,
+          this.cipher.seal(secret, aad(id, 'secret')),
+          this.cipher.seal(current, aad(id, 'previous_secret')),
+          previousExpiresAt,
+        ],
+      );
       return this.toSink(rows[0]);
     });
   }
@@ -147,7 +177,8 @@ export class SinkRepository {
   async setInflight(id: string, cursor: ChangePosition, last: ChangePosition): Promise<void> {
     await this.dataSource.query(
       `UPDATE sinks SET inflight_xid = $4, inflight_seq = $5 WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3`,
-      [id, ...pos(cursor), ...pos(last)]);
+      [id, ...pos(cursor), ...pos(last)],
+    );
   }
 
   /**
@@ -163,7 +194,8 @@ export class SinkRepository {
          last_success_at = CASE WHEN $6 THEN now() ELSE last_success_at END,
          state = CASE WHEN state = 'disabled' THEN state ELSE 'active' END
        WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3 ${RETURNING}`,
-      [id, ...pos(from), ...pos(to), delivered]);
+      [id, ...pos(from), ...pos(to), delivered],
+    );
     return rows[0] === undefined ? null : this.toSink(rows[0]);
   }
 
@@ -172,12 +204,15 @@ export class SinkRepository {
     await this.dataSource.query(
       `UPDATE sinks SET cursor_xid = $4, cursor_seq = $5, inflight_xid = NULL, inflight_seq = NULL, epoch = epoch + 1
        WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3`,
-      [id, ...pos(from), ...pos(to)]);
+      [id, ...pos(from), ...pos(to)],
+    );
   }
 
   /** How many sinks are `failing`, for the metric. */
   async countFailing(): Promise<number> {
-    const [row]: Array<{ n: number }> = await this.dataSource.query(`SELECT count(*)::int AS n FROM sinks WHERE state = 'failing'`);
+    const [row]: Array<{ n: number }> = await this.dataSource.query(
+      `SELECT count(*)::int AS n FROM sinks WHERE state = 'failing'`,
+    );
     return row.n;
   }
 
@@ -187,19 +222,34 @@ export class SinkRepository {
          state = CASE WHEN state = 'disabled' THEN state ELSE $6 END, failing_since = COALESCE(failing_since, $7),
          inflight_xid = $8, inflight_seq = $9
        WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3`,
-      [id, ...pos(cursor), failure.error.slice(0, 2000), failure.nextAttemptAt, failure.state, failure.failingSince,
-        failure.inflight?.transactionId ?? null, failure.inflight?.seq ?? null]);
+      [
+        id,
+        ...pos(cursor),
+        failure.error.slice(0, 2000),
+        failure.nextAttemptAt,
+        failure.state,
+        failure.failingSince,
+        failure.inflight?.transactionId ?? null,
+        failure.inflight?.seq ?? null,
+      ],
+    );
   }
 
   /** Changes after the sink's cursor that it follows and its target has not acknowledged (counted up to `cap`). */
-  async lag(sink: Pick<Sink, 'cursor'>, types: readonly string[], ownerIds: readonly string[] | null, cap = 1_000_000): Promise<number> {
+  async lag(
+    sink: Pick<Sink, 'cursor'>,
+    types: readonly string[],
+    ownerIds: readonly string[] | null,
+    cap = 1_000_000,
+  ): Promise<number> {
     const [row]: Array<{ lag: number }> = await this.dataSource.query(
       `SELECT count(*)::int AS lag FROM (
          SELECT 1 FROM change_log c
           WHERE (c.transaction_id, c.seq) > ($1::xid8, $2::bigint) AND c.type = ANY($3::text[])
             AND ($4::text[] IS NULL OR c.owner_id = ANY($4::text[]))
           LIMIT $5) l`,
-      [...pos(sink.cursor), [...types], ownerIds === null ? null : [...ownerIds], cap]);
+      [...pos(sink.cursor), [...types], ownerIds === null ? null : [...ownerIds], cap],
+    );
     return row.lag;
   }
 
@@ -231,10 +281,15 @@ export class SinkRepository {
       nextAttemptAt: row.next_attempt_at,
       attempts: row.attempts,
       epoch: row.epoch,
-      inflight: row.inflight_xid === null || row.inflight_seq === null ? null : { transactionId: row.inflight_xid, seq: row.inflight_seq },
+      inflight:
+        row.inflight_xid === null || row.inflight_seq === null
+          ? null
+          : { transactionId: row.inflight_xid, seq: row.inflight_seq },
       secret: open(row.secret, 'secret'),
-      previousSecret: row.previous_secret_expires_at !== null && row.previous_secret_expires_at > new Date()
-        ? open(row.previous_secret, 'previous_secret') : null,
+      previousSecret:
+        row.previous_secret_expires_at !== null && row.previous_secret_expires_at > new Date()
+          ? open(row.previous_secret, 'previous_secret')
+          : null,
       previousSecretExpiresAt: row.previous_secret_expires_at,
       createdAt: row.created_at,
       updatedAt: row.updated_at,

@@ -13,7 +13,9 @@ export class SinksController {
   constructor(private readonly sinks: SinksService) {}
 
   @Post()
-  @ApiOperation({ summary: 'Create a push sink (http or nats); an http sink\'s whsec_ secret is shown in this answer only' })
+  @ApiOperation({
+    summary: "Create a push sink (http or nats); an http sink's whsec_ secret is shown in this answer only",
+  })
   create(@JsonBody(jsonBodyValidation) dto: CreateSinkDto) {
     return this.sinks.create(dto);
   }

@@ -1,6 +1,18 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
-  ArrayMaxSize, IsArray, IsIn, IsInt, IsOptional, IsString, IsUrl, Matches, Max, MaxLength, Min, MinLength, ValidateIf,
+  ArrayMaxSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateIf,
 } from 'class-validator';
 import { RESOURCE_TABLES } from '../projection/resource-tables.js';
 import { SINK_KINDS } from './sink.js';
@@ -10,7 +22,11 @@ const URL_OPTIONS = { require_tld: false, require_protocol: true, protocols: ['h
 const TYPES_MESSAGE = `types must list resource types (${CHANGE_TYPES.join(', ')})`;
 
 class SinkFilterDto {
-  @ApiPropertyOptional({ description: 'Resource types it follows; default CHANGES_TYPES', enum: CHANGE_TYPES, isArray: true })
+  @ApiPropertyOptional({
+    description: 'Resource types it follows; default CHANGES_TYPES',
+    enum: CHANGE_TYPES,
+    isArray: true,
+  })
   @IsOptional()
   @IsArray({ message: TYPES_MESSAGE })
   @ArrayMaxSize(CHANGE_TYPES.length)
@@ -33,7 +49,12 @@ class SinkFilterDto {
   @Max(10000, { message: 'batch_size must be an integer from 1 to 10000' })
   batch_size?: number;
 
-  @ApiPropertyOptional({ default: 15000, minimum: 100, maximum: 300000, description: 'http: how long a batch may take to be answered' })
+  @ApiPropertyOptional({
+    default: 15000,
+    minimum: 100,
+    maximum: 300000,
+    description: 'http: how long a batch may take to be answered',
+  })
   @IsOptional()
   @IsInt({ message: 'timeout_ms must be an integer from 100 to 300000' })
   @Min(100, { message: 'timeout_ms must be an integer from 100 to 300000' })
@@ -59,7 +80,9 @@ export class CreateSinkDto extends SinkFilterDto {
 
   @ApiPropertyOptional({ default: 'menu', description: 'nats: subjects are <subject_prefix>.<owner_id>.<type>.<id>' })
   @IsOptional()
-  @Matches(/^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$/, { message: 'subject_prefix must be NATS subject tokens separated by dots' })
+  @Matches(/^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$/, {
+    message: 'subject_prefix must be NATS subject tokens separated by dots',
+  })
   subject_prefix?: string;
 }
 
@@ -70,14 +93,19 @@ export class UpdateSinkDto extends SinkFilterDto {
   @MaxLength(2000, { message: 'url must be an http(s) URL of at most 2000 characters' })
   url?: string;
 
-  @ApiPropertyOptional({ enum: ['active', 'disabled'], description: 'active re-enables a disabled sink (and retries at once)' })
+  @ApiPropertyOptional({
+    enum: ['active', 'disabled'],
+    description: 'active re-enables a disabled sink (and retries at once)',
+  })
   @IsOptional()
   @IsIn(['active', 'disabled'], { message: 'state must be active or disabled' })
   state?: 'active' | 'disabled';
 }
 
 export class ReplaySinkDto {
-  @ApiProperty({ description: '"start", or a changes cursor (next_cursor / changes_cursor) to deliver the changes after' })
+  @ApiProperty({
+    description: '"start", or a changes cursor (next_cursor / changes_cursor) to deliver the changes after',
+  })
   @IsString({ message: 'from must be "start" or a changes cursor' })
   @Matches(/^(start|[A-Za-z0-9_-]{1,400})$/, { message: 'from must be "start" or a changes cursor' })
   from!: string;

@@ -5,7 +5,14 @@ import { START } from '../changes/change.js';
 import { decodeChangeCursor } from '../changes/change-cursor.js';
 import { BadRequestError } from '../common/app-error.js';
 import { AppConfig } from '../config/app-config.js';
-import { DEFAULT_BATCH_SIZE, DEFAULT_STREAM, DEFAULT_SUBJECT_PREFIX, DEFAULT_TIMEOUT_MS, SECRET_OVERLAP_MS, Sink } from './sink.js';
+import {
+  DEFAULT_BATCH_SIZE,
+  DEFAULT_STREAM,
+  DEFAULT_SUBJECT_PREFIX,
+  DEFAULT_TIMEOUT_MS,
+  SECRET_OVERLAP_MS,
+  Sink,
+} from './sink.js';
 import { SINKS_CHANGED } from './sink-dispatcher.service.js';
 import { generateSinkSecret } from './sink-secret.js';
 import { SinkRepository } from './sink.repository.js';
@@ -30,16 +37,18 @@ export class SinksService {
         throw new SinkUnprocessableError('kind nats needs NATS_URL, which this daemon is not configured with', 'kind');
       }
     } else if (dto.stream !== undefined || dto.subject_prefix !== undefined) {
-      throw new BadRequestError(`${dto.stream !== undefined ? 'stream' : 'subject_prefix'} is only for nats sinks`,
-        dto.stream !== undefined ? 'stream' : 'subject_prefix');
+      throw new BadRequestError(
+        `${dto.stream !== undefined ? 'stream' : 'subject_prefix'} is only for nats sinks`,
+        dto.stream !== undefined ? 'stream' : 'subject_prefix',
+      );
     }
     const secret = dto.kind === 'http' ? generateSinkSecret() : null;
     const sink = await this.repository.create({
       id: randomUUID(),
       kind: dto.kind,
       url: dto.kind === 'http' ? dto.url! : null,
-      stream: dto.kind === 'nats' ? dto.stream ?? DEFAULT_STREAM : null,
-      subjectPrefix: dto.kind === 'nats' ? dto.subject_prefix ?? DEFAULT_SUBJECT_PREFIX : null,
+      stream: dto.kind === 'nats' ? (dto.stream ?? DEFAULT_STREAM) : null,
+      subjectPrefix: dto.kind === 'nats' ? (dto.subject_prefix ?? DEFAULT_SUBJECT_PREFIX) : null,
       types: dto.types === undefined ? null : [...new Set(dto.types)],
       ownerIds: dto.owner_ids === undefined ? null : [...new Set(dto.owner_ids)],
       batchSize: dto.batch_size ?? DEFAULT_BATCH_SIZE,
@@ -63,9 +72,12 @@ export class SinksService {
     const sink = await this.find(id);
     if (dto.url !== undefined && sink.kind !== 'http') throw new BadRequestError('url is only for http sinks', 'url');
     const updated = await this.repository.update(id, {
-      url: dto.url, types: dto.types === undefined ? undefined : [...new Set(dto.types)],
+      url: dto.url,
+      types: dto.types === undefined ? undefined : [...new Set(dto.types)],
       ownerIds: dto.owner_ids === undefined ? undefined : [...new Set(dto.owner_ids)],
-      batchSize: dto.batch_size, timeoutMs: dto.timeout_ms, state: dto.state,
+      batchSize: dto.batch_size,
+      timeoutMs: dto.timeout_ms,
+      state: dto.state,
     });
     if (updated === null) throw new SinkNotFoundError(id);
     this.events.emit(SINKS_CHANGED);

@@ -40,17 +40,28 @@ export class SubscriptionRepository {
     const [row]: SubscriptionRow[] = await this.dataSource.query(
       `INSERT INTO subscriptions (connection_id, webhook_key_id, callback_uri, enabled_events, upstream_id, status, last_error)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-      [subscription.connectionId, subscription.webhookKeyId, subscription.callbackUri, subscription.enabledEvents,
-        subscription.upstreamId, subscription.status, subscription.lastError]);
+      [
+        subscription.connectionId,
+        subscription.webhookKeyId,
+        subscription.callbackUri,
+        subscription.enabledEvents,
+        subscription.upstreamId,
+        subscription.status,
+        subscription.lastError,
+      ],
+    );
     return toSubscription(row);
   }
 
   /** The subscriptions of the given connections (all of them when none given), oldest first. */
   async list(connectionIds?: number[]): Promise<Subscription[]> {
-    const rows: SubscriptionRow[] = connectionIds === undefined
-      ? await this.dataSource.query(`SELECT * FROM subscriptions ORDER BY connection_id, id`)
-      : await this.dataSource.query(`SELECT * FROM subscriptions WHERE connection_id = ANY($1::bigint[]) ORDER BY connection_id, id`,
-        [connectionIds]);
+    const rows: SubscriptionRow[] =
+      connectionIds === undefined
+        ? await this.dataSource.query(`SELECT * FROM subscriptions ORDER BY connection_id, id`)
+        : await this.dataSource.query(
+            `SELECT * FROM subscriptions WHERE connection_id = ANY($1::bigint[]) ORDER BY connection_id, id`,
+            [connectionIds],
+          );
     return rows.map(toSubscription);
   }
 }

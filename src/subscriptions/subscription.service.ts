@@ -59,7 +59,11 @@ export class SubscriptionService {
     } else if (registration.error === null) {
       // The upstream shows no way to delete an endpoint: the older ones keep delivering to their keys until these expire.
       const rotated = await this.keys.expireOthers(connectionId, keyId, KEY_ROTATION_OVERLAP_SECONDS);
-      if (rotated > 0) this.logger.log({ msg: `connection ${connectionId}: ${rotated} older webhook key(s) expire in ${KEY_ROTATION_OVERLAP_SECONDS / 3600} h`, connectionId });
+      if (rotated > 0)
+        this.logger.log({
+          msg: `connection ${connectionId}: ${rotated} older webhook key(s) expire in ${KEY_ROTATION_OVERLAP_SECONDS / 3600} h`,
+          connectionId,
+        });
     }
     const subscription = await this.subscriptions.create({
       connectionId,
@@ -70,20 +74,41 @@ export class SubscriptionService {
       status: registration.error === null ? 'registered' : 'failed',
       lastError: registration.error,
     });
-    const fields = { connectionId, subscriptionId: subscription.id, upstreamId: subscription.upstreamId, events: enabledEvents.length };
-    if (registration.error === null) this.logger.log({ msg: `webhook endpoint registered for connection ${connectionId}`, ...fields });
-    else this.logger.warn({ msg: `webhook endpoint registration failed for connection ${connectionId}`, ...fields, error: registration.error });
+    const fields = {
+      connectionId,
+      subscriptionId: subscription.id,
+      upstreamId: subscription.upstreamId,
+      events: enabledEvents.length,
+    };
+    if (registration.error === null)
+      this.logger.log({ msg: `webhook endpoint registered for connection ${connectionId}`, ...fields });
+    else
+      this.logger.warn({
+        msg: `webhook endpoint registration failed for connection ${connectionId}`,
+        ...fields,
+        error: registration.error,
+      });
     return subscription;
   }
 
   private async register(connectionId: number, form: URLSearchParams, key: string): Promise<Registration> {
     try {
-      const response = await this.upstream.request(connectionId, { method: 'POST', path: '/webhook_endpoints', form, versioned: true });
-      if (response.status >= 200 && response.status < 300) return { upstreamId: upstreamIdOf(response.json), error: null, refused: false };
+      const response = await this.upstream.request(connectionId, {
+        method: 'POST',
+        path: '/webhook_endpoints',
+        form,
+        versioned: true,
+      });
+      if (response.status >= 200 && response.status < 300)
+        return { upstreamId: upstreamIdOf(response.json), error: null, refused: false };
       const error = `the upstream answered ${response.status}${describeAnswer(response.json)}`;
       return { upstreamId: null, error: redact(error, key), refused: response.status >= 400 && response.status < 500 };
     } catch (error) {
-      return { upstreamId: null, error: redact(error instanceof Error ? error.message : String(error), key), refused: false };
+      return {
+        upstreamId: null,
+        error: redact(error instanceof Error ? error.message : String(error), key),
+        refused: false,
+      };
     }
   }
 }
@@ -98,7 +123,9 @@ function upstreamIdOf(json: unknown): string | null {
 function describeAnswer(json: unknown): string {
   const body = json as { errors?: Array<{ title?: unknown; detail?: unknown }>; error?: unknown } | null | undefined;
   const first = body?.errors?.[0];
-  const parts = [first?.title, first?.detail, body?.error].filter((part): part is string => typeof part === 'string' && part !== '');
+  const parts = [first?.title, first?.detail, body?.error].filter(
+    (part): part is string => typeof part === 'string' && part !== '',
+  );
   return parts.length === 0 ? '' : `: ${parts.join(': ')}`;
 }
 

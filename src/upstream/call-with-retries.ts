@@ -30,13 +30,19 @@ export interface RetriedCall<T extends Answer> {
  * `Retry-After`. Throws UpstreamUnavailableError when the attempts run out or a fault must not be
  * repeated.
  */
-export async function callWithRetries<T extends Answer>(timings: UpstreamTimings, call: RetriedCall<T>, logger: Logger): Promise<T> {
+export async function callWithRetries<T extends Answer>(
+  timings: UpstreamTimings,
+  call: RetriedCall<T>,
+  logger: Logger,
+): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     const outcome = await attemptOnce(timings, call);
     const exhausted = attempt >= timings.attempts;
     if (outcome instanceof NetworkFault) {
       if (exhausted || (outcome.kind !== 'unsent' && !call.repeatable)) {
-        throw new UpstreamUnavailableError(`${call.label}: ${outcome.message} (attempt ${attempt} of ${timings.attempts})`);
+        throw new UpstreamUnavailableError(
+          `${call.label}: ${outcome.message} (attempt ${attempt} of ${timings.attempts})`,
+        );
       }
       await pause(logger, call.label, outcome.message, retryDelay(timings, attempt));
       continue;
@@ -44,14 +50,19 @@ export async function callWithRetries<T extends Answer>(timings: UpstreamTimings
     if (!isTransientStatus(outcome.status)) return outcome;
     const retryAfterMs = parseRetryAfter(outcome.headers.get('retry-after'), timings.now());
     if (exhausted) {
-      throw new UpstreamUnavailableError(`${call.label} answered ${outcome.status} ${attempt} times`,
-        retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(retryAfterMs / 1000)));
+      throw new UpstreamUnavailableError(
+        `${call.label} answered ${outcome.status} ${attempt} times`,
+        retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(retryAfterMs / 1000)),
+      );
     }
     await pause(logger, call.label, `HTTP ${outcome.status}`, retryDelay(timings, attempt, retryAfterMs));
   }
 }
 
-async function attemptOnce<T extends Answer>(timings: UpstreamTimings, call: RetriedCall<T>): Promise<T | NetworkFault> {
+async function attemptOnce<T extends Answer>(
+  timings: UpstreamTimings,
+  call: RetriedCall<T>,
+): Promise<T | NetworkFault> {
   try {
     const answer = await call.send(AbortSignal.timeout(timings.timeoutMs));
     call.observe?.(answer.status);

@@ -1,6 +1,11 @@
 /** Connect errors that prove the request never reached the server: repeating it cannot do anything twice. */
 const UNSENT_CODES = new Set([
-  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT',
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
 ]);
 
 /**
@@ -8,7 +13,10 @@ const UNSENT_CODES = new Set([
  * answer in time; `network`: the connection broke, perhaps after the server acted on the request.
  */
 export class NetworkFault extends Error {
-  constructor(readonly kind: 'unsent' | 'timeout' | 'network', readonly code: string) {
+  constructor(
+    readonly kind: 'unsent' | 'timeout' | 'network',
+    readonly code: string,
+  ) {
     super(kind === 'timeout' ? 'no answer in time' : `network fault (${code})`);
   }
 

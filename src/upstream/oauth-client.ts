@@ -39,7 +39,10 @@ export class OAuthClient {
   ) {}
 
   /** Spec endpoint 1, scopes joined by a literal `+` as the spec shows (CONTRACT §6), with PKCE S256. */
-  authorizationUrl(settings: OAuthApplication & Pick<UpstreamSettings, 'scopes'>, request: AuthorizationRequest): string {
+  authorizationUrl(
+    settings: OAuthApplication & Pick<UpstreamSettings, 'scopes'>,
+    request: AuthorizationRequest,
+  ): string {
     const pair = (name: string, value: string) => `${name}=${encodeURIComponent(value)}`;
     const query = [
       pair('client_id', settings.clientId),
@@ -48,7 +51,8 @@ export class OAuthClient {
       `scope=${settings.scopes.map(encodeURIComponent).join('+')}`,
     ];
     if (request.state !== undefined) query.push(pair('state', request.state));
-    if (request.codeChallenge !== undefined) query.push(pair('code_challenge', request.codeChallenge), 'code_challenge_method=S256');
+    if (request.codeChallenge !== undefined)
+      query.push(pair('code_challenge', request.codeChallenge), 'code_challenge_method=S256');
     return `${settings.authUrl}/oauth/authorize?${query.join('&')}`;
   }
 
@@ -63,19 +67,41 @@ export class OAuthClient {
   }
 
   /** Spec endpoint 2: the authorization code for tokens. `codeVerifier` undefined when the request had no PKCE. */
-  async exchangeCode(settings: OAuthApplication, code: string, redirectUri: string, codeVerifier: string | undefined): Promise<TokenSet> {
+  async exchangeCode(
+    settings: OAuthApplication,
+    code: string,
+    redirectUri: string,
+    codeVerifier: string | undefined,
+  ): Promise<TokenSet> {
     const { as, client, auth } = endpoint(settings);
     const callback = oauth.validateAuthResponse(as, client, new URLSearchParams({ code }), oauth.skipStateCheck);
     const response = await this.post('authorization_code', (options) =>
-      oauth.authorizationCodeGrantRequest(as, client, auth, callback, redirectUri, codeVerifier ?? oauth.nopkce, options));
-    return this.tokenSet(() => oauth.processAuthorizationCodeResponse(as, client, response), [settings.clientSecret, code, codeVerifier]);
+      oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        auth,
+        callback,
+        redirectUri,
+        codeVerifier ?? oauth.nopkce,
+        options,
+      ),
+    );
+    return this.tokenSet(
+      () => oauth.processAuthorizationCodeResponse(as, client, response),
+      [settings.clientSecret, code, codeVerifier],
+    );
   }
 
   /** RFC 6749 §6. The answer's refresh token is null when the server keeps the old one. */
   async refresh(settings: OAuthApplication, refreshToken: string): Promise<TokenSet> {
     const { as, client, auth } = endpoint(settings);
-    const response = await this.post('refresh_token', (options) => oauth.refreshTokenGrantRequest(as, client, auth, refreshToken, options));
-    return this.tokenSet(() => oauth.processRefreshTokenResponse(as, client, response), [settings.clientSecret, refreshToken]);
+    const response = await this.post('refresh_token', (options) =>
+      oauth.refreshTokenGrantRequest(as, client, auth, refreshToken, options),
+    );
+    return this.tokenSet(
+      () => oauth.processRefreshTokenResponse(as, client, response),
+      [settings.clientSecret, refreshToken],
+    );
   }
 
   /**
@@ -86,14 +112,23 @@ export class OAuthClient {
    */
   async resourceOwner(authUrl: string, accessToken: string): Promise<string | undefined> {
     try {
-      const response = await callWithRetries(this.timings, {
-        label: 'token info',
-        repeatable: true,
-        observe: (status) => this.metrics?.upstreamRequests.inc({ status: String(status) }),
-        send: async (signal) => buffered(await fetch(`${authUrl}/oauth/token/info`, {
-          headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' }, signal, redirect: 'manual',
-        })),
-      }, this.logger);
+      const response = await callWithRetries(
+        this.timings,
+        {
+          label: 'token info',
+          repeatable: true,
+          observe: (status) => this.metrics?.upstreamRequests.inc({ status: String(status) }),
+          send: async (signal) =>
+            buffered(
+              await fetch(`${authUrl}/oauth/token/info`, {
+                headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
+                signal,
+                redirect: 'manual',
+              }),
+            ),
+        },
+        this.logger,
+      );
       if (response.status !== 200) {
         this.logger.log({ msg: `token info answered ${response.status}: the owner is learned from the first webhook` });
         return undefined;
@@ -103,24 +138,37 @@ export class OAuthClient {
       const owner = typeof info === 'object' && info !== null ? canonicalId(info.resource_owner_id) : undefined;
       return owner === undefined || owner === '' || owner.length > 255 ? undefined : owner;
     } catch (error) {
-      this.logger.warn({ msg: 'token info failed: the owner is learned from the first webhook', errorType: (error as object | null)?.constructor?.name });
+      this.logger.warn({
+        msg: 'token info failed: the owner is learned from the first webhook',
+        errorType: (error as object | null)?.constructor?.name,
+      });
       return undefined;
     }
   }
 
   /** One grant request, retried only on 429/5XX answers and on connections that were never made. */
-  private post(grantType: string, request: (options: oauth.TokenEndpointRequestOptions) => Promise<Response>): Promise<Response> {
-    return callWithRetries(this.timings, {
-      label: `token endpoint (${grantType})`,
-      repeatable: false,
-      // Token endpoint calls are upstream calls too (menu_sync_upstream_requests_total).
-      observe: (status) => this.metrics?.upstreamRequests.inc({ status: String(status) }),
-      // http:// is the emulator's (and a test server's) scheme; the configuration decides the URL.
-      send: async (signal) => buffered(await request({ signal, [oauth.allowInsecureRequests]: true })),
-    }, this.logger);
+  private post(
+    grantType: string,
+    request: (options: oauth.TokenEndpointRequestOptions) => Promise<Response>,
+  ): Promise<Response> {
+    return callWithRetries(
+      this.timings,
+      {
+        label: `token endpoint (${grantType})`,
+        repeatable: false,
+        // Token endpoint calls are upstream calls too (menu_sync_upstream_requests_total).
+        observe: (status) => this.metrics?.upstreamRequests.inc({ status: String(status) }),
+        // http:// is the emulator's (and a test server's) scheme; the configuration decides the URL.
+        send: async (signal) => buffered(await request({ signal, [oauth.allowInsecureRequests]: true })),
+      },
+      this.logger,
+    );
   }
 
-  private async tokenSet(process: () => Promise<oauth.TokenEndpointResponse>, secrets: (string | undefined)[]): Promise<TokenSet> {
+  private async tokenSet(
+    process: () => Promise<oauth.TokenEndpointResponse>,
+    secrets: (string | undefined)[],
+  ): Promise<TokenSet> {
     let answer: oauth.TokenEndpointResponse;
     try {
       answer = await process();
@@ -133,7 +181,11 @@ export class OAuthClient {
 
 function endpoint(settings: OAuthApplication) {
   const as: oauth.AuthorizationServer = { issuer: settings.authUrl, token_endpoint: `${settings.authUrl}/oauth/token` };
-  return { as, client: { client_id: settings.clientId } as oauth.Client, auth: oauth.ClientSecretPost(settings.clientSecret) };
+  return {
+    as,
+    client: { client_id: settings.clientId } as oauth.Client,
+    auth: oauth.ClientSecretPost(settings.clientSecret),
+  };
 }
 
 /** The answer with its body read, so the timeout covers the whole exchange. */
@@ -151,7 +203,8 @@ function toTokenSet(answer: oauth.TokenEndpointResponse, nowMs: number): TokenSe
   if (expiresIn === undefined || !Number.isFinite(expiresIn) || expiresIn < 1) {
     throw new UpstreamUnavailableError('the token endpoint answered without a positive expires_in');
   }
-  const createdAt = typeof answer.created_at === 'number' && Number.isFinite(answer.created_at) ? answer.created_at * 1000 : nowMs;
+  const createdAt =
+    typeof answer.created_at === 'number' && Number.isFinite(answer.created_at) ? answer.created_at * 1000 : nowMs;
   const scopes = typeof answer.scope === 'string' ? answer.scope.split(/[ +]+/).filter((scope) => scope !== '') : [];
   const owner = answer.resource_owner_id ?? answer.user_id;
   return {
@@ -170,14 +223,17 @@ async function translate(error: unknown, secrets: (string | undefined)[]): Promi
     return new OAuthGrantError(error.error, error.status, redact(error.error_description, secrets));
   }
   if (error instanceof oauth.WWWAuthenticateChallengeError) {
-    const body = (await error.response.json().catch(() => undefined)) as { error?: unknown; error_description?: unknown } | undefined;
-    const code = typeof body?.error === 'string' ? body.error : error.cause[0]?.parameters.error ?? 'invalid_client';
+    const body = (await error.response.json().catch(() => undefined)) as
+      { error?: unknown; error_description?: unknown } | undefined;
+    const code = typeof body?.error === 'string' ? body.error : (error.cause[0]?.parameters.error ?? 'invalid_client');
     const description = typeof body?.error_description === 'string' ? body.error_description : undefined;
     return new OAuthGrantError(code, error.status, redact(description, secrets));
   }
   if (error instanceof oauth.OperationProcessingError || error instanceof oauth.UnsupportedOperationError) {
     const status = (error.cause as { status?: unknown } | undefined)?.status;
-    return new UpstreamUnavailableError(`the token endpoint's answer is not a token answer${typeof status === 'number' ? ` (HTTP ${status})` : ''}: ${error.message}`);
+    return new UpstreamUnavailableError(
+      `the token endpoint's answer is not a token answer${typeof status === 'number' ? ` (HTTP ${status})` : ''}: ${error.message}`,
+    );
   }
   return error;
 }

@@ -5,7 +5,14 @@ import type { UpstreamTimings } from './upstream-timings.js';
 const NOW = Date.parse('2025-01-01T12:00:00Z');
 
 function timings(random: number, overrides: Partial<UpstreamTimings> = {}): UpstreamTimings {
-  return { ...DEFAULT_UPSTREAM_TIMINGS, baseDelayMs: 100, maxDelayMs: 1_000, maxRetryAfterMs: 5_000, random: () => random, ...overrides };
+  return {
+    ...DEFAULT_UPSTREAM_TIMINGS,
+    baseDelayMs: 100,
+    maxDelayMs: 1_000,
+    maxRetryAfterMs: 5_000,
+    random: () => random,
+    ...overrides,
+  };
 }
 
 describe('parseRetryAfter', () => {
@@ -22,7 +29,17 @@ describe('parseRetryAfter', () => {
   });
 
   it('ignores what is absent or unreadable', () => {
-    for (const value of [null, undefined, '', '   ', '-1', '1.5', 'soon', '2025-01-01T12:00:30Z', 'Funday, 99 Foo 2025 GMT']) {
+    for (const value of [
+      null,
+      undefined,
+      '',
+      '   ',
+      '-1',
+      '1.5',
+      'soon',
+      '2025-01-01T12:00:30Z',
+      'Funday, 99 Foo 2025 GMT',
+    ]) {
       expect(parseRetryAfter(value, NOW)).toBeUndefined();
     }
   });

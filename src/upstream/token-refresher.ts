@@ -8,7 +8,11 @@ import { OAuthClient } from './oauth-client.js';
 import type { OAuthApplication } from './oauth-client.js';
 import { SingleFlight } from './single-flight.js';
 import {
-  NoUpstreamApplicationError, OAuthGrantError, ReauthorizationRequiredError, UnknownConnectionError, UpstreamUnavailableError,
+  NoUpstreamApplicationError,
+  OAuthGrantError,
+  ReauthorizationRequiredError,
+  UnknownConnectionError,
+  UpstreamUnavailableError,
 } from './upstream.errors.js';
 import { UPSTREAM_SETTINGS } from './upstream-settings.js';
 import type { UpstreamSettings } from './upstream-settings.js';
@@ -73,21 +77,26 @@ export class TokenRefresher {
   private async load(connectionId: number): Promise<AccessGrant> {
     const connection = await this.connections.find(connectionId);
     if (connection === null) throw new UnknownConnectionError(connectionId);
-    if (connection.state === 'reauthorization_required') throw new ReauthorizationRequiredError(connectionId, connection.lastError ?? undefined);
+    if (connection.state === 'reauthorization_required')
+      throw new ReauthorizationRequiredError(connectionId, connection.lastError ?? undefined);
     if (!this.isDue(connection)) return this.remember(connection);
     const current = { token: connection.accessToken, version: connection.tokenVersion, baseUrl: connection.baseUrl };
     const unexpired = this.timings.now() < expiresAt(connection).getTime();
     // After a failed early refresh, the next attempt waits: every call would otherwise retry it.
     if (unexpired && this.timings.now() < (this.refreshPausedUntil.get(connectionId) ?? 0)) return current;
     try {
-      const grant = await this.refreshes.run(connectionId, () => this.refreshLocked(connectionId, connection.tokenVersion, false));
+      const grant = await this.refreshes.run(connectionId, () =>
+        this.refreshLocked(connectionId, connection.tokenVersion, false),
+      );
       this.refreshPausedUntil.delete(connectionId);
       return grant;
     } catch (error) {
       // Due is not expired: while the token endpoint is down, the token still works until its expiry.
       if (!(error instanceof UpstreamUnavailableError) || !unexpired) throw error;
       this.refreshPausedUntil.set(connectionId, this.timings.now() + EARLY_REFRESH_PAUSE_MS);
-      this.logger.warn(`connection ${connectionId}: the token could not be refreshed ahead of expiry; using it until it expires`);
+      this.logger.warn(
+        `connection ${connectionId}: the token could not be refreshed ahead of expiry; using it until it expires`,
+      );
       return current;
     }
   }
@@ -99,17 +108,26 @@ export class TokenRefresher {
    */
   private async refreshLocked(connectionId: number, seenVersion: number, rejected: boolean): Promise<AccessGrant> {
     this.cache.delete(connectionId);
-    const outcome = await this.connections.withLocked(connectionId, async (connection, manager): Promise<LockedOutcome> => {
-      if (connection.state === 'reauthorization_required') return { reauthorization: connection.lastError ?? 'reauthorization required' };
-      const moved = connection.tokenVersion > seenVersion;
-      if ((moved || !rejected) && !this.isDue(connection)) return { connection };
-      if (connection.refreshToken === null) return this.requireReauthorization(manager, connectionId, 'no refresh token is stored');
-      const tokens = await this.refreshGrant(connection);
-      if (tokens instanceof OAuthGrantError) {
-        return this.requireReauthorization(manager, connectionId, `invalid_grant${tokens.description ? `: ${tokens.description}` : ''}`);
-      }
-      return { connection: await this.connections.saveTokens(manager, connectionId, tokens) };
-    });
+    const outcome = await this.connections.withLocked(
+      connectionId,
+      async (connection, manager): Promise<LockedOutcome> => {
+        if (connection.state === 'reauthorization_required')
+          return { reauthorization: connection.lastError ?? 'reauthorization required' };
+        const moved = connection.tokenVersion > seenVersion;
+        if ((moved || !rejected) && !this.isDue(connection)) return { connection };
+        if (connection.refreshToken === null)
+          return this.requireReauthorization(manager, connectionId, 'no refresh token is stored');
+        const tokens = await this.refreshGrant(connection);
+        if (tokens instanceof OAuthGrantError) {
+          return this.requireReauthorization(
+            manager,
+            connectionId,
+            `invalid_grant${tokens.description ? `: ${tokens.description}` : ''}`,
+          );
+        }
+        return { connection: await this.connections.saveTokens(manager, connectionId, tokens) };
+      },
+    );
     if ('reauthorization' in outcome) throw new ReauthorizationRequiredError(connectionId, outcome.reauthorization);
     return this.remember(outcome.connection);
   }
@@ -131,7 +149,11 @@ export class TokenRefresher {
     }
   }
 
-  private async requireReauthorization(manager: EntityManager, connectionId: number, reason: string): Promise<LockedOutcome> {
+  private async requireReauthorization(
+    manager: EntityManager,
+    connectionId: number,
+    reason: string,
+  ): Promise<LockedOutcome> {
     await this.connections.setState(connectionId, 'reauthorization_required', reason, manager);
     this.logger.warn(`connection ${connectionId} needs to be authorized again: ${reason}`);
     return { reauthorization: reason };
@@ -151,16 +173,25 @@ export class TokenRefresher {
   private cached(connectionId: number): AccessGrant | undefined {
     const entry = this.cache.get(connectionId);
     const now = this.timings.now();
-    if (entry === undefined || now >= entry.dueAtMs || now - entry.cachedAtMs >= this.timings.tokenCacheMs) return undefined;
+    if (entry === undefined || now >= entry.dueAtMs || now - entry.cachedAtMs >= this.timings.tokenCacheMs)
+      return undefined;
     return entry.grant;
   }
 
   /** Caches the connection's token, unless a newer one is cached already (a slow read racing a refresh). */
   private remember(connection: Connection): AccessGrant {
-    const grant: AccessGrant = { token: connection.accessToken, version: connection.tokenVersion, baseUrl: connection.baseUrl };
+    const grant: AccessGrant = {
+      token: connection.accessToken,
+      version: connection.tokenVersion,
+      baseUrl: connection.baseUrl,
+    };
     const current = this.cache.get(connection.id);
     if (current === undefined || current.grant.version <= grant.version) {
-      this.cache.set(connection.id, { grant, dueAtMs: refreshDueAt(connection).getTime(), cachedAtMs: this.timings.now() });
+      this.cache.set(connection.id, {
+        grant,
+        dueAtMs: refreshDueAt(connection).getTime(),
+        cachedAtMs: this.timings.now(),
+      });
     }
     return grant;
   }

@@ -94,8 +94,18 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     Logger.overrideLogger(false);
     database = await createTestDatabase();
     emulator = await bootEmulator({ tokenLifetimeSeconds: LIFETIME_SECONDS });
-    config = loadConfig({ DATABASE_URL: database.url, TOKEN_ENCRYPTION_KEY: KEY.toString('base64'), UPSTREAM_MEDIA_TYPE: MEDIA_TYPE });
-    settings = UpstreamSettings.emulator(config, emulator.url, [], clientOf(emulator).client_id, clientOf(emulator).client_secret);
+    config = loadConfig({
+      DATABASE_URL: database.url,
+      TOKEN_ENCRYPTION_KEY: KEY.toString('base64'),
+      UPSTREAM_MEDIA_TYPE: MEDIA_TYPE,
+    });
+    settings = UpstreamSettings.emulator(
+      config,
+      emulator.url,
+      [],
+      clientOf(emulator).client_id,
+      clientOf(emulator).client_secret,
+    );
     scripted = new ScriptedServer();
     scriptedUrl = await scripted.listen();
   });
@@ -120,30 +130,51 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     const metrics = new MetricsService();
     const all = { ...DEFAULT_UPSTREAM_TIMINGS, ...timings };
     const refresher = new TokenRefresher(repository, new OAuthClient(all), metrics, settings, all);
-    const created = { dataSource, repository, metrics, refresher, client: new UpstreamClient(refresher, metrics, settings, all) };
+    const created = {
+      dataSource,
+      repository,
+      metrics,
+      refresher,
+      client: new UpstreamClient(refresher, metrics, settings, all),
+    };
     stacks.push(created);
     return created;
   }
 
   function tokenSetOf(answer: TokenAnswer, createdAt = new Date(answer.created_at * 1000)): TokenSet {
-    return { accessToken: answer.access_token, refreshToken: answer.refresh_token ?? null, createdAt, expiresIn: answer.expires_in };
+    return {
+      accessToken: answer.access_token,
+      refreshToken: answer.refresh_token ?? null,
+      createdAt,
+      expiresIn: answer.expires_in,
+    };
   }
 
-  async function connect(on: Stack, options: { baseUrl?: string; createdAt?: Date } = {}): Promise<{ connection: Connection; answer: TokenAnswer }> {
+  async function connect(
+    on: Stack,
+    options: { baseUrl?: string; createdAt?: Date } = {},
+  ): Promise<{ connection: Connection; answer: TokenAnswer }> {
     const answer = await obtainTokens(emulator);
     const connection = await on.repository.create({
-      authUrl: emulator.url, baseUrl: options.baseUrl ?? emulator.url, scopes: answer.scope.split(' '), tokens: tokenSetOf(answer, options.createdAt),
+      authUrl: emulator.url,
+      baseUrl: options.baseUrl ?? emulator.url,
+      scopes: answer.scope.split(' '),
+      tokens: tokenSetOf(answer, options.createdAt),
     });
     return { connection, answer };
   }
 
   /** The token endpoint requests from here on. */
-  async function tokenRequestsSince(): Promise<() => Promise<{ grant_type: string; status: number; error: string | null }[]>> {
+  async function tokenRequestsSince(): Promise<
+    () => Promise<{ grant_type: string; status: number; error: string | null }[]>
+  > {
     const seen = (await call(emulator, '/_emulator/token_requests')).json.data.length;
     return async () => (await call(emulator, '/_emulator/token_requests')).json.data.slice(seen);
   }
 
-  async function counts(counter: MetricsService['upstreamRequests'] | MetricsService['tokenRefreshes']): Promise<Record<string, number>> {
+  async function counts(
+    counter: MetricsService['upstreamRequests'] | MetricsService['tokenRefreshes'],
+  ): Promise<Record<string, number>> {
     const values = (await counter.get()).values;
     return Object.fromEntries(values.map((value) => [Object.values(value.labels)[0], value.value]));
   }
@@ -151,18 +182,37 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
   it('sends the bearer token, the versioned Accept header and form bodies, and reads JSON answers', async () => {
     const primary = await stack();
     const { connection, answer } = await connect(primary, { baseUrl: scriptedUrl });
-    scripted.handler = (_request, response) => response.writeHead(201, { 'content-type': 'application/vnd.api+json' }).end('{"data":{"id":"7"}}');
-    const form = new URLSearchParams([['callback_uri', 'http://127.0.0.1:3000/webhooks/k'], ['enabled_events[]', 'product.created'], ['enabled_events[]', 'order.created']]);
+    scripted.handler = (_request, response) =>
+      response.writeHead(201, { 'content-type': 'application/vnd.api+json' }).end('{"data":{"id":"7"}}');
+    const form = new URLSearchParams([
+      ['callback_uri', 'http://127.0.0.1:3000/webhooks/k'],
+      ['enabled_events[]', 'product.created'],
+      ['enabled_events[]', 'order.created'],
+    ]);
 
-    const created = await primary.client.request(connection.id, { method: 'POST', path: '/webhook_endpoints', form, versioned: true });
-    scripted.handler = (_request, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html></html>');
-    const listed = await primary.client.request(connection.id, { method: 'GET', path: '/stores/1/products', query: { 'page[size]': '2' } });
+    const created = await primary.client.request(connection.id, {
+      method: 'POST',
+      path: '/webhook_endpoints',
+      form,
+      versioned: true,
+    });
+    scripted.handler = (_request, response) =>
+      response.writeHead(200, { 'content-type': 'text/html' }).end('<html></html>');
+    const listed = await primary.client.request(connection.id, {
+      method: 'GET',
+      path: '/stores/1/products',
+      query: { 'page[size]': '2' },
+    });
 
     expect(created).toMatchObject({ status: 201, json: { data: { id: '7' } }, text: '{"data":{"id":"7"}}' });
     expect(listed).toMatchObject({ status: 200, json: undefined, text: '<html></html>' });
     const [post, get] = scripted.requests.splice(0);
     expect(post).toMatchObject({ method: 'POST', url: '/webhook_endpoints', body: form.toString() });
-    expect(post.headers).toMatchObject({ authorization: `Bearer ${answer.access_token}`, accept: MEDIA_TYPE, 'content-type': 'application/x-www-form-urlencoded' });
+    expect(post.headers).toMatchObject({
+      authorization: `Bearer ${answer.access_token}`,
+      accept: MEDIA_TYPE,
+      'content-type': 'application/x-www-form-urlencoded',
+    });
     expect(get).toMatchObject({ method: 'GET', url: '/stores/1/products?page%5Bsize%5D=2', body: '' });
     expect(get.headers.authorization).toBe(`Bearer ${answer.access_token}`);
     expect(get.headers.accept).not.toBe(MEDIA_TYPE);
@@ -172,15 +222,26 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
   it('registers a webhook endpoint at the emulator (spec endpoint 4) and lists orders (endpoint 3)', async () => {
     const primary = await stack();
     const { connection } = await connect(primary);
-    const form = new URLSearchParams([['callback_uri', 'http://127.0.0.1:9/webhooks/key'], ['enabled_events[]', 'product.updated']]);
+    const form = new URLSearchParams([
+      ['callback_uri', 'http://127.0.0.1:9/webhooks/key'],
+      ['enabled_events[]', 'product.updated'],
+    ]);
 
-    const created = await primary.client.request(connection.id, { method: 'POST', path: '/webhook_endpoints', form, versioned: true });
+    const created = await primary.client.request(connection.id, {
+      method: 'POST',
+      path: '/webhook_endpoints',
+      form,
+      versioned: true,
+    });
     const orders = await primary.client.request(connection.id, ORDERS);
 
     expect(created.status).toBe(201);
     expect(orders).toMatchObject({ status: 200, json: { data: [] } });
     const endpoints = (await call(emulator, '/_emulator/webhook_endpoints')).json.data;
-    expect(endpoints.at(-1)).toMatchObject({ callback_uri: 'http://127.0.0.1:9/webhooks/key', enabled_events: ['product.updated'] });
+    expect(endpoints.at(-1)).toMatchObject({
+      callback_uri: 'http://127.0.0.1:9/webhooks/key',
+      enabled_events: ['product.updated'],
+    });
     expect(JSON.stringify(endpoints.at(-1))).toContain(MEDIA_TYPE);
   });
 
@@ -190,10 +251,15 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     const { connection, answer } = await connect(primary, { createdAt: almostExpired });
     const tokenRequests = await tokenRequestsSince();
 
-    const replies = [await primary.client.request(connection.id, ORDERS), await primary.client.request(connection.id, ORDERS)];
+    const replies = [
+      await primary.client.request(connection.id, ORDERS),
+      await primary.client.request(connection.id, ORDERS),
+    ];
 
     expect(replies.map((reply) => reply.status)).toEqual([200, 200]);
-    expect(await tokenRequests()).toEqual([{ grant_type: 'refresh_token', status: 200, error: null, at: expect.any(String) }]);
+    expect(await tokenRequests()).toEqual([
+      { grant_type: 'refresh_token', status: 200, error: null, at: expect.any(String) },
+    ]);
     const stored = (await primary.repository.find(connection.id))!;
     expect(stored).toMatchObject({ tokenVersion: 2, state: 'active', expiresIn: LIFETIME_SECONDS });
     expect(stored.accessToken).not.toBe(answer.access_token);
@@ -220,7 +286,8 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
   it('answers a 401 that survives the refresh as is, after exactly one refresh and one retry', async () => {
     const primary = await stack();
     const { connection } = await connect(primary, { baseUrl: scriptedUrl });
-    scripted.handler = (_request, response) => response.writeHead(401, { 'content-type': 'application/json' }).end('{"errors":[]}');
+    scripted.handler = (_request, response) =>
+      response.writeHead(401, { 'content-type': 'application/json' }).end('{"errors":[]}');
     const tokenRequests = await tokenRequestsSince();
 
     const reply = await primary.client.request(connection.id, ORDERS);
@@ -241,10 +308,14 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     if (how.expire) await control(emulator, 'POST', '/_emulator/tokens/expire');
     const tokenRequests = await tokenRequestsSince();
 
-    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? one : two).client.request(connection.id, ORDERS)));
+    const replies = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? one : two).client.request(connection.id, ORDERS)),
+    );
 
     expect(replies.map((reply) => reply.status)).toEqual(Array(20).fill(200));
-    expect(await tokenRequests()).toEqual([{ grant_type: 'refresh_token', status: 200, error: null, at: expect.any(String) }]);
+    expect(await tokenRequests()).toEqual([
+      { grant_type: 'refresh_token', status: 200, error: null, at: expect.any(String) },
+    ]);
     expect((await one.repository.find(connection.id))!.tokenVersion).toBe(2);
     const refreshes = { ...(await counts(one.metrics.tokenRefreshes)), ...(await counts(two.metrics.tokenRefreshes)) };
     expect(refreshes).toEqual({ success: 1 });
@@ -258,8 +329,15 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     const rotated = (await primary.repository.find(connection.id))!;
 
     expect(rotated.refreshToken).not.toBe(answer.refresh_token);
-    expect((await postToken(emulator, { grant_type: 'refresh_token', refresh_token: answer.refresh_token!, ...clientOf(emulator) })).json)
-      .toMatchObject({ error: 'invalid_grant' });
+    expect(
+      (
+        await postToken(emulator, {
+          grant_type: 'refresh_token',
+          refresh_token: answer.refresh_token!,
+          ...clientOf(emulator),
+        })
+      ).json,
+    ).toMatchObject({ error: 'invalid_grant' });
 
     const other = await connect(primary);
     await control(emulator, 'POST', '/_emulator/faults', { keep_refresh_tokens: true });
@@ -278,7 +356,11 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     await primary.client.request(connection.id, ORDERS);
     const rotated = (await primary.repository.find(connection.id))!.refreshToken!;
     // Someone replays the old refresh token: the platform revokes every token of the grant.
-    await postToken(emulator, { grant_type: 'refresh_token', refresh_token: answer.refresh_token!, ...clientOf(emulator) });
+    await postToken(emulator, {
+      grant_type: 'refresh_token',
+      refresh_token: answer.refresh_token!,
+      ...clientOf(emulator),
+    });
     const tokenRequests = await tokenRequestsSince();
 
     const error = await primary.client.request(connection.id, ORDERS).catch((caught: unknown) => caught);
@@ -287,8 +369,13 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     for (const secret of [answer.refresh_token!, rotated, answer.access_token, settings.clientSecret]) {
       expect(JSON.stringify({ message: (error as Error).message, error })).not.toContain(secret);
     }
-    expect(await tokenRequests()).toEqual([{ grant_type: 'refresh_token', status: 400, error: 'invalid_grant', at: expect.any(String) }]);
-    expect(await primary.repository.find(connection.id)).toMatchObject({ state: 'reauthorization_required', lastError: expect.stringMatching(/^invalid_grant/) });
+    expect(await tokenRequests()).toEqual([
+      { grant_type: 'refresh_token', status: 400, error: 'invalid_grant', at: expect.any(String) },
+    ]);
+    expect(await primary.repository.find(connection.id)).toMatchObject({
+      state: 'reauthorization_required',
+      lastError: expect.stringMatching(/^invalid_grant/),
+    });
     expect(await counts(primary.metrics.tokenRefreshes)).toEqual({ success: 1, invalid_grant: 1 });
     const calls = await counts(primary.metrics.upstreamRequests);
 
@@ -300,7 +387,9 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     expect(await counts(secondary.metrics.upstreamRequests)).toEqual({});
 
     const renewed = await obtainTokens(emulator);
-    await primary.repository.withLocked(connection.id, (_c, manager) => primary.repository.saveTokens(manager, connection.id, tokenSetOf(renewed)));
+    await primary.repository.withLocked(connection.id, (_c, manager) =>
+      primary.repository.saveTokens(manager, connection.id, tokenSetOf(renewed)),
+    );
     expect((await primary.client.request(connection.id, ORDERS)).status).toBe(200);
   });
 
@@ -320,7 +409,10 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
       Logger.overrideLogger(false);
     }
 
-    const waits = warnings.map((warning) => /HTTP 429; retrying in (\d+) ms/.exec(warning)?.[1]).filter((ms) => ms !== undefined).map(Number);
+    const waits = warnings
+      .map((warning) => /HTTP 429; retrying in (\d+) ms/.exec(warning)?.[1])
+      .filter((ms) => ms !== undefined)
+      .map(Number);
     expect(waits).toHaveLength(1);
     expect(waits[0]).toBeGreaterThanOrEqual(1000);
     expect(await counts(primary.metrics.upstreamRequests)).toEqual({ 500: 2, 429: 1, 200: 2 });
@@ -346,17 +438,29 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     scripted.handler = (_request, response) => {
       failures -= 1;
       if (failures === 1) response.socket?.destroy();
-      else if (failures === 0) return; // never answered: a timeout
-      else response.writeHead(200, { 'content-type': 'application/json', 'retry-after': 'Thu, 01 Jan 1970 00:00:00 GMT' }).end('{"ok":true}');
+      else if (failures === 0)
+        return; // never answered: a timeout
+      else
+        response
+          .writeHead(200, { 'content-type': 'application/json', 'retry-after': 'Thu, 01 Jan 1970 00:00:00 GMT' })
+          .end('{"ok":true}');
     };
 
-    expect(await primary.client.request(connection.id, { method: 'GET', path: '/stores/1/orders' })).toMatchObject({ status: 200, json: { ok: true } });
+    expect(await primary.client.request(connection.id, { method: 'GET', path: '/stores/1/orders' })).toMatchObject({
+      status: 200,
+      json: { ok: true },
+    });
     expect(await counts(primary.metrics.upstreamRequests)).toEqual({ 0: 2, 200: 1 });
 
     scripted.requests.splice(0);
     scripted.handler = (_request, response) => response.socket?.destroy();
-    await expect(primary.client.request(connection.id, { method: 'POST', path: '/webhook_endpoints', form: new URLSearchParams({ a: 'b' }) }))
-      .rejects.toBeInstanceOf(UpstreamUnavailableError);
+    await expect(
+      primary.client.request(connection.id, {
+        method: 'POST',
+        path: '/webhook_endpoints',
+        form: new URLSearchParams({ a: 'b' }),
+      }),
+    ).rejects.toBeInstanceOf(UpstreamUnavailableError);
     expect(scripted.requests).toHaveLength(1);
   });
 
@@ -387,8 +491,13 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     const primary = await stack();
     const { connection } = await connect(primary);
     const module = await Test.createTestingModule({
-      imports: [ConfigModule.forRoot(config), UpstreamSettingsModule.forRoot(settings), DatabaseModule.forRoot({ url: database.url, poolSize: 2 }),
-        ObservabilityModule, UpstreamModule],
+      imports: [
+        ConfigModule.forRoot(config),
+        UpstreamSettingsModule.forRoot(settings),
+        DatabaseModule.forRoot({ url: database.url, poolSize: 2 }),
+        ObservabilityModule,
+        UpstreamModule,
+      ],
     }).compile();
     try {
       const reply = await module.get(UpstreamClient).request(connection.id, ORDERS);
@@ -401,14 +510,20 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
 
   it('keeps using a token due for refresh while the token endpoint is down, until it expires', async () => {
     const primary = await stack();
-    const { connection, answer } = await connect(primary, { createdAt: new Date(Date.now() - (LIFETIME_SECONDS - 60) * 1000) });
+    const { connection, answer } = await connect(primary, {
+      createdAt: new Date(Date.now() - (LIFETIME_SECONDS - 60) * 1000),
+    });
     await control(emulator, 'POST', '/_emulator/faults', { token_endpoint_failures: 100 });
     const tokenRequests = await tokenRequestsSince();
 
     expect((await primary.client.request(connection.id, ORDERS)).status).toBe(200);
 
     expect((await tokenRequests()).map((request) => request.status)).toEqual([503, 503, 503, 503]);
-    expect(await primary.repository.find(connection.id)).toMatchObject({ state: 'active', tokenVersion: 1, accessToken: answer.access_token });
+    expect(await primary.repository.find(connection.id)).toMatchObject({
+      state: 'active',
+      tokenVersion: 1,
+      accessToken: answer.access_token,
+    });
     expect(await counts(primary.metrics.tokenRefreshes)).toEqual({ error: 1 });
   });
 
@@ -417,11 +532,14 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
     await connect(primary);
     await connect(primary);
     const connections = await primary.repository.list();
-    const secrets = connections.flatMap((c) => [c.accessToken, c.refreshToken]).filter((secret): secret is string => secret !== null);
+    const secrets = connections
+      .flatMap((c) => [c.accessToken, c.refreshToken])
+      .filter((secret): secret is string => secret !== null);
     expect(secrets.length).toBeGreaterThanOrEqual(4);
 
     const rows: { access_token: Buffer; refresh_token: Buffer | null; row: string }[] = await primary.dataSource.query(
-      `SELECT access_token, refresh_token, row_to_json(c)::text AS row FROM connections c`);
+      `SELECT access_token, refresh_token, row_to_json(c)::text AS row FROM connections c`,
+    );
 
     for (const row of rows) {
       for (const secret of secrets) {
@@ -467,7 +585,9 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
 
         expect(after.version).toBeGreaterThan(before.version);
         expect(after.token).not.toBe(answer.access_token);
-        expect((await tokenRequests()).map((request) => [request.grant_type, request.status])).toEqual([['refresh_token', 200]]);
+        expect((await tokenRequests()).map((request) => [request.grant_type, request.status])).toEqual([
+          ['refresh_token', 200],
+        ]);
         expect(await counts(primary.metrics.tokenRefreshes)).toEqual({ success: 1 });
       } finally {
         await replay.query('SELECT pg_advisory_unlock_all()');
@@ -489,8 +609,12 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
       });
       try {
         await inside;
-        const rebuild = new RebuildService(primary.dataSource, new ProjectionRepository(), new ProjectionStatusRepository(primary.dataSource),
-          new ShadowSchemaRepository());
+        const rebuild = new RebuildService(
+          primary.dataSource,
+          new ProjectionRepository(),
+          new ProjectionStatusRepository(primary.dataSource),
+          new ShadowSchemaRepository(),
+        );
 
         const report = await rebuild.replay(menu);
 

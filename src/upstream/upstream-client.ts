@@ -59,13 +59,22 @@ export class UpstreamClient {
   private send(grant: AccessGrant, request: UpstreamRequest): Promise<UpstreamResponse> {
     const url = new URL(`${grant.baseUrl}${request.path}`);
     for (const [name, value] of Object.entries(request.query ?? {})) url.searchParams.set(name, value);
-    const init: RequestInit = { method: request.method, headers: this.headersOf(grant, request), body: request.form?.toString(), redirect: 'manual' };
-    return callWithRetries(this.timings, {
-      label: `${request.method} ${request.path}`,
-      repeatable: request.method === 'GET',
-      observe: (status) => this.metrics.upstreamRequests.inc({ status: String(status) }),
-      send: async (signal) => read(await fetch(url, { ...init, signal })),
-    }, this.logger);
+    const init: RequestInit = {
+      method: request.method,
+      headers: this.headersOf(grant, request),
+      body: request.form?.toString(),
+      redirect: 'manual',
+    };
+    return callWithRetries(
+      this.timings,
+      {
+        label: `${request.method} ${request.path}`,
+        repeatable: request.method === 'GET',
+        observe: (status) => this.metrics.upstreamRequests.inc({ status: String(status) }),
+        send: async (signal) => read(await fetch(url, { ...init, signal })),
+      },
+      this.logger,
+    );
   }
 
   private headersOf(grant: AccessGrant, request: UpstreamRequest): Headers {
@@ -79,7 +88,12 @@ export class UpstreamClient {
 /** The whole answer, read within the attempt's timeout. */
 async function read(response: Response): Promise<UpstreamResponse> {
   const text = await response.text();
-  return { status: response.status, headers: response.headers, text, json: parseJson(text, response.headers.get('content-type')) };
+  return {
+    status: response.status,
+    headers: response.headers,
+    text,
+    json: parseJson(text, response.headers.get('content-type')),
+  };
 }
 
 function parseJson(text: string, contentType: string | null): unknown {

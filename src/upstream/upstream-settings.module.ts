@@ -6,6 +6,10 @@ import { UPSTREAM_SETTINGS, UpstreamSettings } from './upstream-settings.js';
 @Module({})
 export class UpstreamSettingsModule {
   static forRoot(settings: UpstreamSettings | null): DynamicModule {
-    return { module: UpstreamSettingsModule, providers: [{ provide: UPSTREAM_SETTINGS, useValue: settings }], exports: [UPSTREAM_SETTINGS] };
+    return {
+      module: UpstreamSettingsModule,
+      providers: [{ provide: UPSTREAM_SETTINGS, useValue: settings }],
+      exports: [UPSTREAM_SETTINGS],
+    };
   }
 }

@@ -20,12 +20,24 @@ export class UpstreamSettings {
   static fromConfig(config: AppConfig): UpstreamSettings | null {
     if (!config.hasUpstream) return null;
     const baseUrl = config.UPSTREAM_BASE_URL!;
-    return new UpstreamSettings(config, 'configured', (config.UPSTREAM_AUTH_URL ?? baseUrl).replace(/\/+$/, ''),
-      baseUrl.replace(/\/+$/, ''), config.OAUTH_CLIENT_ID!, config.OAUTH_CLIENT_SECRET!);
+    return new UpstreamSettings(
+      config,
+      'configured',
+      (config.UPSTREAM_AUTH_URL ?? baseUrl).replace(/\/+$/, ''),
+      baseUrl.replace(/\/+$/, ''),
+      config.OAUTH_CLIENT_ID!,
+      config.OAUTH_CLIENT_SECRET!,
+    );
   }
 
   /** The built-in emulator at `url` (both `{auth_url}` and `{base_url}`), with its demo application. */
-  static emulator(config: AppConfig, url: string, storeIds: string[], clientId = 'demo-client', clientSecret = 'demo-secret'): UpstreamSettings {
+  static emulator(
+    config: AppConfig,
+    url: string,
+    storeIds: string[],
+    clientId = 'demo-client',
+    clientSecret = 'demo-secret',
+  ): UpstreamSettings {
     return new UpstreamSettings(config, 'emulator', url, url, clientId, clientSecret, storeIds);
   }
 

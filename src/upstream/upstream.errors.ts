@@ -11,8 +11,13 @@ export class OAuthGrantError extends AppError {
     readonly upstreamStatus: number,
     readonly description?: string,
   ) {
-    super('oauth_grant_error', 502, 'Bad Gateway',
-      `the token endpoint refused the grant: ${error} (HTTP ${upstreamStatus})${description ? `: ${description}` : ''}`, { error });
+    super(
+      'oauth_grant_error',
+      502,
+      'Bad Gateway',
+      `the token endpoint refused the grant: ${error} (HTTP ${upstreamStatus})${description ? `: ${description}` : ''}`,
+      { error },
+    );
   }
 }
 
@@ -25,18 +30,31 @@ export class UpstreamUnavailableError extends ServiceUnavailableError {
 
 /** The connection's grant is gone (`invalid_grant`): only the user can reconnect it. No call is made. */
 export class ReauthorizationRequiredError extends AppError {
-  constructor(readonly connectionId: number, reason?: string) {
-    super('reauthorization_required', 409, 'Conflict',
-      `connection ${connectionId} must be authorized again${reason ? ` (${reason})` : ''}`, { connection_id: connectionId });
+  constructor(
+    readonly connectionId: number,
+    reason?: string,
+  ) {
+    super(
+      'reauthorization_required',
+      409,
+      'Conflict',
+      `connection ${connectionId} must be authorized again${reason ? ` (${reason})` : ''}`,
+      { connection_id: connectionId },
+    );
   }
 }
 
 /** No upstream application is configured (no UPSTREAM_* and no emulator): no token can be refreshed. */
 export class NoUpstreamApplicationError extends AppError {
   constructor(otherAuthUrl?: string) {
-    super('upstream_not_configured', 503, 'Service Unavailable', otherAuthUrl === undefined
-      ? 'no upstream is configured: a token cannot be refreshed'
-      : `the connection was made with another authorization server (${otherAuthUrl}) than the configured one: its token is not refreshed`);
+    super(
+      'upstream_not_configured',
+      503,
+      'Service Unavailable',
+      otherAuthUrl === undefined
+        ? 'no upstream is configured: a token cannot be refreshed'
+        : `the connection was made with another authorization server (${otherAuthUrl}) than the configured one: its token is not refreshed`,
+    );
   }
 }
 
@@ -49,7 +67,11 @@ export class UnknownConnectionError extends AppError {
 
 export class UpstreamNotConfiguredError extends AppError {
   constructor() {
-    super('upstream_not_configured', 503, 'Service Unavailable',
-      'No upstream is configured: set UPSTREAM_AUTH_URL, UPSTREAM_BASE_URL, OAUTH_CLIENT_ID and OAUTH_CLIENT_SECRET.');
+    super(
+      'upstream_not_configured',
+      503,
+      'Service Unavailable',
+      'No upstream is configured: set UPSTREAM_AUTH_URL, UPSTREAM_BASE_URL, OAUTH_CLIENT_ID and OAUTH_CLIENT_SECRET.',
+    );
   }
 }

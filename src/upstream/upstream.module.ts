@@ -8,7 +8,12 @@ import { DEFAULT_UPSTREAM_TIMINGS, UPSTREAM_TIMINGS } from './upstream-timings.j
 /** The OAuth client, the token refresher and the one HTTP client of `{base_url}` (MetricsService is global). */
 @Module({
   imports: [ConnectionsModule],
-  providers: [{ provide: UPSTREAM_TIMINGS, useValue: DEFAULT_UPSTREAM_TIMINGS }, OAuthClient, TokenRefresher, UpstreamClient],
+  providers: [
+    { provide: UPSTREAM_TIMINGS, useValue: DEFAULT_UPSTREAM_TIMINGS },
+    OAuthClient,
+    TokenRefresher,
+    UpstreamClient,
+  ],
   exports: [OAuthClient, TokenRefresher, UpstreamClient],
 })
 export class UpstreamModule {}

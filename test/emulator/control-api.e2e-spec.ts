@@ -46,14 +46,21 @@ async function eventsDuring(action: () => Promise<unknown>): Promise<string[]> {
 
 async function send(method: string, path: string, body: unknown, status: number): Promise<Json> {
   const reply = await control(emulator, method, `/_emulator/${path}`, body);
-  if (reply.status !== status) throw new Error(`${method} ${path}: expected ${status}, got ${reply.status} ${reply.text}`);
+  if (reply.status !== status)
+    throw new Error(`${method} ${path}: expected ${status}, got ${reply.status} ${reply.text}`);
   return reply.json;
 }
 
 function expectProblem(reply: Reply, status: number, field?: string): void {
   expect(reply.status).toBe(status);
   expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(reply.json).toEqual({ type: expect.any(String), title: expect.any(String), status, detail: expect.any(String), ...(field === undefined ? {} : { field }) });
+  expect(reply.json).toEqual({
+    type: expect.any(String),
+    title: expect.any(String),
+    status,
+    detail: expect.any(String),
+    ...(field === undefined ? {} : { field }),
+  });
 }
 
 const byTitle = (resources: Json[], title: string): Json => {
@@ -71,12 +78,26 @@ describe('GET /_emulator/state', () => {
   it('holds the seeded demo: one store, 4 collections, 30 products, 6 traits, 20 trait options, no orders', async () => {
     const seeded = await state();
 
-    expect(Object.fromEntries(['stores', 'collections', 'products', 'traits', 'trait_options', 'orders'].map((key) => [key, seeded[key].length])))
-      .toEqual({ stores: 1, collections: 4, products: 30, traits: 6, trait_options: 20, orders: 0 });
-    expect(byTitle(seeded.products, 'Flat white').attributes.base_cost).toEqual({ GBP: money(340, '£3.40', 'GBP'), EUR: money(390, '€3.90', 'EUR') });
-    expect(byTitle(seeded.trait_options, 'Small').attributes.cost_adjustment).toEqual({ GBP: money(-50, '-£0.50', 'GBP'), EUR: money(-60, '-€0.60', 'EUR') });
-    for (const product of seeded.products) expect(Object.keys(product.attributes.base_cost).sort()).toEqual(['EUR', 'GBP']);
-    for (const option of seeded.trait_options) expect(Object.keys(option.attributes.cost_adjustment).sort()).toEqual(['EUR', 'GBP']);
+    expect(
+      Object.fromEntries(
+        ['stores', 'collections', 'products', 'traits', 'trait_options', 'orders'].map((key) => [
+          key,
+          seeded[key].length,
+        ]),
+      ),
+    ).toEqual({ stores: 1, collections: 4, products: 30, traits: 6, trait_options: 20, orders: 0 });
+    expect(byTitle(seeded.products, 'Flat white').attributes.base_cost).toEqual({
+      GBP: money(340, '£3.40', 'GBP'),
+      EUR: money(390, '€3.90', 'EUR'),
+    });
+    expect(byTitle(seeded.trait_options, 'Small').attributes.cost_adjustment).toEqual({
+      GBP: money(-50, '-£0.50', 'GBP'),
+      EUR: money(-60, '-€0.60', 'EUR'),
+    });
+    for (const product of seeded.products)
+      expect(Object.keys(product.attributes.base_cost).sort()).toEqual(['EUR', 'GBP']);
+    for (const option of seeded.trait_options)
+      expect(Object.keys(option.attributes.cost_adjustment).sort()).toEqual(['EUR', 'GBP']);
   });
 
   it('keeps the demo menu consistent: collections list live products, traits list exactly their options', async () => {
@@ -96,49 +117,83 @@ describe('menu resources through the control API', () => {
 
   const cases = [
     {
-      path: 'collections', type: 'collection',
+      path: 'collections',
+      type: 'collection',
       create: { attributes: { title: 'Specials' }, relationships: { products: ['2', '1'] } },
       attributes: { title: 'Specials', description: null },
-      relationships: { products: { data: [{ id: '2', type: 'product' }, { id: '1', type: 'product' }] } },
+      relationships: {
+        products: {
+          data: [
+            { id: '2', type: 'product' },
+            { id: '1', type: 'product' },
+          ],
+        },
+      },
       patch: { title: 'Weekly specials' },
     },
     {
-      path: 'products', type: 'product',
-      create: { attributes: { title: 'Hot dog', base_cost: { GBP: 650 } }, relationships: { traits: { data: [{ id: '1', type: 'trait' }] } } },
-      attributes: { title: 'Hot dog', description: '', available: true, base_cost: { GBP: money(650, '£6.50', 'GBP') } },
-      relationships: { traits: { data: [{ id: '1', type: 'trait' }] }, externally_managed_product_override: { data: null } },
+      path: 'products',
+      type: 'product',
+      create: {
+        attributes: { title: 'Hot dog', base_cost: { GBP: 650 } },
+        relationships: { traits: { data: [{ id: '1', type: 'trait' }] } },
+      },
+      attributes: {
+        title: 'Hot dog',
+        description: '',
+        available: true,
+        base_cost: { GBP: money(650, '£6.50', 'GBP') },
+      },
+      relationships: {
+        traits: { data: [{ id: '1', type: 'trait' }] },
+        externally_managed_product_override: { data: null },
+      },
       patch: { available: false },
     },
     {
-      path: 'traits', type: 'trait',
+      path: 'traits',
+      type: 'trait',
       create: { attributes: { title: 'Sauce' } },
       attributes: { title: 'Sauce', description: '', required: false, allow_multiple: false },
       relationships: { trait_options: { data: [] } },
       patch: { required: true },
     },
     {
-      path: 'trait_options', type: 'trait_option',
+      path: 'trait_options',
+      type: 'trait_option',
       create: { attributes: { title: 'Ketchup', cost_adjustment: { GBP: { cents: 20 } } } },
-      attributes: { title: 'Ketchup', description: null, available: true, default: false, cost_adjustment: { GBP: money(20, '£0.20', 'GBP') } },
+      attributes: {
+        title: 'Ketchup',
+        description: null,
+        available: true,
+        default: false,
+        cost_adjustment: { GBP: money(20, '£0.20', 'GBP') },
+      },
       relationships: { trait: { data: null } },
       patch: { title: 'Mustard', description: 'Dijon' },
     },
   ];
 
-  it.each(cases)('creates a $type: 201 {id}, the resource in the state with defaults filled in, and its created event', async (example) => {
-    let id = '';
-    const produced = await eventsDuring(async () => {
-      const reply = await control(emulator, 'POST', `/_emulator/${example.path}`, example.create);
-      expect(reply.status).toBe(201);
-      expect(reply.json).toEqual({ id: expect.stringMatching(/^\d+$/) });
-      id = reply.json.id;
-    });
+  it.each(cases)(
+    'creates a $type: 201 {id}, the resource in the state with defaults filled in, and its created event',
+    async (example) => {
+      let id = '';
+      const produced = await eventsDuring(async () => {
+        const reply = await control(emulator, 'POST', `/_emulator/${example.path}`, example.create);
+        expect(reply.status).toBe(201);
+        expect(reply.json).toEqual({ id: expect.stringMatching(/^\d+$/) });
+        id = reply.json.id;
+      });
 
-    expect(byId((await state())[example.path], id)).toEqual({
-      id, type: example.type, attributes: { id: Number(id), ...example.attributes }, relationships: example.relationships,
-    });
-    expect(produced).toEqual([`${example.type}.created ${example.type}:${id}`]);
-  });
+      expect(byId((await state())[example.path], id)).toEqual({
+        id,
+        type: example.type,
+        attributes: { id: Number(id), ...example.attributes },
+        relationships: example.relationships,
+      });
+      expect(produced).toEqual([`${example.type}.created ${example.type}:${id}`]);
+    },
+  );
 
   it.each(cases)('updates a $type: 200, only the given attributes changed, and its updated event', async (example) => {
     const { id } = await send('POST', example.path, example.create, 201);
@@ -155,20 +210,26 @@ describe('menu resources through the control API', () => {
     expect(produced).toEqual([`${example.type}.updated ${example.type}:${id}`]);
   });
 
-  it.each(cases)('destroys a $type: 204, gone from the state, its destroyed event; a second DELETE is 404', async (example) => {
-    const { id } = await send('POST', example.path, example.create, 201);
+  it.each(cases)(
+    'destroys a $type: 204, gone from the state, its destroyed event; a second DELETE is 404',
+    async (example) => {
+      const { id } = await send('POST', example.path, example.create, 201);
 
-    const produced = await eventsDuring(async () => {
-      const reply = await control(emulator, 'DELETE', `/_emulator/${example.path}/${id}`);
-      expect(reply.status).toBe(204);
-      expect(reply.text).toBe('');
-    });
+      const produced = await eventsDuring(async () => {
+        const reply = await control(emulator, 'DELETE', `/_emulator/${example.path}/${id}`);
+        expect(reply.status).toBe(204);
+        expect(reply.text).toBe('');
+      });
 
-    expect(byId((await state())[example.path], id)).toBeUndefined();
-    expect(produced).toEqual([`${example.type}.destroyed ${example.type}:${id}`]);
-    expectProblem(await control(emulator, 'DELETE', `/_emulator/${example.path}/${id}`), 404);
-    expectProblem(await control(emulator, 'PATCH', `/_emulator/${example.path}/${id}`, { attributes: { title: 'Back' } }), 404);
-  });
+      expect(byId((await state())[example.path], id)).toBeUndefined();
+      expect(produced).toEqual([`${example.type}.destroyed ${example.type}:${id}`]);
+      expectProblem(await control(emulator, 'DELETE', `/_emulator/${example.path}/${id}`), 404);
+      expectProblem(
+        await control(emulator, 'PATCH', `/_emulator/${example.path}/${id}`, { attributes: { title: 'Back' } }),
+        404,
+      );
+    },
+  );
 
   it('accepts an empty description, as the defaults have', async () => {
     const answer = await send('PATCH', 'products/1', { attributes: { description: '' } }, 200);
@@ -185,7 +246,8 @@ describe('control API validation', () => {
   beforeEach(() => boot());
 
   const product = (attributes: Record<string, unknown>, relationships?: unknown) => ({
-    attributes: { title: 'Hot dog', base_cost: { GBP: 650 }, ...attributes }, ...(relationships === undefined ? {} : { relationships }),
+    attributes: { title: 'Hot dog', base_cost: { GBP: 650 }, ...attributes },
+    ...(relationships === undefined ? {} : { relationships }),
   });
 
   it.each([
@@ -195,20 +257,62 @@ describe('control API validation', () => {
     ['an id among the attributes', 'PATCH', 'products/1', { attributes: { id: 7 } }, 'attributes.id'],
     ['an empty title', 'PATCH', 'collections/1', { attributes: { title: '' } }, 'attributes.title'],
     ['an unknown relationship id', 'POST', 'products', product({}, { traits: ['999'] }), 'relationships.traits'],
-    ['an unknown relationship id beside a valid change', 'PATCH', 'products/1',
-      { attributes: { title: 'Renamed' }, relationships: { traits: ['999'] } }, 'relationships.traits'],
-    ['a relationship of the wrong type', 'POST', 'products', product({}, { traits: { data: [{ id: '1', type: 'product' }] } }), 'relationships.traits'],
-    ['an unknown relationship name', 'POST', 'traits', { attributes: { title: 'Sauce' }, relationships: { products: ['1'] } }, 'relationships.products'],
-    ['the derived trait_options of a trait', 'POST', 'traits',
-      { attributes: { title: 'Sauce' }, relationships: { trait_options: ['1'] } }, 'relationships.trait_options'],
-    ['a money map keyed by something else than currency codes', 'POST', 'products', product({ base_cost: { gbp: 650 } }), 'attributes.base_cost'],
-    ['a money map with fractional cents', 'PATCH', 'products/1', { attributes: { base_cost: { GBP: 6.5 } } }, 'attributes.base_cost'],
-    ['a money map that is a number', 'PATCH', 'trait_options/1', { attributes: { cost_adjustment: 50 } }, 'attributes.cost_adjustment'],
+    [
+      'an unknown relationship id beside a valid change',
+      'PATCH',
+      'products/1',
+      { attributes: { title: 'Renamed' }, relationships: { traits: ['999'] } },
+      'relationships.traits',
+    ],
+    [
+      'a relationship of the wrong type',
+      'POST',
+      'products',
+      product({}, { traits: { data: [{ id: '1', type: 'product' }] } }),
+      'relationships.traits',
+    ],
+    [
+      'an unknown relationship name',
+      'POST',
+      'traits',
+      { attributes: { title: 'Sauce' }, relationships: { products: ['1'] } },
+      'relationships.products',
+    ],
+    [
+      'the derived trait_options of a trait',
+      'POST',
+      'traits',
+      { attributes: { title: 'Sauce' }, relationships: { trait_options: ['1'] } },
+      'relationships.trait_options',
+    ],
+    [
+      'a money map keyed by something else than currency codes',
+      'POST',
+      'products',
+      product({ base_cost: { gbp: 650 } }),
+      'attributes.base_cost',
+    ],
+    [
+      'a money map with fractional cents',
+      'PATCH',
+      'products/1',
+      { attributes: { base_cost: { GBP: 6.5 } } },
+      'attributes.base_cost',
+    ],
+    [
+      'a money map that is a number',
+      'PATCH',
+      'trait_options/1',
+      { attributes: { cost_adjustment: 50 } },
+      'attributes.cost_adjustment',
+    ],
     ['an unknown store', 'POST', 'collections', { store_id: '99', attributes: { title: 'Elsewhere' } }, 'store_id'],
   ])('refuses %s with 422 naming the field, changing nothing', async (_name, method, path, body, field) => {
     const before = await state();
 
-    const produced = await eventsDuring(async () => expectProblem(await control(emulator, method, `/_emulator/${path}`, body), 422, field));
+    const produced = await eventsDuring(async () =>
+      expectProblem(await control(emulator, method, `/_emulator/${path}`, body), 422, field),
+    );
 
     expect(produced).toEqual([]);
     expect(await state()).toEqual(before);
@@ -219,19 +323,36 @@ describe('control API validation', () => {
   });
 });
 
-describe('bodies in the spec\'s resource shape (copied from a webhook\'s included)', () => {
+describe("bodies in the spec's resource shape (copied from a webhook's included)", () => {
   beforeEach(() => boot());
 
   /** The subject resource as a `eventType` webhook (made by the trigger) included it, as JSON carries it. */
   async function includedOf(eventType: string, id?: string): Promise<Json> {
-    const triggered = await send('POST', 'trigger', { event_type: eventType, ...(id === undefined ? {} : { id }) }, 201);
-    const event = emulator.app.get(DeliveryService).events().filter((candidate) => candidate.eventType === eventType
-      && candidate.subject.id === triggered.subject.id).at(-1);
+    const triggered = await send(
+      'POST',
+      'trigger',
+      { event_type: eventType, ...(id === undefined ? {} : { id }) },
+      201,
+    );
+    const event = emulator.app
+      .get(DeliveryService)
+      .events()
+      .filter((candidate) => candidate.eventType === eventType && candidate.subject.id === triggered.subject.id)
+      .at(-1);
     if (event === undefined) throw new Error(`no ${eventType} event`);
-    return JSON.parse(JSON.stringify(event.included.find((resource) => resource.type === event.subject.type && resource.id === event.subject.id)));
+    return JSON.parse(
+      JSON.stringify(
+        event.included.find((resource) => resource.type === event.subject.type && resource.id === event.subject.id),
+      ),
+    );
   }
 
-  it.each([['collections', 'collection'], ['products', 'product'], ['traits', 'trait'], ['trait_options', 'trait_option']])(
+  it.each([
+    ['collections', 'collection'],
+    ['products', 'product'],
+    ['traits', 'trait'],
+    ['trait_options', 'trait_option'],
+  ])(
     'POST /_emulator/%s takes the included subject of a %s.created webhook as it is: a new resource with its attributes and relationships',
     async (path, type) => {
       const copied = await includedOf(`${type}.created`);
@@ -243,25 +364,54 @@ describe('bodies in the spec\'s resource shape (copied from a webhook\'s include
       const { id: _id, ...attributes } = copied.attributes;
       expect(created).toMatchObject({ id, type, attributes: { ...attributes, id: Number(id) } });
       // Derived relationships are the platform's (a new trait has no options yet); the others are taken.
-      expect(created.relationships).toEqual(type === 'trait' ? { ...copied.relationships, trait_options: { data: [] } } : copied.relationships);
-    });
+      expect(created.relationships).toEqual(
+        type === 'trait' ? { ...copied.relationships, trait_options: { data: [] } } : copied.relationships,
+      );
+    },
+  );
 
-  it('takes the spec\'s own envelope for a trait: relationships.trait_options {data: []}', async () => {
-    const { id } = await send('POST', 'traits', { attributes: { title: 'Sauce' }, relationships: { trait_options: { data: [] } } }, 201);
+  it("takes the spec's own envelope for a trait: relationships.trait_options {data: []}", async () => {
+    const { id } = await send(
+      'POST',
+      'traits',
+      { attributes: { title: 'Sauce' }, relationships: { trait_options: { data: [] } } },
+      201,
+    );
     expect(byId((await state()).traits, id).attributes.title).toBe('Sauce');
   });
 
-  it('PATCH takes a trait\'s own included body (trait_options consistent), and refuses an inconsistent one', async () => {
-    const trait = (await state()).traits.find((candidate: Json) => ids(candidate.relationships.trait_options).length > 1);
+  it("PATCH takes a trait's own included body (trait_options consistent), and refuses an inconsistent one", async () => {
+    const trait = (await state()).traits.find(
+      (candidate: Json) => ids(candidate.relationships.trait_options).length > 1,
+    );
     const copied = await includedOf('trait.updated', trait.id);
     expect(ids(copied.relationships.trait_options)).toEqual(ids(trait.relationships.trait_options));
 
-    await send('PATCH', `traits/${trait.id}`, { ...copied, attributes: { ...copied.attributes, title: 'Renamed' } }, 200);
-    expect(byId((await state()).traits, trait.id)).toMatchObject({ attributes: { title: 'Renamed' }, relationships: trait.relationships });
+    await send(
+      'PATCH',
+      `traits/${trait.id}`,
+      { ...copied, attributes: { ...copied.attributes, title: 'Renamed' } },
+      200,
+    );
+    expect(byId((await state()).traits, trait.id)).toMatchObject({
+      attributes: { title: 'Renamed' },
+      relationships: trait.relationships,
+    });
 
-    const fewer = { ...copied, relationships: { trait_options: { data: copied.relationships.trait_options.data.slice(1) } } };
-    expectProblem(await control(emulator, 'PATCH', `/_emulator/traits/${trait.id}`, fewer), 422, 'relationships.trait_options');
-    expectProblem(await control(emulator, 'PATCH', `/_emulator/traits/${trait.id}`, { ...copied, id: '999' }), 422, 'id');
+    const fewer = {
+      ...copied,
+      relationships: { trait_options: { data: copied.relationships.trait_options.data.slice(1) } },
+    };
+    expectProblem(
+      await control(emulator, 'PATCH', `/_emulator/traits/${trait.id}`, fewer),
+      422,
+      'relationships.trait_options',
+    );
+    expectProblem(
+      await control(emulator, 'PATCH', `/_emulator/traits/${trait.id}`, { ...copied, id: '999' }),
+      422,
+      'id',
+    );
     expectProblem(await control(emulator, 'POST', '/_emulator/traits', { ...copied, type: 'product' }), 422, 'type');
   });
 });
@@ -269,16 +419,21 @@ describe('bodies in the spec\'s resource shape (copied from a webhook\'s include
 describe('knock-on consistency', () => {
   beforeEach(() => boot());
 
-  it('adds a new trait option to its trait\'s trait_options, with trait.updated', async () => {
+  it("adds a new trait option to its trait's trait_options, with trait.updated", async () => {
     const size = byTitle((await state()).traits, 'Size');
     let id = '';
 
     const produced = await eventsDuring(async () => {
-      id = (await send('POST', 'trait_options', { attributes: { title: 'Huge' }, relationships: { trait: size.id } }, 201)).id;
+      id = (
+        await send('POST', 'trait_options', { attributes: { title: 'Huge' }, relationships: { trait: size.id } }, 201)
+      ).id;
     });
 
     expect(produced).toEqual([`trait_option.created trait_option:${id}`, `trait.updated trait:${size.id}`]);
-    expect(ids(byId((await state()).traits, size.id).relationships.trait_options)).toEqual([...ids(size.relationships.trait_options), id]);
+    expect(ids(byId((await state()).traits, size.id).relationships.trait_options)).toEqual([
+      ...ids(size.relationships.trait_options),
+      id,
+    ]);
   });
 
   it('moves a trait option between traits, updating both', async () => {
@@ -286,33 +441,62 @@ describe('knock-on consistency', () => {
     const [size, milk] = [byTitle(traits, 'Size'), byTitle(traits, 'Milk')];
     const moved = ids(size.relationships.trait_options)[0];
 
-    const produced = await eventsDuring(() => send('PATCH', `trait_options/${moved}`, { relationships: { trait: { data: { id: milk.id, type: 'trait' } } } }, 200));
+    const produced = await eventsDuring(() =>
+      send(
+        'PATCH',
+        `trait_options/${moved}`,
+        { relationships: { trait: { data: { id: milk.id, type: 'trait' } } } },
+        200,
+      ),
+    );
 
-    expect(produced).toEqual([`trait_option.updated trait_option:${moved}`, `trait.updated trait:${size.id}`, `trait.updated trait:${milk.id}`]);
+    expect(produced).toEqual([
+      `trait_option.updated trait_option:${moved}`,
+      `trait.updated trait:${size.id}`,
+      `trait.updated trait:${milk.id}`,
+    ]);
     const after = await state();
     expect(ids(byId(after.traits, size.id).relationships.trait_options)).not.toContain(moved);
-    expect(ids(byId(after.traits, milk.id).relationships.trait_options)).toEqual([...ids(milk.relationships.trait_options), moved]);
+    expect(ids(byId(after.traits, milk.id).relationships.trait_options)).toEqual([
+      ...ids(milk.relationships.trait_options),
+      moved,
+    ]);
   });
 
   it('removes a destroyed product from every collection, each with collection.updated', async () => {
     const { products, collections } = await state();
     const flatWhite = byTitle(products, 'Flat white');
     const drinks = byTitle(collections, 'Drinks');
-    const { id: specials } = await send('POST', 'collections', { attributes: { title: 'Specials' }, relationships: { products: [flatWhite.id] } }, 201);
+    const { id: specials } = await send(
+      'POST',
+      'collections',
+      { attributes: { title: 'Specials' }, relationships: { products: [flatWhite.id] } },
+      201,
+    );
 
     const produced = await eventsDuring(() => send('DELETE', `products/${flatWhite.id}`, undefined, 204));
 
-    expect(produced).toEqual([`product.destroyed product:${flatWhite.id}`, `collection.updated collection:${drinks.id}`, `collection.updated collection:${specials}`]);
+    expect(produced).toEqual([
+      `product.destroyed product:${flatWhite.id}`,
+      `collection.updated collection:${drinks.id}`,
+      `collection.updated collection:${specials}`,
+    ]);
     const after = await state();
-    expect(after.collections.flatMap((collection: Json) => ids(collection.relationships.products))).not.toContain(flatWhite.id);
-    expect(ids(byId(after.collections, drinks.id).relationships.products)).toEqual(ids(drinks.relationships.products).filter((id) => id !== flatWhite.id));
+    expect(after.collections.flatMap((collection: Json) => ids(collection.relationships.products))).not.toContain(
+      flatWhite.id,
+    );
+    expect(ids(byId(after.collections, drinks.id).relationships.products)).toEqual(
+      ids(drinks.relationships.products).filter((id) => id !== flatWhite.id),
+    );
   });
 
-  it('destroys a trait\'s options with it and removes it from products, each with its event', async () => {
+  it("destroys a trait's options with it and removes it from products, each with its event", async () => {
     const before = await state();
     const milk = byTitle(before.traits, 'Milk');
     const options = ids(milk.relationships.trait_options);
-    const users = before.products.filter((product: Json) => ids(product.relationships.traits).includes(milk.id)).map((product: Json) => product.id);
+    const users = before.products
+      .filter((product: Json) => ids(product.relationships.traits).includes(milk.id))
+      .map((product: Json) => product.id);
     expect([options.length, users.length]).toEqual([4, 7]);
 
     const produced = await eventsDuring(() => send('DELETE', `traits/${milk.id}`, undefined, 204));
@@ -345,15 +529,26 @@ describe('orders through the control API', () => {
   /** Flat white ×2 with Oat and Large, and Fries ×1 with Small: known demo prices in GBP. */
   async function demoOrder(): Promise<Json> {
     const { products, trait_options: options } = await state();
-    const option = (trait: Json, title: string) => options.find((entry: Json) => entry.attributes.title === title && entry.relationships.trait.data.id === trait)!.id;
+    const option = (trait: Json, title: string) =>
+      options.find((entry: Json) => entry.attributes.title === title && entry.relationships.trait.data.id === trait)!
+        .id;
     const { traits } = await state();
     const [size, milk] = [byTitle(traits, 'Size').id, byTitle(traits, 'Milk').id];
     return {
       store_id: '1',
       attributes: { note: 'By the window' },
       order_products: [
-        { product_id: byTitle(products, 'Flat white').id, quantity: 2, trait_option_ids: [option(milk, 'Oat'), option(size, 'Large')] },
-        { product_id: byTitle(products, 'Fries').id, quantity: 1, trait_option_ids: [option(size, 'Small')], note: 'Crispy' },
+        {
+          product_id: byTitle(products, 'Flat white').id,
+          quantity: 2,
+          trait_option_ids: [option(milk, 'Oat'), option(size, 'Large')],
+        },
+        {
+          product_id: byTitle(products, 'Fries').id,
+          quantity: 1,
+          trait_option_ids: [option(size, 'Small')],
+          note: 'Crispy',
+        },
       ],
     };
   }
@@ -370,20 +565,36 @@ describe('orders through the control API', () => {
     const after = await state();
     const order = byId(after.orders, id);
     const lines = ids(order.relationships.order_products).map((lineId) => byId(after.order_products, lineId));
-    expect(lines.map((line: Json) => [line.attributes.quantity, line.attributes.unit_total, line.attributes.total]))
-      .toEqual([[2, 340 + 40 + 70, 900], [1, 400 - 50, 350]]);
+    expect(
+      lines.map((line: Json) => [line.attributes.quantity, line.attributes.unit_total, line.attributes.total]),
+    ).toEqual([
+      [2, 340 + 40 + 70, 900],
+      [1, 400 - 50, 350],
+    ]);
     // The spec does not say whether an order product's cost is per unit or per line: the emulator shows the line.
-    expect(lines.map((line: Json) => line.attributes.cost)).toEqual([money(900, '£9.00', 'GBP'), money(350, '£3.50', 'GBP')]);
+    expect(lines.map((line: Json) => line.attributes.cost)).toEqual([
+      money(900, '£9.00', 'GBP'),
+      money(350, '£3.50', 'GBP'),
+    ]);
     expect(lines[1].attributes.note).toBe('Crispy');
-    const optionRows = lines.flatMap((line: Json) => ids(line.relationships.order_product_trait_options))
+    const optionRows = lines
+      .flatMap((line: Json) => ids(line.relationships.order_product_trait_options))
       .map((rowId: string) => byId(after.order_product_trait_options, rowId));
     expect(optionRows.map((row: Json) => row.attributes.cost.cents)).toEqual([40, 70, -50]);
     expect(order.attributes).toMatchObject({
-      status: 'pending', note: 'By the window', subtotal: money(1250, '£12.50', 'GBP'), total: money(1250, '£12.50', 'GBP'),
+      status: 'pending',
+      note: 'By the window',
+      subtotal: money(1250, '£12.50', 'GBP'),
+      total: money(1250, '£12.50', 'GBP'),
       delivery_method: { type: 'eat_in', table: '12' },
     });
     expect(order.attributes.history).toEqual([
-      { status: 'pending', most_recent: true, transitioned_at: order.attributes.created_at, transitioned_at_human: expect.any(String) },
+      {
+        status: 'pending',
+        most_recent: true,
+        transitioned_at: order.attributes.created_at,
+        transitioned_at_human: expect.any(String),
+      },
     ]);
     expect(order.relationships.store).toEqual({ data: { id: '1', type: 'store' } });
     expect(produced).toEqual([`order.created order:${id}`]);
@@ -400,24 +611,49 @@ describe('orders through the control API', () => {
 
     const order = byId((await state()).orders, id);
     expect(order.attributes.status).toBe('ready');
-    expect(order.attributes.history.map((entry: Json) => [entry.status, entry.most_recent])).toEqual([['pending', false], ['accepted', false], ['ready', true]]);
+    expect(order.attributes.history.map((entry: Json) => [entry.status, entry.most_recent])).toEqual([
+      ['pending', false],
+      ['accepted', false],
+      ['ready', true],
+    ]);
     expect(produced).toEqual([`order.updated order:${id}`, `order.updated order:${id}`]);
     expectProblem(await control(emulator, 'PATCH', '/_emulator/orders/999', { attributes: { status: 'ready' } }), 404);
   });
 
   it.each([
-    ['a product that is not live', (order: Json) => ({ ...order, order_products: [{ product_id: '999', quantity: 1 }] }), 'order_products[0].product_id'],
-    ['an option not of the product\'s traits', (order: Json) => ({
-      ...order, order_products: [{ ...order.order_products[1], trait_option_ids: order.order_products[0].trait_option_ids.slice(0, 1) }],
-    }), 'order_products[0].trait_option_ids'],
-    ['a quantity of zero', (order: Json) => ({ ...order, order_products: [{ ...order.order_products[0], quantity: 0 }] }), 'order_products[0].quantity'],
+    [
+      'a product that is not live',
+      (order: Json) => ({ ...order, order_products: [{ product_id: '999', quantity: 1 }] }),
+      'order_products[0].product_id',
+    ],
+    [
+      "an option not of the product's traits",
+      (order: Json) => ({
+        ...order,
+        order_products: [
+          { ...order.order_products[1], trait_option_ids: order.order_products[0].trait_option_ids.slice(0, 1) },
+        ],
+      }),
+      'order_products[0].trait_option_ids',
+    ],
+    [
+      'a quantity of zero',
+      (order: Json) => ({ ...order, order_products: [{ ...order.order_products[0], quantity: 0 }] }),
+      'order_products[0].quantity',
+    ],
     ['no lines', (order: Json) => ({ ...order, order_products: [] }), 'order_products'],
     ['an unknown store', (order: Json) => ({ ...order, store_id: '99' }), 'store_id'],
-    ['an attribute an order is not placed with', (order: Json) => ({ ...order, attributes: { status: 'accepted' } }), 'attributes.status'],
+    [
+      'an attribute an order is not placed with',
+      (order: Json) => ({ ...order, attributes: { status: 'accepted' } }),
+      'attributes.status',
+    ],
   ])('refuses %s with 422 naming the field', async (_name, spoil, field) => {
     const body = spoil(await demoOrder());
 
-    const produced = await eventsDuring(async () => expectProblem(await control(emulator, 'POST', '/_emulator/orders', body), 422, field));
+    const produced = await eventsDuring(async () =>
+      expectProblem(await control(emulator, 'POST', '/_emulator/orders', body), 422, field),
+    );
 
     expect(produced).toEqual([]);
     expect((await state()).orders).toEqual([]);
@@ -432,7 +668,10 @@ describe('POST /_emulator/trigger', () => {
       const reply = await control(emulator, 'POST', '/_emulator/trigger', { event_type: eventType });
       expect(reply.status).toBe(201);
       const produced = (await events()).filter((event) => reply.json.event_ids.includes(event.event_id));
-      expect({ eventType, produced: produced.map((event) => event.event_type) }).toEqual({ eventType, produced: expect.arrayContaining([eventType]) });
+      expect({ eventType, produced: produced.map((event) => event.event_type) }).toEqual({
+        eventType,
+        produced: expect.arrayContaining([eventType]),
+      });
       expect(produced.find((event) => event.event_type === eventType).subject).toEqual(reply.json.subject);
     }
   });
@@ -446,7 +685,11 @@ describe('POST /_emulator/trigger', () => {
   });
 
   it('refuses an event name outside the spec with 422', async () => {
-    expectProblem(await control(emulator, 'POST', '/_emulator/trigger', { event_type: 'store.updated' }), 422, 'event_type');
+    expectProblem(
+      await control(emulator, 'POST', '/_emulator/trigger', { event_type: 'store.updated' }),
+      422,
+      'event_type',
+    );
   });
 });
 
@@ -458,9 +701,22 @@ describe('stores through the control API', () => {
     const produced = await eventsDuring(async () => {
       id = (await send('POST', 'stores', { attributes: { title: 'Second Kitchen', brand_color: '#112233' } }, 201)).id;
       const before = byId((await state()).stores, id);
-      expect(before.attributes).toMatchObject({ id: Number(id), title: 'Second Kitchen', brand_color: '#112233', status: 'open' });
-      const answer = await send('PATCH', `stores/${id}`, { attributes: { status: 'closed', 'accepting_orders?': false } }, 200);
-      expect(answer).toEqual({ ...before, attributes: { ...before.attributes, status: 'closed', 'accepting_orders?': false } });
+      expect(before.attributes).toMatchObject({
+        id: Number(id),
+        title: 'Second Kitchen',
+        brand_color: '#112233',
+        status: 'open',
+      });
+      const answer = await send(
+        'PATCH',
+        `stores/${id}`,
+        { attributes: { status: 'closed', 'accepting_orders?': false } },
+        200,
+      );
+      expect(answer).toEqual({
+        ...before,
+        attributes: { ...before.attributes, status: 'closed', 'accepting_orders?': false },
+      });
     });
 
     expect(produced).toEqual([]);
@@ -477,22 +733,51 @@ describe('stores through the control API', () => {
   });
 
   it('refuses unknown store attributes and a bad owner with 422', async () => {
-    expectProblem(await control(emulator, 'POST', '/_emulator/stores', { attributes: { title: 'x', colour: 'red' } }), 422, 'attributes.colour');
+    expectProblem(
+      await control(emulator, 'POST', '/_emulator/stores', { attributes: { title: 'x', colour: 'red' } }),
+      422,
+      'attributes.colour',
+    );
     expectProblem(await control(emulator, 'POST', '/_emulator/stores', { attributes: {} }), 422, 'attributes.title');
-    expectProblem(await control(emulator, 'POST', '/_emulator/stores', { attributes: { title: 'x' }, owner_id: 'someone' }), 422, 'owner_id');
+    expectProblem(
+      await control(emulator, 'POST', '/_emulator/stores', { attributes: { title: 'x' }, owner_id: 'someone' }),
+      422,
+      'owner_id',
+    );
     expectProblem(await control(emulator, 'PATCH', '/_emulator/stores/1', { owner_id: '4242' }), 422, 'owner_id');
   });
 
   it('refuses store attributes of a type the spec does not give them, accepting null where it is allowed', async () => {
     const before = await state();
 
-    expectProblem(await control(emulator, 'PATCH', '/_emulator/stores/1', { attributes: { latitude: 'north' } }), 422, 'attributes.latitude');
-    expectProblem(await control(emulator, 'PATCH', '/_emulator/stores/1', { attributes: { demo: 'yes' } }), 422, 'attributes.demo');
-    expectProblem(await control(emulator, 'POST', '/_emulator/stores', { attributes: { title: 'x', due_at_options: {} } }), 422, 'attributes.due_at_options');
-    expectProblem(await control(emulator, 'PATCH', '/_emulator/stores/1', { attributes: { description: null } }), 422, 'attributes.description');
+    expectProblem(
+      await control(emulator, 'PATCH', '/_emulator/stores/1', { attributes: { latitude: 'north' } }),
+      422,
+      'attributes.latitude',
+    );
+    expectProblem(
+      await control(emulator, 'PATCH', '/_emulator/stores/1', { attributes: { demo: 'yes' } }),
+      422,
+      'attributes.demo',
+    );
+    expectProblem(
+      await control(emulator, 'POST', '/_emulator/stores', { attributes: { title: 'x', due_at_options: {} } }),
+      422,
+      'attributes.due_at_options',
+    );
+    expectProblem(
+      await control(emulator, 'PATCH', '/_emulator/stores/1', { attributes: { description: null } }),
+      422,
+      'attributes.description',
+    );
     expect(await state()).toEqual(before);
 
-    const answer = await send('PATCH', 'stores/1', { attributes: { geocoded_address: null, distance: 1.5, walking_distance: null } }, 200);
+    const answer = await send(
+      'PATCH',
+      'stores/1',
+      { attributes: { geocoded_address: null, distance: 1.5, walking_distance: null } },
+      200,
+    );
     expect(answer.attributes).toMatchObject({ geocoded_address: null, distance: 1.5, walking_distance: null });
   });
 });
@@ -536,7 +821,7 @@ describe('the platform API (snapshot and order list)', () => {
       }
     });
 
-    it('answers 404 for another owner\'s store, an unknown store and an unknown resource path', async () => {
+    it("answers 404 for another owner's store, an unknown store and an unknown resource path", async () => {
       const token = await menuToken();
       const { id } = await send('POST', 'stores', { attributes: { title: 'Not yours' }, owner_id: '4242' }, 201);
 
@@ -560,9 +845,14 @@ describe('the platform API (snapshot and order list)', () => {
       }
     });
 
-    it('lists a store\'s orders with read_orders: orders in data, related resources in included', async () => {
+    it("lists a store's orders with read_orders: orders in data, related resources in included", async () => {
       const { products } = await state();
-      const { id } = await send('POST', 'orders', { store_id: '1', order_products: [{ product_id: byTitle(products, 'Porridge').id, quantity: 1 }] }, 201);
+      const { id } = await send(
+        'POST',
+        'orders',
+        { store_id: '1', order_products: [{ product_id: byTitle(products, 'Porridge').id, quantity: 1 }] },
+        201,
+      );
       const token = (await obtainTokens(emulator, 'read_orders')).access_token;
 
       expectApiError(await get('/stores/1/orders'), 401);
@@ -571,7 +861,12 @@ describe('the platform API (snapshot and order list)', () => {
 
       expect(reply.status).toBe(200);
       expect(reply.json.data).toEqual([byId((await state()).orders, id)]);
-      expect(reply.json.included.map((resource: Json) => resource.type).sort()).toEqual(['order_product', 'product', 'store', 'user']);
+      expect(reply.json.included.map((resource: Json) => resource.type).sort()).toEqual([
+        'order_product',
+        'product',
+        'store',
+        'user',
+      ]);
     });
 
     it('answers injected failures before authentication and counts them down', async () => {

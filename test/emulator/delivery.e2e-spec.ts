@@ -50,10 +50,11 @@ async function startReceiver(answer: (n: number) => number | Promise<number> = (
   return {
     url: `http://127.0.0.1:${port}/hooks`,
     received,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -69,19 +70,32 @@ function platformEvent(ordinal: number, overrides: Partial<PlatformEvent> = {}):
     createdAt: new Date(Date.UTC(2025, 0, 1, 12, 0, 0, ordinal)).toISOString(),
     ownerId: OWNER,
     subject: { id: String(100 + ordinal), type: 'product' },
-    included: [{ id: String(100 + ordinal), type: 'product', attributes: { title: `Product ${ordinal}`, available: true } }],
+    included: [
+      { id: String(100 + ordinal), type: 'product', attributes: { title: `Product ${ordinal}`, available: true } },
+    ],
     ...overrides,
   };
 }
 
 function bootFast(overrides: Partial<EmulatorOptions> = {}): Promise<RunningEmulator> {
   return bootEmulator({
-    retryScheduleMs: Array(5).fill(SCHEDULE_MS), deliveryTimeoutMs: TIMEOUT_MS, deliveryConcurrency: 1, seed: 7, ...overrides,
+    retryScheduleMs: Array(5).fill(SCHEDULE_MS),
+    deliveryTimeoutMs: TIMEOUT_MS,
+    deliveryConcurrency: 1,
+    seed: 7,
+    ...overrides,
   });
 }
 
-function subscribe(emulator: RunningEmulator, callbackUri: string, enabledEvents: SpecEventName[] = ['product.updated'], ownerId = OWNER) {
-  return emulator.app.get(SubscriptionRegistry).add({ ownerId, callbackUri, enabledEvents, request: { headers: {}, form: {} } });
+function subscribe(
+  emulator: RunningEmulator,
+  callbackUri: string,
+  enabledEvents: SpecEventName[] = ['product.updated'],
+  ownerId = OWNER,
+) {
+  return emulator.app
+    .get(SubscriptionRegistry)
+    .add({ ownerId, callbackUri, enabledEvents, request: { headers: {}, form: {} } });
 }
 
 async function setFaults(emulator: RunningEmulator, faults: Partial<Faults>): Promise<void> {
@@ -107,7 +121,10 @@ describe('webhook delivery (emulator)', () => {
 
   let running: (() => Promise<void>)[] = [];
 
-  async function boot(answer?: (n: number) => number | Promise<number>, overrides: Partial<EmulatorOptions> = {}): Promise<void> {
+  async function boot(
+    answer?: (n: number) => number | Promise<number>,
+    overrides: Partial<EmulatorOptions> = {},
+  ): Promise<void> {
     receiver = await startReceiver(answer);
     emulator = await bootFast(overrides);
     service = emulator.app.get(DeliveryService);
@@ -156,7 +173,15 @@ describe('webhook delivery (emulator)', () => {
     expect(receiver.received[0].headers['user-agent']).toBe('menu-sync-emulator');
     const list = await deliveries(emulator);
     expect(list).toEqual({
-      data: [expect.objectContaining({ event_id: event.id, event_type: 'product.updated', callback_uri: receiver.url, attempt: 1, status: 204 })],
+      data: [
+        expect.objectContaining({
+          event_id: event.id,
+          event_type: 'product.updated',
+          callback_uri: receiver.url,
+          attempt: 1,
+          status: 204,
+        }),
+      ],
       pending: 0,
     });
     expect(new Date(list.data[0].at).toISOString()).toBe(list.data[0].at);
@@ -176,7 +201,10 @@ describe('webhook delivery (emulator)', () => {
       service.publish(platformEvent(2, { eventType: 'trait.created', subject: { id: '3', type: 'trait' } }));
       await service.settled();
 
-      expect(receiver.received.map((entry) => JSON.parse(entry.body).data.attributes.event_type)).toEqual(['product.updated', 'order.created']);
+      expect(receiver.received.map((entry) => JSON.parse(entry.body).data.attributes.event_type)).toEqual([
+        'product.updated',
+        'order.created',
+      ]);
       expect(other.received).toHaveLength(0);
       expect(stranger.received).toHaveLength(0);
     } finally {
@@ -201,7 +229,9 @@ describe('webhook delivery (emulator)', () => {
     for (let i = 1; i < data.length; i++) {
       const previousEnd = Date.parse(data[i - 1].at) + data[i - 1].duration_ms;
       expect(Date.parse(data[i].at) - previousEnd).toBeGreaterThanOrEqual(SCHEDULE_MS - 2);
-      expect(Date.parse(data[i].at) - Date.parse(data[i - 1].at)).toBeGreaterThanOrEqual(answerAfterMs + SCHEDULE_MS - 2);
+      expect(Date.parse(data[i].at) - Date.parse(data[i - 1].at)).toBeGreaterThanOrEqual(
+        answerAfterMs + SCHEDULE_MS - 2,
+      );
     }
   });
 
@@ -213,7 +243,10 @@ describe('webhook delivery (emulator)', () => {
     await service.settled();
 
     const { data } = await deliveries(emulator);
-    expect(data.map((attempt) => [attempt.attempt, attempt.status])).toEqual([[1, 0], [2, 200]]);
+    expect(data.map((attempt) => [attempt.attempt, attempt.status])).toEqual([
+      [1, 0],
+      [2, 200],
+    ]);
     expect(data[0].duration_ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);
     expect(data[0].duration_ms).toBeLessThan(TIMEOUT_MS * 3);
   });
@@ -326,7 +359,9 @@ describe('webhook delivery (emulator)', () => {
       await service.settled();
       const { data } = await deliveries(emulator);
       await shutDown();
-      return data.filter((attempt) => attempt.attempt === 1).map((attempt) => `${attempt.event_id}/${attempt.status}/${attempt.fault}`);
+      return data
+        .filter((attempt) => attempt.attempt === 1)
+        .map((attempt) => `${attempt.event_id}/${attempt.status}/${attempt.fault}`);
     }
 
     const first = await firstAttempts();
@@ -378,7 +413,10 @@ describe('webhook delivery (emulator)', () => {
 
       expect(reply.status).toBe(202);
       expect(reply.json).toEqual({ deliveries: 1 });
-      expect(receiver.received.map((entry) => entry.body)).toEqual([receiver.received[0].body, receiver.received[0].body]);
+      expect(receiver.received.map((entry) => entry.body)).toEqual([
+        receiver.received[0].body,
+        receiver.received[0].body,
+      ]);
       const { data } = await deliveries(emulator);
       expect(data.map((attempt) => attempt.attempt)).toEqual([1, 1]);
     });
@@ -398,7 +436,15 @@ describe('webhook delivery (emulator)', () => {
       const reply = await control(emulator, 'GET', '/_emulator/events');
 
       expect(reply.json).toEqual({
-        data: [{ event_id: event.id, event_type: event.eventType, subject: event.subject, owner_id: OWNER, created_at: event.createdAt }],
+        data: [
+          {
+            event_id: event.id,
+            event_type: event.eventType,
+            subject: event.subject,
+            owner_id: OWNER,
+            created_at: event.createdAt,
+          },
+        ],
       });
     });
 
@@ -406,10 +452,19 @@ describe('webhook delivery (emulator)', () => {
       const reply = await control(emulator, 'POST', '/_emulator/faults', { duplicate_rate: 0.25, delay_ms: 5 });
 
       expect(reply.status).toBe(200);
-      expect(reply.json).toMatchObject({ duplicate_rate: 0.25, reorder_window: 0, fail_first_attempts: 0, delay_ms: 5 });
+      expect(reply.json).toMatchObject({
+        duplicate_rate: 0.25,
+        reorder_window: 0,
+        fail_first_attempts: 0,
+        delay_ms: 5,
+      });
       expect((await control(emulator, 'GET', '/_emulator/faults')).json).toEqual(reply.json);
       await setFaults(emulator, { reorder_window: 3 });
-      expect((await control(emulator, 'GET', '/_emulator/faults')).json).toMatchObject({ duplicate_rate: 0, reorder_window: 3, delay_ms: 0 });
+      expect((await control(emulator, 'GET', '/_emulator/faults')).json).toMatchObject({
+        duplicate_rate: 0,
+        reorder_window: 3,
+        delay_ms: 0,
+      });
     });
 
     it.each([
@@ -441,9 +496,14 @@ describe('POST /webhook_endpoints (emulator)', () => {
     await emulator.close();
   });
 
-  function register(form: string, headers: Record<string, string> = { accept: ACCEPT, authorization: `Bearer ${token}` }) {
+  function register(
+    form: string,
+    headers: Record<string, string> = { accept: ACCEPT, authorization: `Bearer ${token}` },
+  ) {
     return call(emulator, '/webhook_endpoints', {
-      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: form,
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: form,
     });
   }
 
@@ -460,16 +520,23 @@ describe('POST /webhook_endpoints (emulator)', () => {
   });
 
   it('401 without a token', async () => {
-    const reply = await register('callback_uri=http%3A%2F%2F127.0.0.1%2Fh&enabled_events%5B%5D=order.created', { accept: ACCEPT });
+    const reply = await register('callback_uri=http%3A%2F%2F127.0.0.1%2Fh&enabled_events%5B%5D=order.created', {
+      accept: ACCEPT,
+    });
 
     expectApiError(reply, 401);
   });
 
   it('422 naming an unknown event', async () => {
-    const reply = await register('callback_uri=http%3A%2F%2F127.0.0.1%2Fh&enabled_events%5B%5D=order.created&enabled_events%5B%5D=order.teleported');
+    const reply = await register(
+      'callback_uri=http%3A%2F%2F127.0.0.1%2Fh&enabled_events%5B%5D=order.created&enabled_events%5B%5D=order.teleported',
+    );
 
     expectApiError(reply, 422);
-    expect(reply.json.errors[0]).toMatchObject({ detail: expect.stringContaining('order.teleported'), source: { pointer: '/enabled_events' } });
+    expect(reply.json.errors[0]).toMatchObject({
+      detail: expect.stringContaining('order.teleported'),
+      source: { pointer: '/enabled_events' },
+    });
   });
 
   it.each([
@@ -488,14 +555,16 @@ describe('POST /webhook_endpoints (emulator)', () => {
     const menuOnly = (await obtainTokens(emulator, 'read_menu')).access_token;
 
     const reply = await register('callback_uri=http%3A%2F%2F127.0.0.1%2Fh&enabled_events%5B%5D=order.created', {
-      accept: ACCEPT, authorization: `Bearer ${menuOnly}`,
+      accept: ACCEPT,
+      authorization: `Bearer ${menuOnly}`,
     });
 
     expectApiError(reply, 403);
   });
 
   it('201 with the endpoint; the control API lists it with the exact form body, and deletes it', async () => {
-    const form = 'callback_uri=http%3A%2F%2F127.0.0.1%3A9%2Fhooks&enabled_events%5B%5D=order.created&enabled_events%5B%5D=product.updated';
+    const form =
+      'callback_uri=http%3A%2F%2F127.0.0.1%3A9%2Fhooks&enabled_events%5B%5D=order.created&enabled_events%5B%5D=product.updated';
 
     const reply = await register(form);
 
@@ -505,7 +574,11 @@ describe('POST /webhook_endpoints (emulator)', () => {
       data: {
         id: expect.any(String),
         type: 'webhook_endpoint',
-        attributes: { callback_uri: 'http://127.0.0.1:9/hooks', enabled_events: ['order.created', 'product.updated'], created_at: expect.any(String) },
+        attributes: {
+          callback_uri: 'http://127.0.0.1:9/hooks',
+          enabled_events: ['order.created', 'product.updated'],
+          created_at: expect.any(String),
+        },
       },
     });
     const listed = (await control(emulator, 'GET', '/_emulator/webhook_endpoints')).json.data;

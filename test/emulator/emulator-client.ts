@@ -47,7 +47,11 @@ export function control(emulator: RunningEmulator, method: string, path: string,
 }
 
 /** `POST /oauth/token` with a form body. */
-export function postToken(emulator: RunningEmulator, params: Record<string, string>, headers: Record<string, string> = {}): Promise<Reply> {
+export function postToken(
+  emulator: RunningEmulator,
+  params: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
   return call(emulator, '/oauth/token', { method: 'POST', headers, body: new URLSearchParams(params) });
 }
 
@@ -94,7 +98,11 @@ export async function obtainTokens(emulator: RunningEmulator, scope?: string): P
   const redirectUri = 'http://127.0.0.1:9/callback';
   const code = await authorizeCode(emulator, { scope, redirectUri, challenge });
   const reply = await postToken(emulator, {
-    grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier, ...clientOf(emulator),
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: redirectUri,
+    code_verifier: verifier,
+    ...clientOf(emulator),
   });
   if (reply.status !== 200) throw new Error(`token exchange failed: ${reply.status} ${reply.text}`);
   return reply.json as TokenAnswer;

@@ -5,7 +5,16 @@ import { FaultSettings } from '../../src/emulator/fault-settings.js';
 import type { Faults } from '../../src/emulator/fault-settings.js';
 import { DEMO_USER_ID, OAuthServer } from '../../src/emulator/oauth/oauth-server.service.js';
 import type { TokenAnswer } from '../../src/emulator/oauth/oauth-server.service.js';
-import { authorizeCode, bootEmulator, call, clientOf, control, obtainTokens, pkcePair, postToken } from './emulator-client.js';
+import {
+  authorizeCode,
+  bootEmulator,
+  call,
+  clientOf,
+  control,
+  obtainTokens,
+  pkcePair,
+  postToken,
+} from './emulator-client.js';
 import type { Reply } from './emulator-client.js';
 
 const LIFETIME_SECONDS = 3600;
@@ -35,7 +44,11 @@ async function setFaults(faults: Partial<Faults>): Promise<void> {
 
 function authorizeQuery(params: Record<string, string>): Promise<Reply> {
   const query = new URLSearchParams({
-    client_id: clientOf(emulator).client_id, redirect_uri: REDIRECT_URI, response_type: 'code', scope: 'read_orders', ...params,
+    client_id: clientOf(emulator).client_id,
+    redirect_uri: REDIRECT_URI,
+    response_type: 'code',
+    scope: 'read_orders',
+    ...params,
   });
   return call(emulator, `/oauth/authorize?${query}`);
 }
@@ -46,11 +59,22 @@ function redirectParams(location: string | null): URLSearchParams {
 }
 
 function exchange(code: string, extra: Record<string, string> = {}) {
-  return postToken(emulator, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, ...clientOf(emulator), ...extra });
+  return postToken(emulator, {
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: REDIRECT_URI,
+    ...clientOf(emulator),
+    ...extra,
+  });
 }
 
 function refresh(refreshToken: string, extra: Record<string, string> = {}) {
-  return postToken(emulator, { grant_type: 'refresh_token', refresh_token: refreshToken, ...clientOf(emulator), ...extra });
+  return postToken(emulator, {
+    grant_type: 'refresh_token',
+    refresh_token: refreshToken,
+    ...clientOf(emulator),
+    ...extra,
+  });
 }
 
 /** What `authenticate` throws for this header, or undefined when it accepts it. */
@@ -76,8 +100,9 @@ function expectRejected(tokens: TokenAnswer): void {
 
 describe('GET /oauth/authorize', () => {
   it('redirects to the redirect URI with a code and the state, keeping its own query', async () => {
-    const query = `client_id=${clientOf(emulator).client_id}&redirect_uri=${encodeURIComponent(`${REDIRECT_URI}?app=7`)}`
-      + '&response_type=code&scope=read_orders+read_menu%2Bwrite_menu&state=xyz%20123';
+    const query =
+      `client_id=${clientOf(emulator).client_id}&redirect_uri=${encodeURIComponent(`${REDIRECT_URI}?app=7`)}` +
+      '&response_type=code&scope=read_orders+read_menu%2Bwrite_menu&state=xyz%20123';
     const reply = await call(emulator, `/oauth/authorize?${query}`);
 
     expect(reply.status).toBe(302);
@@ -120,7 +145,11 @@ describe('GET /oauth/authorize', () => {
     ['an unknown scope', { scope: 'read_orders admin' }, 'invalid_scope'],
     ['an empty scope', { scope: '' }, 'invalid_scope'],
     ['a challenge without a method (plain)', { code_challenge: pkcePair().challenge }, 'invalid_request'],
-    ['the plain challenge method', { code_challenge: pkcePair().challenge, code_challenge_method: 'plain' }, 'invalid_request'],
+    [
+      'the plain challenge method',
+      { code_challenge: pkcePair().challenge, code_challenge_method: 'plain' },
+      'invalid_request',
+    ],
     ['a malformed challenge', { code_challenge: 'short', code_challenge_method: 'S256' }, 'invalid_request'],
   ])('redirects with an error and the state for %s', async (_case, params, error) => {
     const reply = await authorizeQuery({ state: 's-1', ...params });
@@ -134,7 +163,7 @@ describe('GET /oauth/authorize', () => {
 });
 
 describe('POST /oauth/token: authorization_code', () => {
-  it('answers the token shape of the spec plus Doorkeeper\'s scope (no user id), uncacheable, for a live token of the demo user', async () => {
+  it("answers the token shape of the spec plus Doorkeeper's scope (no user id), uncacheable, for a live token of the demo user", async () => {
     const code = await authorizeCode(emulator, { scope: 'read_orders read_stores' });
     const before = Math.floor(Date.now() / 1000);
     const reply = await exchange(code);
@@ -153,7 +182,9 @@ describe('POST /oauth/token: authorization_code', () => {
     expect(Number.isInteger(reply.json.created_at)).toBe(true);
     expect(Math.abs(reply.json.created_at - before)).toBeLessThanOrEqual(2);
     expect(emulator.app.get(OAuthServer).authenticate(`Bearer ${reply.json.access_token}`, 'read_orders')).toEqual({
-      userId: DEMO_USER_ID, clientId: clientOf(emulator).client_id, scopes: ['read_orders', 'read_stores'],
+      userId: DEMO_USER_ID,
+      clientId: clientOf(emulator).client_id,
+      scopes: ['read_orders', 'read_stores'],
     });
   });
 
@@ -203,8 +234,16 @@ describe('POST /oauth/token: authorization_code', () => {
     const basic = (secret: string) => `Basic ${Buffer.from(`${client_id}:${secret}`).toString('base64')}`;
     const params = { grant_type: 'authorization_code', redirect_uri: REDIRECT_URI };
 
-    const ok = await postToken(emulator, { ...params, code: await authorizeCode(emulator) }, { authorization: basic(client_secret) });
-    const refused = await postToken(emulator, { ...params, code: await authorizeCode(emulator) }, { authorization: basic('wrong') });
+    const ok = await postToken(
+      emulator,
+      { ...params, code: await authorizeCode(emulator) },
+      { authorization: basic(client_secret) },
+    );
+    const refused = await postToken(
+      emulator,
+      { ...params, code: await authorizeCode(emulator) },
+      { authorization: basic('wrong') },
+    );
 
     expect(ok.status).toBe(200);
     expect(refused.status).toBe(401);
@@ -227,7 +266,13 @@ describe('POST /oauth/token: authorization_code', () => {
     ['another grant type', { grant_type: 'password' }, 'unsupported_grant_type'],
     ['no code', { code: '' }, 'invalid_request'],
   ])('answers 400 for %s', async (_case, params, error) => {
-    const body: Record<string, string> = { grant_type: 'authorization_code', code: 'c', redirect_uri: REDIRECT_URI, ...clientOf(emulator), ...params };
+    const body: Record<string, string> = {
+      grant_type: 'authorization_code',
+      code: 'c',
+      redirect_uri: REDIRECT_URI,
+      ...clientOf(emulator),
+      ...params,
+    };
     for (const [name, value] of Object.entries(body)) if (value === '') delete body[name];
     const reply = await postToken(emulator, body);
 
@@ -257,13 +302,18 @@ describe('POST /oauth/token: refresh_token', () => {
   });
 
   it('refuses an unknown refresh token', async () => {
-    expect((await refresh('no-such-token')).json).toEqual({ error: 'invalid_grant', error_description: expect.any(String) });
+    expect((await refresh('no-such-token')).json).toEqual({
+      error: 'invalid_grant',
+      error_description: expect.any(String),
+    });
   });
 
   it('may narrow the scope, never widen it', async () => {
     const tokens = await obtainTokens(emulator, 'read_orders read_menu');
 
-    expect((await refresh(tokens.refresh_token!, { scope: 'read_orders write_menu' })).json.error).toBe('invalid_scope');
+    expect((await refresh(tokens.refresh_token!, { scope: 'read_orders write_menu' })).json.error).toBe(
+      'invalid_scope',
+    );
     const narrowed = (await refresh(tokens.refresh_token!, { scope: 'read_orders' })).json as TokenAnswer;
 
     expect(narrowed.scope).toBe('read_orders');
@@ -292,7 +342,11 @@ describe('token faults and expiry', () => {
     const tokens = await obtainTokens(emulator);
     await setFaults({ token_endpoint_failures: 2 });
 
-    const replies = [await refresh(tokens.refresh_token!), await refresh(tokens.refresh_token!), await refresh(tokens.refresh_token!)];
+    const replies = [
+      await refresh(tokens.refresh_token!),
+      await refresh(tokens.refresh_token!),
+      await refresh(tokens.refresh_token!),
+    ];
 
     expect(replies.map((reply) => reply.status)).toEqual([503, 503, 200]);
     expect(replies[0].json.error).toBe('temporarily_unavailable');
@@ -344,7 +398,8 @@ describe('token faults and expiry', () => {
 
   it('GET /stores/{id}/orders answers 401 without a token and after expiry, not with a live token', async () => {
     const tokens = await obtainTokens(emulator);
-    const orders = (token?: string) => call(emulator, '/stores/1/orders', { headers: token ? { authorization: `Bearer ${token}` } : {} });
+    const orders = (token?: string) =>
+      call(emulator, '/stores/1/orders', { headers: token ? { authorization: `Bearer ${token}` } : {} });
 
     const anonymous = await orders();
     const live = await orders(tokens.access_token);
@@ -360,10 +415,11 @@ describe('token faults and expiry', () => {
   });
 });
 
-describe('GET /oauth/token/info (Doorkeeper\'s TokenInfoController)', () => {
-  const info = (headers: Record<string, string> = {}, query = '') => call(emulator, `/oauth/token/info${query}`, { headers });
+describe("GET /oauth/token/info (Doorkeeper's TokenInfoController)", () => {
+  const info = (headers: Record<string, string> = {}, query = '') =>
+    call(emulator, `/oauth/token/info${query}`, { headers });
 
-  it('answers Doorkeeper\'s AccessToken#as_json for the bearer token: owner, scopes, seconds left, application, issue time', async () => {
+  it("answers Doorkeeper's AccessToken#as_json for the bearer token: owner, scopes, seconds left, application, issue time", async () => {
     const tokens = await obtainTokens(emulator, 'read_menu read_orders');
     const reply = await info({ authorization: `Bearer ${tokens.access_token}` });
 
@@ -378,13 +434,19 @@ describe('GET /oauth/token/info (Doorkeeper\'s TokenInfoController)', () => {
     });
     expect(reply.json.expires_in).toBeGreaterThan(LIFETIME_SECONDS - 5);
     expect(reply.json.expires_in).toBeLessThanOrEqual(LIFETIME_SECONDS);
-    expect((await info({}, `?access_token=${encodeURIComponent(tokens.access_token)}`)).json.resource_owner_id).toBe(Number(DEMO_USER_ID));
+    expect((await info({}, `?access_token=${encodeURIComponent(tokens.access_token)}`)).json.resource_owner_id).toBe(
+      Number(DEMO_USER_ID),
+    );
   });
 
   it('answers 401 invalid_token without a token, for an unknown one, and for an expired one', async () => {
     const tokens = await obtainTokens(emulator);
     emulator.app.get(OAuthServer).expireAccessTokens();
-    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: `Bearer ${tokens.access_token}` }] as Array<Record<string, string>>) {
+    for (const headers of [
+      {},
+      { authorization: 'Bearer nope' },
+      { authorization: `Bearer ${tokens.access_token}` },
+    ] as Array<Record<string, string>>) {
       const reply = await info(headers);
       expect(reply.status).toBe(401);
       expect(reply.json).toEqual({ error: 'invalid_token', error_description: expect.any(String) });
@@ -406,14 +468,24 @@ describe('GET /_emulator/token_requests', () => {
     const own = await bootEmulator();
     try {
       const tokens = await obtainTokens(own);
-      await postToken(own, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, ...clientOf(own), client_secret: 'wrong' });
+      await postToken(own, {
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token!,
+        ...clientOf(own),
+        client_secret: 'wrong',
+      });
       await postToken(own, { grant_type: 'password', ...clientOf(own) });
 
       const reply = await call(own, '/_emulator/token_requests');
 
       expect(reply.status).toBe(200);
       expect(reply.json.data).toEqual([
-        { grant_type: 'authorization_code', status: 200, error: null, at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) },
+        {
+          grant_type: 'authorization_code',
+          status: 200,
+          error: null,
+          at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+        },
         { grant_type: 'refresh_token', status: 401, error: 'invalid_client', at: expect.any(String) },
         { grant_type: 'password', status: 400, error: 'unsupported_grant_type', at: expect.any(String) },
       ]);

@@ -21,8 +21,21 @@ const SPEC_PATH = fileURLToPath(new URL('../fixtures/spec/ordering-service-inter
 
 // ── The spec's tables ────────────────────────────────────────────────────────────────────────
 
-const TABLE_TYPES = ['integer', 'string', 'string or null', 'boolean', 'number', 'timestamp', 'Money',
-  'currency-keyed money map', 'object', 'array of objects', 'nullable', 'to-one', 'to-many'] as const;
+const TABLE_TYPES = [
+  'integer',
+  'string',
+  'string or null',
+  'boolean',
+  'number',
+  'timestamp',
+  'Money',
+  'currency-keyed money map',
+  'object',
+  'array of objects',
+  'nullable',
+  'to-one',
+  'to-many',
+] as const;
 /** Types of nested fields that the notes describe rather than the type column. */
 type NestedType = 'url' | 'currency code' | 'time ranges';
 type FieldType = (typeof TABLE_TYPES)[number] | NestedType;
@@ -55,7 +68,15 @@ interface Spec {
   events: Map<string, string[]>;
 }
 
-const RESOURCE_SECTIONS = ['order', 'order_product', 'order_product_trait_option', 'trait_option', 'trait', 'product', 'store'];
+const RESOURCE_SECTIONS = [
+  'order',
+  'order_product',
+  'order_product_trait_option',
+  'trait_option',
+  'trait',
+  'product',
+  'store',
+];
 const WEEK = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'];
 const FIELD_NAME = /^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*\??$/;
 
@@ -69,10 +90,12 @@ function parseSpec(markdown: string): Spec {
   return {
     money: parseFields(afterLine(section('### Shared shapes'), 'Money object:'), 'Money object'),
     webhookEvent: parseFields(section('### Webhook event (the delivered body)'), 'webhook event'),
-    resources: new Map(RESOURCE_SECTIONS.map((type) => {
-      const lines = section(`### ${type}`);
-      return [type, { fields: parseFields(lines, type), relationships: parseRelationships(lines, type) }];
-    })),
+    resources: new Map(
+      RESOURCE_SECTIONS.map((type) => {
+        const lines = section(`### ${type}`);
+        return [type, { fields: parseFields(lines, type), relationships: parseRelationships(lines, type) }];
+      }),
+    ),
     events: parseEvents(section('## Events')),
   };
 }
@@ -104,15 +127,21 @@ function parseTable(lines: string[], what: string): { header: string[]; rows: st
   if (start < 0) throw new Error(`${what}: no table`);
   const cells = (line: string) => {
     if (!/^\|.*\|$/.test(line.trim())) throw new Error(`${what}: malformed table row ${line}`);
-    return line.trim().slice(1, -1).split('|').map((cell) => cell.trim());
+    return line
+      .trim()
+      .slice(1, -1)
+      .split('|')
+      .map((cell) => cell.trim());
   };
   const header = cells(lines[start]);
-  if (!/^\|(\s*-{3,}\s*\|)+$/.test(lines[start + 1]?.trim() ?? '')) throw new Error(`${what}: no separator under the header`);
+  if (!/^\|(\s*-{3,}\s*\|)+$/.test(lines[start + 1]?.trim() ?? ''))
+    throw new Error(`${what}: no separator under the header`);
   const rows: string[][] = [];
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith('|')) break;
     const row = cells(line);
-    if (row.length !== header.length) throw new Error(`${what}: row ${line} has ${row.length} cells, the header ${header.length}`);
+    if (row.length !== header.length)
+      throw new Error(`${what}: row ${line} has ${row.length} cells, the header ${header.length}`);
     rows.push(row);
   }
   if (rows.length === 0) throw new Error(`${what}: empty table`);
@@ -121,10 +150,12 @@ function parseTable(lines: string[], what: string): { header: string[]; rows: st
 
 function parseFields(lines: string[], what: string): FieldSpec[] {
   const { header, rows } = parseTable(lines, what);
-  if (header[0] !== 'Field' || header[1] !== 'Type') throw new Error(`${what}: expected a Field | Type table, got ${header.join(' | ')}`);
+  if (header[0] !== 'Field' || header[1] !== 'Type')
+    throw new Error(`${what}: expected a Field | Type table, got ${header.join(' | ')}`);
   const fields = rows.map(([name, type, notes = '']) => {
     if (!FIELD_NAME.test(name)) throw new Error(`${what}: field name ${JSON.stringify(name)} is not a plain name`);
-    if (!(TABLE_TYPES as readonly string[]).includes(type)) throw new Error(`${what}.${name}: unknown type ${JSON.stringify(type)}`);
+    if (!(TABLE_TYPES as readonly string[]).includes(type))
+      throw new Error(`${what}.${name}: unknown type ${JSON.stringify(type)}`);
     const field: FieldSpec = { name, type: type as FieldType, notes };
     if (type === 'object' || type === 'array of objects') field.nested = nestedFields(field, what);
     return field;
@@ -137,17 +168,20 @@ function parseFields(lines: string[], what: string): FieldSpec[] {
 /** The inner fields of an object or array-of-objects field, from the wording of its notes. */
 function nestedFields({ name, type, notes }: FieldSpec, what: string): FieldSpec[] {
   const week = /keys `(\w+)` to `(\w+)`/.exec(notes);
-  if (week) return WEEK.slice(WEEK.indexOf(week[1]), WEEK.indexOf(week[2]) + 1).map((day) => nested(day, 'time ranges'));
+  if (week)
+    return WEEK.slice(WEEK.indexOf(week[1]), WEEK.indexOf(week[2]) + 1).map((day) => nested(day, 'time ranges'));
   const urls = /keys ((?:\w+, )+\w+), each a URL string/.exec(notes);
   if (urls) return urls[1].split(', ').map((key) => nested(key, 'url'));
   const contains = /^contains (\w+) \((\w+), currency code\)$/.exec(notes);
   if (contains) return [nested(contains[1], 'currency code')];
-  const listed = type === 'array of objects' ? /^each: (.*)$/.exec(notes)?.[1] : notes.includes('`') ? notes : undefined;
+  const listed =
+    type === 'array of objects' ? /^each: (.*)$/.exec(notes)?.[1] : notes.includes('`') ? notes : undefined;
   const parts = [...(listed ?? '').matchAll(/`?(\w+)`? \(([^)]*)\)/g)];
   if (parts.length === 0) throw new Error(`${what}.${name}: the notes give no shape the parser knows: ${notes}`);
   return parts.map(([, key, inner]) => {
     const innerType = inner.split(/[;,]/)[0].trim();
-    if (!(TABLE_TYPES as readonly string[]).includes(innerType)) throw new Error(`${what}.${name}.${key}: unknown type ${innerType}`);
+    if (!(TABLE_TYPES as readonly string[]).includes(innerType))
+      throw new Error(`${what}.${name}.${key}: unknown type ${innerType}`);
     return { ...nested(key, innerType as FieldType), notes: inner, presentWith: /present with (\w+)/.exec(inner)?.[1] };
   });
 }
@@ -167,12 +201,18 @@ function parseRelationships(lines: string[], what: string): RelationshipSpec[] {
 
 function parseEvents(lines: string[]): Map<string, string[]> {
   const { header, rows } = parseTable(lines, 'events');
-  if (header[0] !== 'Event name' || !header[2]?.startsWith('Resources included')) throw new Error(`events: unexpected header ${header.join(' | ')}`);
-  return new Map(rows.map(([name, , resources]) => {
-    if (!/^[a-z_]+\.(created|updated|destroyed)$/.test(name)) throw new Error(`events: ${name} is not an event name`);
-    const types = resources === 'none' ? [] : resources.split(',').map((title) => title.trim().toLowerCase().replace(/ /g, '_').replace(/s$/, ''));
-    return [name, [...new Set(types)]];
-  }));
+  if (header[0] !== 'Event name' || !header[2]?.startsWith('Resources included'))
+    throw new Error(`events: unexpected header ${header.join(' | ')}`);
+  return new Map(
+    rows.map(([name, , resources]) => {
+      if (!/^[a-z_]+\.(created|updated|destroyed)$/.test(name)) throw new Error(`events: ${name} is not an event name`);
+      const types =
+        resources === 'none'
+          ? []
+          : resources.split(',').map((title) => title.trim().toLowerCase().replace(/ /g, '_').replace(/s$/, ''));
+      return [name, [...new Set(types)]];
+    }),
+  );
 }
 
 // ── Checking values against the tables ───────────────────────────────────────────────────────
@@ -182,7 +222,8 @@ type Json = any;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const TIME_OF_DAY = /^([01]?\d|2[0-3]):[0-5]\d$/;
 
-const isObject = (value: unknown): value is Record<string, Json> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, Json> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const show = (value: unknown) => JSON.stringify(value)?.slice(0, 80) ?? String(value);
 const singular = (name: string) => name.replace(/s$/, '');
 
@@ -199,15 +240,22 @@ class ShapeChecker {
     if (typeof resource.id !== 'string' || resource.id === '') this.report(`${at}.id`, 'a non-empty string');
     if (typeof resource.type !== 'string') this.report(`${at}.type`, 'a string');
     if (!isObject(resource.attributes)) return this.report(`${at}.attributes`, 'an object');
-    if (resource.relationships !== undefined && !isObject(resource.relationships)) this.report(`${at}.relationships`, 'an object');
+    if (resource.relationships !== undefined && !isObject(resource.relationships))
+      this.report(`${at}.relationships`, 'an object');
     const shape = this.spec.resources.get(resource.type);
     if (shape === undefined) return;
     this.fields(resource.attributes, shape.fields, `${at}.attributes`);
-    if (resource.attributes.id !== Number(resource.id)) this.report(`${at}.attributes.id`, `the resource id ${resource.id}`);
+    if (resource.attributes.id !== Number(resource.id))
+      this.report(`${at}.attributes.id`, `the resource id ${resource.id}`);
     const relationships = isObject(resource.relationships) ? resource.relationships : {};
-    this.keys(relationships, shape.relationships.map((rel) => rel.name), `${at}.relationships`);
+    this.keys(
+      relationships,
+      shape.relationships.map((rel) => rel.name),
+      `${at}.relationships`,
+    );
     for (const rel of shape.relationships) {
-      if (rel.name in relationships) this.relationship(relationships[rel.name], rel.kind, singular(rel.name), `${at}.relationships.${rel.name}`);
+      if (rel.name in relationships)
+        this.relationship(relationships[rel.name], rel.kind, singular(rel.name), `${at}.relationships.${rel.name}`);
     }
   }
 
@@ -220,7 +268,8 @@ class ShapeChecker {
       if (isObject(value)) this.keys(value, names, `${at}.data${path === '' ? '' : `.${path}`}`);
       else this.report(`${at}.data${path === '' ? '' : `.${path}`}`, 'an object');
     }
-    for (const field of this.spec.webhookEvent) this.webhookField(field, get(body.data, field.name), body, uri, `${at}.data.${field.name}`);
+    for (const field of this.spec.webhookEvent)
+      this.webhookField(field, get(body.data, field.name), body, uri, `${at}.data.${field.name}`);
     if (!Array.isArray(body.included)) return this.report(`${at}.included`, 'an array');
     body.included.forEach((resource: Json, index: number) => this.resource(resource, `${at}.included[${index}]`));
   }
@@ -228,8 +277,10 @@ class ShapeChecker {
   private webhookField(field: FieldSpec, value: Json, body: Json, uri: string, at: string): void {
     const constant = /constant `([^`]+)`/.exec(field.notes)?.[1];
     if (constant !== undefined && value !== constant) this.report(at, `the constant ${constant}, got ${show(value)}`);
-    if (field.name === 'attributes.event_type' && !this.spec.events.has(value)) this.report(at, `an event name of the Events part, got ${show(value)}`);
-    if (field.name === 'attributes.uri' && value !== uri) this.report(at, `the callback URI ${uri}, got ${show(value)}`);
+    if (field.name === 'attributes.event_type' && !this.spec.events.has(value))
+      this.report(at, `an event name of the Events part, got ${show(value)}`);
+    if (field.name === 'attributes.uri' && value !== uri)
+      this.report(at, `the callback URI ${uri}, got ${show(value)}`);
     if (field.type !== 'to-one') return this.value(field, value, at);
     const subjectType = String(body.data?.attributes?.event_type).split('.')[0];
     const type = field.name === 'relationships.subject' ? subjectType : /\(type `(\w+)`\)/.exec(field.notes)?.[1];
@@ -242,45 +293,73 @@ class ShapeChecker {
       if (!ok) this.report(at, `${expected}, got ${show(value)}`);
     };
     switch (field.type) {
-      case 'integer': return is(Number.isInteger(value), 'an integer');
-      case 'string': return this.string(field, value, at);
-      case 'string or null': return is(value === null || typeof value === 'string', 'a string or null');
-      case 'boolean': return is(typeof value === 'boolean', 'a boolean');
-      case 'number': return is(typeof value === 'number' && Number.isFinite(value), 'a number');
-      case 'nullable': return is(value === null || (typeof value === 'number' && Number.isFinite(value)), 'null or a number');
+      case 'integer':
+        return is(Number.isInteger(value), 'an integer');
+      case 'string':
+        return this.string(field, value, at);
+      case 'string or null':
+        return is(value === null || typeof value === 'string', 'a string or null');
+      case 'boolean':
+        return is(typeof value === 'boolean', 'a boolean');
+      case 'number':
+        return is(typeof value === 'number' && Number.isFinite(value), 'a number');
+      case 'nullable':
+        return is(value === null || (typeof value === 'number' && Number.isFinite(value)), 'null or a number');
       case 'timestamp':
-        return is(typeof value === 'string' && TIMESTAMP.test(value) && new Date(value).toISOString() === value, 'an ISO 8601 UTC timestamp with milliseconds');
-      case 'url': return is(typeof value === 'string' && /^https?:\/\/[^/\s]+\/\S*$/.test(value), 'an http(s) URL');
-      case 'currency code': return is(typeof value === 'string' && /^[A-Z]{3}$/.test(value), 'an ISO 4217 currency code');
-      case 'time ranges': return this.timeRanges(value, at);
-      case 'Money': return this.money(value, at);
-      case 'currency-keyed money map': return this.moneyMap(value, at);
-      case 'object': return this.object(field, value, at);
+        return is(
+          typeof value === 'string' && TIMESTAMP.test(value) && new Date(value).toISOString() === value,
+          'an ISO 8601 UTC timestamp with milliseconds',
+        );
+      case 'url':
+        return is(typeof value === 'string' && /^https?:\/\/[^/\s]+\/\S*$/.test(value), 'an http(s) URL');
+      case 'currency code':
+        return is(typeof value === 'string' && /^[A-Z]{3}$/.test(value), 'an ISO 4217 currency code');
+      case 'time ranges':
+        return this.timeRanges(value, at);
+      case 'Money':
+        return this.money(value, at);
+      case 'currency-keyed money map':
+        return this.moneyMap(value, at);
+      case 'object':
+        return this.object(field, value, at);
       case 'array of objects':
         if (!Array.isArray(value)) return is(false, 'an array of objects');
         return value.forEach((element, index) => this.object(field, element, `${at}[${index}]`));
       case 'to-one':
-      case 'to-many': return this.relationship(value, field.type, undefined, at);
+      case 'to-many':
+        return this.relationship(value, field.type, undefined, at);
     }
   }
 
   private string(field: FieldSpec, value: Json, at: string): void {
     if (typeof value !== 'string') return this.report(at, `a string, got ${show(value)}`);
-    if (field.notes.startsWith('hex colour') && !/^#[0-9a-fA-F]{6}$/.test(value)) this.report(at, `a hex colour with a leading #, got ${show(value)}`);
+    if (field.notes.startsWith('hex colour') && !/^#[0-9a-fA-F]{6}$/.test(value))
+      this.report(at, `a hex colour with a leading #, got ${show(value)}`);
   }
 
   private object(field: FieldSpec, value: Json, at: string): void {
     if (!isObject(value)) return this.report(at, `an object, got ${show(value)}`);
     const nestedFields = field.nested ?? [];
-    const required = nestedFields.filter((inner) => inner.presentWith === undefined || value.type === inner.presentWith);
-    this.keys(value, required.map((inner) => inner.name), at, nestedFields.map((inner) => inner.name));
+    const required = nestedFields.filter(
+      (inner) => inner.presentWith === undefined || value.type === inner.presentWith,
+    );
+    this.keys(
+      value,
+      required.map((inner) => inner.name),
+      at,
+      nestedFields.map((inner) => inner.name),
+    );
     for (const inner of nestedFields) {
       if (inner.name in value) this.value(inner, value[inner.name], `${at}.${inner.name}`);
     }
   }
 
   private fields(object: Record<string, Json>, fields: FieldSpec[], at: string): void {
-    this.keys(object, fields.map((field) => field.name), at);
+    this.keys(
+      object,
+      fields.map((field) => field.name),
+      at,
+    );
     for (const field of fields) {
       if (field.name in object) this.value(field, object[field.name], `${at}.${field.name}`);
     }
@@ -293,7 +372,8 @@ class ShapeChecker {
     if (Number.isInteger(value.cents) && (digits === '' || Number(digits) !== Math.abs(value.cents))) {
       this.report(`${at}.format`, `the amount ${value.cents}, got ${show(value.format)}`);
     }
-    if (typeof value.format === 'string' && !/[^\d\s.,-]/.test(value.format)) this.report(`${at}.format`, `a currency symbol, got ${show(value.format)}`);
+    if (typeof value.format === 'string' && !/[^\d\s.,-]/.test(value.format))
+      this.report(`${at}.format`, `a currency symbol, got ${show(value.format)}`);
   }
 
   private moneyMap(value: Json, at: string): void {
@@ -307,7 +387,8 @@ class ShapeChecker {
 
   private timeRanges(value: Json, at: string): void {
     const isTime = (time: unknown) => typeof time === 'string' && TIME_OF_DAY.test(time);
-    const pairs = Array.isArray(value) && value.every((pair) => Array.isArray(pair) && pair.length === 2 && pair.every(isTime));
+    const pairs =
+      Array.isArray(value) && value.every((pair) => Array.isArray(pair) && pair.length === 2 && pair.every(isTime));
     if (!pairs) this.report(at, `an array of [open, close] pairs of H:MM or HH:MM times, got ${show(value)}`);
   }
 
@@ -317,7 +398,9 @@ class ShapeChecker {
     if (kind === 'to-one') {
       if (value.data !== null) this.identifier(value.data, type, `${at}.data`);
     } else if (Array.isArray(value.data)) {
-      value.data.forEach((identifier: Json, index: number) => this.identifier(identifier, type, `${at}.data[${index}]`));
+      value.data.forEach((identifier: Json, index: number) =>
+        this.identifier(identifier, type, `${at}.data[${index}]`),
+      );
     } else {
       this.report(`${at}.data`, `an array of resource identifiers (to-many), got ${show(value.data)}`);
     }
@@ -326,7 +409,8 @@ class ShapeChecker {
   private identifier(value: Json, type: string | undefined, at: string): void {
     if (!isObject(value)) return this.report(at, `a resource identifier, got ${show(value)}`);
     this.keys(value, ['id', 'type'], at);
-    if (typeof value.id !== 'string' || value.id === '') this.report(`${at}.id`, `a non-empty string, got ${show(value.id)}`);
+    if (typeof value.id !== 'string' || value.id === '')
+      this.report(`${at}.id`, `a non-empty string, got ${show(value.id)}`);
     if (type !== undefined && value.type !== type) this.report(`${at}.type`, `${type}, got ${show(value.type)}`);
   }
 
@@ -334,7 +418,8 @@ class ShapeChecker {
   private keys(object: Record<string, Json>, required: string[], at: string, optional: string[] = []): void {
     for (const name of required) if (!(name in object)) this.problems.push(`${at}: missing "${name}"`);
     for (const name of Object.keys(object)) {
-      if (!required.includes(name) && !optional.includes(name)) this.problems.push(`${at}: "${name}" is not in the spec`);
+      if (!required.includes(name) && !optional.includes(name))
+        this.problems.push(`${at}: "${name}" is not in the spec`);
     }
   }
 
@@ -382,8 +467,8 @@ function orderEventProblems(body: Json, at: string): string[] {
   const subject = body.data.relationships.subject.data;
   if (subject.type !== 'order') problems.push(`${at}: the subject of an order event is ${show(subject)}`);
   const order = need(subject, 'the subject');
-  need(order.relationships.store?.data, 'the order\'s store');
-  need(order.relationships.user?.data, 'the order\'s user');
+  need(order.relationships.store?.data, "the order's store");
+  need(order.relationships.user?.data, "the order's user");
   for (const identifier of order.relationships.order_products?.data ?? []) {
     const orderProduct = need(identifier, 'an order product');
     need(orderProduct.relationships.product?.data, 'an ordered product');
@@ -404,13 +489,17 @@ function eventsTableProblems(spec: Spec, body: Json, at: string): string[] {
   for (const type of spec.events.get(eventType) ?? []) {
     if (!types.has(type)) problems.push(`${at}.included: no ${type}, which the events table names`);
   }
-  if (eventType.endsWith('.destroyed') && body.included.length > 0) problems.push(`${at}.included: not empty for a destroyed event`);
+  if (eventType.endsWith('.destroyed') && body.included.length > 0)
+    problems.push(`${at}.included: not empty for a destroyed event`);
   if (eventType.startsWith('order.')) return problems;
   const subject = body.data.relationships.subject.data;
-  if (subject.type !== eventType.split('.')[0]) problems.push(`${at}: the subject ${show(subject)} of a ${eventType} event`);
+  if (subject.type !== eventType.split('.')[0])
+    problems.push(`${at}: the subject ${show(subject)} of a ${eventType} event`);
   const others = body.included.filter((resource: Json) => resource.type !== subject.type || resource.id !== subject.id);
   if (!eventType.endsWith('.destroyed') && (others.length > 0 || body.included.length !== 1)) {
-    problems.push(`${at}.included: expected exactly the subject ${show(subject)}, got ${show(body.included.map((resource: Json) => `${resource.type}:${resource.id}`))}`);
+    problems.push(
+      `${at}.included: expected exactly the subject ${show(subject)}, got ${show(body.included.map((resource: Json) => `${resource.type}:${resource.id}`))}`,
+    );
   }
   return problems;
 }
@@ -438,18 +527,31 @@ async function startReceiver(): Promise<Receiver> {
   return {
     url: `http://127.0.0.1:${port}/hooks/shapes`,
     bodies,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
-async function subscribe(emulator: RunningEmulator, token: string, callbackUri: string, events: string[]): Promise<void> {
-  const form = new URLSearchParams([['callback_uri', callbackUri], ...events.map((name): [string, string] => ['enabled_events[]', name])]);
+async function subscribe(
+  emulator: RunningEmulator,
+  token: string,
+  callbackUri: string,
+  events: string[],
+): Promise<void> {
+  const form = new URLSearchParams([
+    ['callback_uri', callbackUri],
+    ...events.map((name): [string, string] => ['enabled_events[]', name]),
+  ]);
   const reply = await call(emulator, '/webhook_endpoints', {
     method: 'POST',
-    headers: { accept: 'application/vnd.service.v2', authorization: `Bearer ${token}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      accept: 'application/vnd.service.v2',
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     body: form,
   });
   expect(reply.status).toBe(201);
@@ -464,26 +566,46 @@ async function ok(reply: Promise<Reply>, status: number): Promise<Json> {
 /** Creates, updates and destroys one resource of each menu type, and places and updates an order with options. */
 async function driveEveryChange(emulator: RunningEmulator): Promise<void> {
   const statuses: Record<string, number> = { POST: 201, PATCH: 200, DELETE: 204 };
-  const send = (method: string, path: string, body?: unknown) => ok(control(emulator, method, `/_emulator/${path}`, body), statuses[method]);
+  const send = (method: string, path: string, body?: unknown) =>
+    ok(control(emulator, method, `/_emulator/${path}`, body), statuses[method]);
   const state = await ok(control(emulator, 'GET', '/_emulator/state'), 200);
   const flatWhite = state.products.find((product: Json) => product.attributes.title === 'Flat white');
   const options = state.trait_options.filter((option: Json) => ['Oat', 'Large'].includes(option.attributes.title));
 
-  const collection = (await send('POST', 'collections', { attributes: { title: 'Specials' }, relationships: { products: [flatWhite.id] } })).id;
+  const collection = (
+    await send('POST', 'collections', {
+      attributes: { title: 'Specials' },
+      relationships: { products: [flatWhite.id] },
+    })
+  ).id;
   await send('PATCH', `collections/${collection}`, { attributes: { description: 'This week only' } });
-  const trait = (await send('POST', 'traits', { attributes: { title: 'Sauce', required: false, allow_multiple: true } })).id;
-  const option = (await send('POST', 'trait_options', { attributes: { title: 'Ketchup', cost_adjustment: { GBP: 20, EUR: 25 } }, relationships: { trait } })).id;
+  const trait = (
+    await send('POST', 'traits', { attributes: { title: 'Sauce', required: false, allow_multiple: true } })
+  ).id;
+  const option = (
+    await send('POST', 'trait_options', {
+      attributes: { title: 'Ketchup', cost_adjustment: { GBP: 20, EUR: 25 } },
+      relationships: { trait },
+    })
+  ).id;
   await send('PATCH', `trait_options/${option}`, { attributes: { available: false } });
-  const product = (await send('POST', 'products', { attributes: { title: 'Hot dog', base_cost: { GBP: 650, EUR: 750 } }, relationships: { traits: [trait] } })).id;
+  const product = (
+    await send('POST', 'products', {
+      attributes: { title: 'Hot dog', base_cost: { GBP: 650, EUR: 750 } },
+      relationships: { traits: [trait] },
+    })
+  ).id;
   await send('PATCH', `products/${product}`, { attributes: { description: 'With onions' } });
-  const order = (await send('POST', 'orders', {
-    store_id: '1',
-    attributes: { note: 'No rush', delivery_method: { type: 'eat_in', table: '4' } },
-    order_products: [
-      { product_id: flatWhite.id, quantity: 2, trait_option_ids: options.map((entry: Json) => entry.id) },
-      { product_id: product, quantity: 1, trait_option_ids: [option], note: 'Extra hot' },
-    ],
-  })).id;
+  const order = (
+    await send('POST', 'orders', {
+      store_id: '1',
+      attributes: { note: 'No rush', delivery_method: { type: 'eat_in', table: '4' } },
+      order_products: [
+        { product_id: flatWhite.id, quantity: 2, trait_option_ids: options.map((entry: Json) => entry.id) },
+        { product_id: product, quantity: 1, trait_option_ids: [option], note: 'Extra hot' },
+      ],
+    })
+  ).id;
   await send('PATCH', `orders/${order}`, { attributes: { status: 'accepted' } });
   await send('DELETE', `trait_options/${option}`);
   await send('DELETE', `traits/${trait}`);
@@ -499,23 +621,52 @@ const ALL_EVENTS = [...spec.events.keys()];
 
 describe('the spec tables (fixture parser)', () => {
   it('reads every shape of the spec, question-marked names included', () => {
-    expect(spec.money.map((field) => `${field.name}:${field.type}`)).toEqual(['cents:integer', 'format:string', 'currency:object']);
+    expect(spec.money.map((field) => `${field.name}:${field.type}`)).toEqual([
+      'cents:integer',
+      'format:string',
+      'currency:object',
+    ]);
     expect(spec.webhookEvent.map((field) => field.name)).toEqual([
-      'id', 'type', 'attributes.id', 'attributes.created_at', 'attributes.event_type', 'attributes.uri', 'relationships.subject', 'relationships.resource_owner',
+      'id',
+      'type',
+      'attributes.id',
+      'attributes.created_at',
+      'attributes.event_type',
+      'attributes.uri',
+      'relationships.subject',
+      'relationships.resource_owner',
     ]);
     const order = spec.resources.get('order')!;
-    expect(order.fields.map((field) => field.name)).toEqual(expect.arrayContaining(['for_pickup?', 'order_dependencies_are_present_and_available_for_reorder?']));
+    expect(order.fields.map((field) => field.name)).toEqual(
+      expect.arrayContaining(['for_pickup?', 'order_dependencies_are_present_and_available_for_reorder?']),
+    );
     expect(order.relationships).toEqual([
-      { name: 'order_products', kind: 'to-many' }, { name: 'store', kind: 'to-one' }, { name: 'user', kind: 'to-one' },
-      { name: 'table', kind: 'to-one' }, { name: 'feedback', kind: 'to-one' },
+      { name: 'order_products', kind: 'to-many' },
+      { name: 'store', kind: 'to-one' },
+      { name: 'user', kind: 'to-one' },
+      { name: 'table', kind: 'to-one' },
+      { name: 'feedback', kind: 'to-one' },
     ]);
-    expect(order.fields.find((field) => field.name === 'history')!.nested!.map((field) => `${field.name}:${field.type}`))
-      .toEqual(['transitioned_at_human:string', 'status:string', 'transitioned_at:timestamp', 'most_recent:boolean']);
+    expect(
+      order.fields.find((field) => field.name === 'history')!.nested!.map((field) => `${field.name}:${field.type}`),
+    ).toEqual(['transitioned_at_human:string', 'status:string', 'transitioned_at:timestamp', 'most_recent:boolean']);
     const store = spec.resources.get('store')!;
-    expect(store.fields.find((field) => field.name === 'opening_times')!.nested!.map((field) => field.name)).toEqual(WEEK);
-    expect(store.fields.find((field) => field.name === 'logo')!.nested!.map((field) => field.name)).toEqual(['x1', 'x2', 'x3']);
+    expect(store.fields.find((field) => field.name === 'opening_times')!.nested!.map((field) => field.name)).toEqual(
+      WEEK,
+    );
+    expect(store.fields.find((field) => field.name === 'logo')!.nested!.map((field) => field.name)).toEqual([
+      'x1',
+      'x2',
+      'x3',
+    ]);
     expect(Object.fromEntries([...spec.resources].map(([type, shape]) => [type, shape.fields.length]))).toEqual({
-      order: 11, order_product: 6, order_product_trait_option: 2, trait_option: 6, trait: 5, product: 5, store: 22,
+      order: 11,
+      order_product: 6,
+      order_product_trait_option: 2,
+      trait_option: 6,
+      trait: 5,
+      product: 5,
+      store: 22,
     });
     expect(ALL_EVENTS).toHaveLength(14);
     expect(spec.events.get('order.created')).toEqual(['user', 'order_product']);
@@ -547,7 +698,9 @@ describe('the emulator against the spec tables', () => {
     const seeded = (await ok(control(emulator, 'GET', '/_emulator/events'), 200)).data.length;
     await subscribe(emulator, token, receiver.url, ALL_EVENTS);
     await driveEveryChange(emulator);
-    await eventually(async () => expect((await ok(control(emulator, 'GET', '/_emulator/deliveries'), 200)).pending).toBe(0));
+    await eventually(async () =>
+      expect((await ok(control(emulator, 'GET', '/_emulator/deliveries'), 200)).pending).toBe(0),
+    );
     produced = (await ok(control(emulator, 'GET', '/_emulator/events'), 200)).data.slice(seeded);
     bodies = receiver.bodies.map((body) => JSON.parse(body));
   });
@@ -566,7 +719,9 @@ describe('the emulator against the spec tables', () => {
   });
 
   it('sends each body with exactly the webhook event fields of the spec', () => {
-    const problems = problemsOf(spec, (checker) => bodies.forEach((body) => checker.webhookEvent(body, receiver.url, label(body))));
+    const problems = problemsOf(spec, (checker) =>
+      bodies.forEach((body) => checker.webhookEvent(body, receiver.url, label(body))),
+    );
     expect(problems).toEqual([]);
     for (const body of bodies) {
       expect(body.data.id).toBe(String(body.data.attributes.id));
@@ -593,16 +748,30 @@ describe('the emulator against the spec tables', () => {
     expect(orderBodies.flatMap((body) => orderEventProblems(body, label(body)))).toEqual([]);
     for (const body of orderBodies) {
       const types = new Set(body.included.map((resource: Json) => resource.type));
-      expect([...types].sort()).toEqual(['order', 'order_product', 'order_product_trait_option', 'product', 'store', 'trait', 'trait_option', 'user']);
+      expect([...types].sort()).toEqual([
+        'order',
+        'order_product',
+        'order_product_trait_option',
+        'product',
+        'store',
+        'trait',
+        'trait_option',
+        'user',
+      ]);
     }
   });
 
   it('shows a new order pending with one most recent history entry, and an update as the newest entry', () => {
-    const orders = bodiesOf('order.').map((body) => body.included.find((resource: Json) => resource.type === 'order').attributes);
+    const orders = bodiesOf('order.').map(
+      (body) => body.included.find((resource: Json) => resource.type === 'order').attributes,
+    );
     expect(orders[0].status).toBe('pending');
     expect(orders[0].history).toEqual([expect.objectContaining({ status: 'pending', most_recent: true })]);
     expect(orders[1].status).toBe('accepted');
-    expect(orders[1].history.map((entry: Json) => [entry.status, entry.most_recent])).toEqual([['pending', false], ['accepted', true]]);
+    expect(orders[1].history.map((entry: Json) => [entry.status, entry.most_recent])).toEqual([
+      ['pending', false],
+      ['accepted', true],
+    ]);
     expect(orders[1].delivery_method).toEqual({ type: 'eat_in', table: '4' });
   });
 
@@ -616,18 +785,27 @@ describe('the emulator against the spec tables', () => {
     const problems: string[] = [];
     for (const path of ['collections', 'products', 'traits', 'trait_options', 'orders']) {
       const document = await ok(call(emulator, `/stores/1/${path}`, { headers }), 200);
-      expect(Object.keys(document).sort()).toEqual(path === 'orders' ? ['data', 'included', 'links', 'meta'] : ['data', 'links', 'meta']);
+      expect(Object.keys(document).sort()).toEqual(
+        path === 'orders' ? ['data', 'included', 'links', 'meta'] : ['data', 'links', 'meta'],
+      );
       expect(document.data.length).toBeGreaterThan(0);
       expect(new Set(document.data.map((resource: Json) => resource.type))).toEqual(new Set([singular(path)]));
-      problems.push(...problemsOf(spec, (checker) => [...document.data, ...(document.included ?? [])]
-        .forEach((resource: Json, index: number) => checker.resource(resource, `${path}[${index}]`))));
+      problems.push(
+        ...problemsOf(spec, (checker) =>
+          [...document.data, ...(document.included ?? [])].forEach((resource: Json, index: number) =>
+            checker.resource(resource, `${path}[${index}]`),
+          ),
+        ),
+      );
     }
     expect(problems).toEqual([]);
   });
 
   describe('strictness', () => {
-    const someOrder = () => structuredClone(bodiesOf('order.created')[0].included.find((resource: Json) => resource.type === 'order'));
-    const someStore = () => structuredClone(bodiesOf('order.created')[0].included.find((resource: Json) => resource.type === 'store'));
+    const someOrder = () =>
+      structuredClone(bodiesOf('order.created')[0].included.find((resource: Json) => resource.type === 'order'));
+    const someStore = () =>
+      structuredClone(bodiesOf('order.created')[0].included.find((resource: Json) => resource.type === 'store'));
 
     it('reports an attribute renamed by the emulator as one missing and one extra name', () => {
       const order = someOrder();
@@ -635,7 +813,8 @@ describe('the emulator against the spec tables', () => {
       delete order.attributes['for_pickup?'];
 
       expect(problemsOf(spec, (checker) => checker.resource(order, 'order'))).toEqual([
-        'order.attributes: missing "for_pickup?"', 'order.attributes: "for_pickup" is not in the spec',
+        'order.attributes: missing "for_pickup?"',
+        'order.attributes: "for_pickup" is not in the spec',
       ]);
     });
 
@@ -643,7 +822,8 @@ describe('the emulator against the spec tables', () => {
       const renamed = parseSpec(markdown.replace('| accepting_orders? |', '| accepting_orders |'));
 
       expect(problemsOf(renamed, (checker) => checker.resource(someStore(), 'store'))).toEqual([
-        'store.attributes: missing "accepting_orders"', 'store.attributes: "accepting_orders?" is not in the spec',
+        'store.attributes: missing "accepting_orders"',
+        'store.attributes: "accepting_orders?" is not in the spec',
       ]);
     });
 
@@ -659,10 +839,12 @@ describe('the emulator against the spec tables', () => {
       store.attributes.logo.x4 = store.attributes.logo.x3;
       store.attributes.created_at = '2025-01-01T00:00:00Z';
 
-      expect(problemsOf(spec, (checker) => {
-        checker.resource(order, 'order');
-        checker.resource(store, 'store');
-      })).toEqual([
+      expect(
+        problemsOf(spec, (checker) => {
+          checker.resource(order, 'order');
+          checker.resource(store, 'store');
+        }),
+      ).toEqual([
         'order.attributes.delivery_method: missing "table"',
         expect.stringMatching(/^order\.attributes\.total\.cents: expected an integer/),
         expect.stringMatching(/^order\.attributes\.history\[0\]\.most_recent: expected a boolean/),

@@ -40,19 +40,27 @@ const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 /** One POST; rejects on a connection error or after 15 s without an answer. */
 export function post(url: string, body: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request(url, {
-      method: 'POST', agent, timeout: 15_000,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({
-        status: res.statusCode ?? 0,
-        retryAfter: res.headers['retry-after'] as string | undefined,
-        body: Buffer.concat(chunks).toString('utf8'),
-      }));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        timeout: 15_000,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            retryAfter: res.headers['retry-after'] as string | undefined,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('no answer within 15 s')));
     req.on('error', reject);
     req.end(body);
@@ -108,8 +116,10 @@ export class Load {
     for (let round = 0; round < maxRounds; round++) {
       const open = this.deliveries.filter((delivery) => !this.acked.has(delivery.eventId));
       if (open.length === 0) return;
-      for (let i = 0; i < open.length; i += 16) await Promise.all(open.slice(i, i + 16).map((delivery) => this.attempt(target, delivery)));
-      if (open.some((delivery) => !this.acked.has(delivery.eventId))) await new Promise((resolve) => setTimeout(resolve, 250));
+      for (let i = 0; i < open.length; i += 16)
+        await Promise.all(open.slice(i, i + 16).map((delivery) => this.attempt(target, delivery)));
+      if (open.some((delivery) => !this.acked.has(delivery.eventId)))
+        await new Promise((resolve) => setTimeout(resolve, 250));
     }
     const left = this.deliveries.filter((delivery) => !this.acked.has(delivery.eventId)).length;
     if (left > 0) throw new Error(`${left} deliveries still not acknowledged after ${maxRounds} resend rounds`);
@@ -131,11 +141,25 @@ export class Load {
     const sentAt = Date.now();
     try {
       const answer = await post(`${target}/webhooks/${this.options.key}`, delivery.body);
-      this.attempts.push({ eventId: delivery.eventId, target, status: answer.status, retryAfter: answer.retryAfter, sentAt, answeredAt: Date.now() });
+      this.attempts.push({
+        eventId: delivery.eventId,
+        target,
+        status: answer.status,
+        retryAfter: answer.retryAfter,
+        sentAt,
+        answeredAt: Date.now(),
+      });
       if (isAcked(answer.status)) this.acked.add(delivery.eventId);
     } catch (error) {
-      this.attempts.push({ eventId: delivery.eventId, target, status: 0, retryAfter: undefined, sentAt, answeredAt: Date.now(),
-        error: (error as Error).message });
+      this.attempts.push({
+        eventId: delivery.eventId,
+        target,
+        status: 0,
+        retryAfter: undefined,
+        sentAt,
+        answeredAt: Date.now(),
+        error: (error as Error).message,
+      });
     }
   }
 }
@@ -150,12 +174,17 @@ export function statusCounts(attempts: Attempt[]): Record<string, number> {
 /** Every given event id in event_log, and how many times (the unique index makes > 1 impossible; checked anyway). */
 export async function logCounts(client: pg.Client, eventIds: string[]): Promise<Map<string, number>> {
   const { rows } = await client.query<{ event_id: string; n: number }>(
-    `SELECT event_id, count(*)::int AS n FROM event_log WHERE event_id = ANY($1::text[]) GROUP BY event_id`, [eventIds]);
+    `SELECT event_id, count(*)::int AS n FROM event_log WHERE event_id = ANY($1::text[]) GROUP BY event_id`,
+    [eventIds],
+  );
   return new Map(rows.map((row) => [row.event_id, row.n]));
 }
 
 /** Both projections at the head of the log, by GET /api/v1/projections. */
-export async function projections(url: string, token: string): Promise<Array<{ name: string; position: number; head: number; lag: number; state: string }>> {
+export async function projections(
+  url: string,
+  token: string,
+): Promise<Array<{ name: string; position: number; head: number; lag: number; state: string }>> {
   const answer = await api(url, '/api/v1/projections', token);
   if (answer.status !== 200) throw new Error(`GET /api/v1/projections answered ${answer.status}`);
   return answer.json.data;
@@ -166,12 +195,20 @@ export async function readLog(client: pg.Client): Promise<{ events: WebhookEvent
   const { rows } = await client.query(
     `SELECT position::text AS position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at,
             event_seq::text AS event_seq, payload::text AS payload
-       FROM event_log ORDER BY position`);
+       FROM event_log ORDER BY position`,
+  );
   const events: WebhookEvent[] = [];
   for (const row of rows) {
     const event = toWebhookEvent({
-      eventId: row.event_id, eventType: row.event_type, subjectType: row.subject_type, subjectId: row.subject_id,
-      ownerId: row.owner_id, occurredAt: row.occurred_at, eventSeq: row.event_seq, position: Number(row.position), payload: row.payload,
+      eventId: row.event_id,
+      eventType: row.event_type,
+      subjectType: row.subject_type,
+      subjectId: row.subject_id,
+      ownerId: row.owner_id,
+      occurredAt: row.occurred_at,
+      eventSeq: row.event_seq,
+      position: Number(row.position),
+      payload: row.payload,
     });
     if (event !== null) events.push(event);
   }
@@ -188,29 +225,46 @@ interface Shown {
 }
 
 const shownOf = (state: ResourceState): Shown => ({
-  owner_id: state.ownerId, deleted: state.deleted, attributes: state.attributes, relationships: state.relationships,
-  event_id: state.version.eventId, position: state.position,
+  owner_id: state.ownerId,
+  deleted: state.deleted,
+  attributes: state.attributes,
+  relationships: state.relationships,
+  event_id: state.version.eventId,
+  position: state.position,
 });
 
 /**
  * What GET /api/v1/{list}?include_deleted=true shows, next to the fold (src/projection/evolve.ts)
  * of every event in the log, for the given menu types: the differences, empty when equal.
  */
-export async function apiVersusFold(url: string, token: string, client: pg.Client,
-  lists: Record<string, string>): Promise<{ problems: string[]; resources: number }> {
+export async function apiVersusFold(
+  url: string,
+  token: string,
+  client: pg.Client,
+  lists: Record<string, string>,
+): Promise<{ problems: string[]; resources: number }> {
   const { events } = await readLog(client);
   const expected = new Map<string, Shown>();
-  for (const state of fold(events).values()) if (state.type in lists) expected.set(`${state.type} ${state.id}`, shownOf(state));
+  for (const state of fold(events).values())
+    if (state.type in lists) expected.set(`${state.type} ${state.id}`, shownOf(state));
   const actual = new Map<string, Shown>();
   for (const [type, list] of Object.entries(lists)) {
     let cursor: string | null = null;
     do {
-      const page = await api(url, `/api/v1/${list}?include_deleted=true&limit=1000${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`, token);
+      const page = await api(
+        url,
+        `/api/v1/${list}?include_deleted=true&limit=1000${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+        token,
+      );
       if (page.status !== 200) throw new Error(`GET /api/v1/${list} answered ${page.status}: ${page.text}`);
       for (const resource of page.json.data) {
         actual.set(`${type} ${resource.id}`, {
-          owner_id: resource.owner_id, deleted: resource.deleted, attributes: resource.attributes, relationships: resource.relationships,
-          event_id: resource.version.event_id, position: resource.version.position,
+          owner_id: resource.owner_id,
+          deleted: resource.deleted,
+          attributes: resource.attributes,
+          relationships: resource.relationships,
+          event_id: resource.version.event_id,
+          position: resource.version.position,
         });
       }
       cursor = page.json.next_cursor;
@@ -220,7 +274,8 @@ export async function apiVersusFold(url: string, token: string, client: pg.Clien
   for (const [key, want] of expected) {
     const got = actual.get(key);
     if (!got) problems.push(`${key}: not in the API`);
-    else if (!isDeepStrictEqual(got, want)) problems.push(`${key}: API ${JSON.stringify(got)}\n  fold ${JSON.stringify(want)}`);
+    else if (!isDeepStrictEqual(got, want))
+      problems.push(`${key}: API ${JSON.stringify(got)}\n  fold ${JSON.stringify(want)}`);
   }
   for (const key of actual.keys()) if (!expected.has(key)) problems.push(`${key}: in the API, not in the fold`);
   return { problems, resources: expected.size };

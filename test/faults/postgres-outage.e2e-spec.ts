@@ -50,11 +50,18 @@ describe('fault: PostgreSQL stopped and started under load (embedded PostgreSQL 
     const port = await freePort();
     const EmbeddedPostgresClass = await loadWithoutExitHooks();
     postgres = new EmbeddedPostgresClass({
-      databaseDir: path.join(dir, 'postgres'), port, user: 'postgres', password, authMethod: 'scram-sha-256', persistent: true,
-      createPostgresUser: userInfo().uid === 0, initdbFlags: ['--encoding=UTF8', '--locale=C'],
+      databaseDir: path.join(dir, 'postgres'),
+      port,
+      user: 'postgres',
+      password,
+      authMethod: 'scram-sha-256',
+      persistent: true,
+      createPostgresUser: userInfo().uid === 0,
+      initdbFlags: ['--encoding=UTF8', '--locale=C'],
       // fsync off: the test stops the server cleanly, and CI's disk is shared.
       postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off'],
-      onLog: () => undefined, onError: () => undefined,
+      onLog: () => undefined,
+      onError: () => undefined,
     });
     await postgres.initialise();
     await postgres.start();
@@ -67,8 +74,15 @@ describe('fault: PostgreSQL stopped and started under load (embedded PostgreSQL 
       cwd: dir,
       readyTimeoutMs: 150_000,
       env: {
-        DATABASE_URL: databaseUrl, DATA_DIR: dir, TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), WEBHOOK_KEYS: WEBHOOK_KEY,
-        API_TOKENS: API_TOKEN, HOST: '127.0.0.1', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn', RECONCILE_CRON: 'off', SANDBOX: 'false',
+        DATABASE_URL: databaseUrl,
+        DATA_DIR: dir,
+        TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+        WEBHOOK_KEYS: WEBHOOK_KEY,
+        API_TOKENS: API_TOKEN,
+        HOST: '127.0.0.1',
+        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+        RECONCILE_CRON: 'off',
+        SANDBOX: 'false',
       },
     });
   }, SETUP_TIMEOUT_MS);
@@ -87,61 +101,84 @@ describe('fault: PostgreSQL stopped and started under load (embedded PostgreSQL 
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('only 503 + Retry-After while it is down; afterwards every event stored exactly once and the projector caught up', async () => {
-    const url = daemon!.url;
-    let seq = 0;
-    const load = new Load({
-      targets: () => [url], key: WEBHOOK_KEY, senders: 4, events: MAX_EVENTS, pauseMs: 15,
-      make: () => webhookEvent({ eventId: `outage-${++seq}-${randomBytes(4).toString('hex')}`, subjectId: String(1 + (seq % 50)) }),
-    });
-    for (const deadline = Date.now() + 30_000; load.ackedCount < 100 && Date.now() < deadline;) await sleep(10);
-    expect(load.ackedCount).toBeGreaterThanOrEqual(100);
+  it(
+    'only 503 + Retry-After while it is down; afterwards every event stored exactly once and the projector caught up',
+    async () => {
+      const url = daemon!.url;
+      let seq = 0;
+      const load = new Load({
+        targets: () => [url],
+        key: WEBHOOK_KEY,
+        senders: 4,
+        events: MAX_EVENTS,
+        pauseMs: 15,
+        make: () =>
+          webhookEvent({
+            eventId: `outage-${++seq}-${randomBytes(4).toString('hex')}`,
+            subjectId: String(1 + (seq % 50)),
+          }),
+      });
+      for (const deadline = Date.now() + 30_000; load.ackedCount < 100 && Date.now() < deadline;) await sleep(10);
+      expect(load.ackedCount).toBeGreaterThanOrEqual(100);
 
-    await postgres!.stop();
-    const stoppedAt = Date.now();
-    const readyDuring: number[] = [];
-    // At least OUTAGE_MS, and long enough for a few probes and deliveries on a slow machine (bounded).
-    while ((Date.now() - stoppedAt < OUTAGE_MS || readyDuring.length < 4 || load.answersBetween(stoppedAt).length < 25)
-      && Date.now() - stoppedAt < 60_000) {
-      readyDuring.push(await readyStatus(url));
-      await sleep(200);
-    }
-    const restartingAt = Date.now();
-    await postgres!.start();
-    const ackedAtRestart = load.ackedCount;
-    for (const deadline = Date.now() + 30_000; load.ackedCount < ackedAtRestart + 100 && Date.now() < deadline;) await sleep(10);
-    load.stop();
-    await load.done;
+      await postgres!.stop();
+      const stoppedAt = Date.now();
+      const readyDuring: number[] = [];
+      // At least OUTAGE_MS, and long enough for a few probes and deliveries on a slow machine (bounded).
+      while (
+        (Date.now() - stoppedAt < OUTAGE_MS || readyDuring.length < 4 || load.answersBetween(stoppedAt).length < 25) &&
+        Date.now() - stoppedAt < 60_000
+      ) {
+        readyDuring.push(await readyStatus(url));
+        await sleep(200);
+      }
+      const restartingAt = Date.now();
+      await postgres!.start();
+      const ackedAtRestart = load.ackedCount;
+      for (const deadline = Date.now() + 30_000; load.ackedCount < ackedAtRestart + 100 && Date.now() < deadline;)
+        await sleep(10);
+      load.stop();
+      await load.done;
 
-    // While it was down: 503 with Retry-After, nothing else; /health/ready 503.
-    const down = load.attempts.filter((attempt) => attempt.sentAt >= stoppedAt && attempt.answeredAt < restartingAt);
-    expect(down.length).toBeGreaterThan(20);
-    expect(statusCounts(down)).toEqual({ 503: down.length });
-    expect(readyDuring.length).toBeGreaterThan(3);
-    expect(readyDuring.filter((status) => status !== 503)).toEqual([]);
-    // At any time: 202 (or 200 duplicate) or 503 with Retry-After; never another 4XX/5XX, never a dropped connection.
-    expect(load.attempts.filter((attempt) => !isAcked(attempt.status) && attempt.status !== 503)).toEqual([]);
-    expect(load.attempts.filter((attempt) => attempt.status === 503 && attempt.retryAfter === undefined)).toEqual([]);
-    expect(load.ackedCount).toBeGreaterThan(ackedAtRestart);
+      // While it was down: 503 with Retry-After, nothing else; /health/ready 503.
+      const down = load.attempts.filter((attempt) => attempt.sentAt >= stoppedAt && attempt.answeredAt < restartingAt);
+      expect(down.length).toBeGreaterThan(20);
+      expect(statusCounts(down)).toEqual({ 503: down.length });
+      expect(readyDuring.length).toBeGreaterThan(3);
+      expect(readyDuring.filter((status) => status !== 503)).toEqual([]);
+      // At any time: 202 (or 200 duplicate) or 503 with Retry-After; never another 4XX/5XX, never a dropped connection.
+      expect(load.attempts.filter((attempt) => !isAcked(attempt.status) && attempt.status !== 503)).toEqual([]);
+      expect(load.attempts.filter((attempt) => attempt.status === 503 && attempt.retryAfter === undefined)).toEqual([]);
+      expect(load.ackedCount).toBeGreaterThan(ackedAtRestart);
 
-    // The sender resends what was not acknowledged; then every event is in the log exactly once.
-    await load.resend(url);
-    expect(load.attempts.filter((attempt) => !isAcked(attempt.status) && attempt.status !== 503)).toEqual([]);
-    client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    const ids = load.deliveries.map((delivery) => delivery.eventId);
-    const counts = await logCounts(client, ids);
-    expect(ids.filter((id) => counts.get(id) !== 1)).toEqual([]);
-    expect(Number((await client.query('SELECT count(*) FROM event_log')).rows[0].count)).toBe(ids.length);
+      // The sender resends what was not acknowledged; then every event is in the log exactly once.
+      await load.resend(url);
+      expect(load.attempts.filter((attempt) => !isAcked(attempt.status) && attempt.status !== 503)).toEqual([]);
+      client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      const ids = load.deliveries.map((delivery) => delivery.eventId);
+      const counts = await logCounts(client, ids);
+      expect(ids.filter((id) => counts.get(id) !== 1)).toEqual([]);
+      expect(Number((await client.query('SELECT count(*) FROM event_log')).rows[0].count)).toBe(ids.length);
 
-    expect(await readyStatus(url)).toBe(200);
-    let status = await projections(url, API_TOKEN);
-    for (const deadline = Date.now() + 30_000; status.some((p) => p.lag !== 0 || p.state !== 'running') && Date.now() < deadline; await sleep(100)) {
-      status = await projections(url, API_TOKEN);
-    }
-    expect(status.map((p) => ({ lag: p.lag, atHead: p.position === p.head, state: p.state }))).toEqual(
-      status.map(() => ({ lag: 0, atHead: true, state: 'running' })));
-    expect(daemon!.hasExited).toBe(false);
-    if (process.env.TEST_VERBOSE) process.stderr.write(`[outage] ${ids.length} events, attempts ${JSON.stringify(statusCounts(load.attempts))}\n`);
-  }, TEST_TIMEOUT_MS);
+      expect(await readyStatus(url)).toBe(200);
+      let status = await projections(url, API_TOKEN);
+      for (
+        const deadline = Date.now() + 30_000;
+        status.some((p) => p.lag !== 0 || p.state !== 'running') && Date.now() < deadline;
+        await sleep(100)
+      ) {
+        status = await projections(url, API_TOKEN);
+      }
+      expect(status.map((p) => ({ lag: p.lag, atHead: p.position === p.head, state: p.state }))).toEqual(
+        status.map(() => ({ lag: 0, atHead: true, state: 'running' })),
+      );
+      expect(daemon!.hasExited).toBe(false);
+      if (process.env.TEST_VERBOSE)
+        process.stderr.write(
+          `[outage] ${ids.length} events, attempts ${JSON.stringify(statusCounts(load.attempts))}\n`,
+        );
+    },
+    TEST_TIMEOUT_MS,
+  );
 });

@@ -35,7 +35,9 @@ async function admin(sql: string): Promise<void> {
 
 /** Ends every session of the daemon on `database` (it reconnects, with the database's current defaults). */
 const terminateDaemonSessions = (database: string) =>
-  admin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${database}' AND application_name = 'menu-sync'`);
+  admin(
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${database}' AND application_name = 'menu-sync'`,
+  );
 
 describe('fault: a read-only database (built daemon, child process)', () => {
   let daemon: RunningDaemon;
@@ -50,51 +52,90 @@ describe('fault: a read-only database (built daemon, child process)', () => {
   afterAll(async () => {
     closeAgent();
     await client?.end();
-    if (daemon) await admin(`ALTER DATABASE ${daemon.database.name} RESET default_transaction_read_only`).catch(() => undefined);
+    if (daemon)
+      await admin(`ALTER DATABASE ${daemon.database.name} RESET default_transaction_read_only`).catch(() => undefined);
     await daemon?.close();
   });
 
-  const make = (prefix: string) => (n: number) => webhookEvent({ eventId: `${prefix}-${n}-${randomBytes(4).toString('hex')}`, subjectId: String(1 + (n % 40)) });
+  const make = (prefix: string) => (n: number) =>
+    webhookEvent({ eventId: `${prefix}-${n}-${randomBytes(4).toString('hex')}`, subjectId: String(1 + (n % 40)) });
 
-  it('answers 503 + Retry-After (never 2XX, never a crash) while read-only, and accepts again once writable', async () => {
-    const before = new Load({ targets: () => [daemon.url], key: WEBHOOK_KEY, senders: 4, events: EVENTS_BEFORE, pauseMs: 5, make: make('before') });
-    await before.done;
-    expect(statusCounts(before.attempts)).toEqual({ 202: EVENTS_BEFORE });
+  it(
+    'answers 503 + Retry-After (never 2XX, never a crash) while read-only, and accepts again once writable',
+    async () => {
+      const before = new Load({
+        targets: () => [daemon.url],
+        key: WEBHOOK_KEY,
+        senders: 4,
+        events: EVENTS_BEFORE,
+        pauseMs: 5,
+        make: make('before'),
+      });
+      await before.done;
+      expect(statusCounts(before.attempts)).toEqual({ 202: EVENTS_BEFORE });
 
-    await admin(`ALTER DATABASE ${daemon.database.name} SET default_transaction_read_only = on`);
-    await terminateDaemonSessions(daemon.database.name);
-    const during = new Load({ targets: () => [daemon.url], key: WEBHOOK_KEY, senders: 6, events: EVENTS_DURING, pauseMs: 5, make: make('during') });
-    await during.done;
-    // Only 503, each with Retry-After; the process is alive and says so.
-    expect(statusCounts(during.attempts)).toEqual({ 503: EVENTS_DURING });
-    expect(during.attempts.filter((attempt) => !attempt.retryAfter)).toEqual([]);
-    expect(daemon.process.hasExited).toBe(false);
-    expect((await fetch(`${daemon.url}/health/live`)).status).toBe(200);
-    // Nothing of it was stored.
-    expect((await logCounts(client, during.deliveries.map((d) => d.eventId))).size).toBe(0);
+      await admin(`ALTER DATABASE ${daemon.database.name} SET default_transaction_read_only = on`);
+      await terminateDaemonSessions(daemon.database.name);
+      const during = new Load({
+        targets: () => [daemon.url],
+        key: WEBHOOK_KEY,
+        senders: 6,
+        events: EVENTS_DURING,
+        pauseMs: 5,
+        make: make('during'),
+      });
+      await during.done;
+      // Only 503, each with Retry-After; the process is alive and says so.
+      expect(statusCounts(during.attempts)).toEqual({ 503: EVENTS_DURING });
+      expect(during.attempts.filter((attempt) => !attempt.retryAfter)).toEqual([]);
+      expect(daemon.process.hasExited).toBe(false);
+      expect((await fetch(`${daemon.url}/health/live`)).status).toBe(200);
+      // Nothing of it was stored.
+      expect(
+        (
+          await logCounts(
+            client,
+            during.deliveries.map((d) => d.eventId),
+          )
+        ).size,
+      ).toBe(0);
 
-    await admin(`ALTER DATABASE ${daemon.database.name} RESET default_transaction_read_only`);
-    // Sessions opened while read-only keep that default: reconnect them, as an operator lifting it would.
-    await terminateDaemonSessions(daemon.database.name);
-    await during.resend(daemon.url);
-    const after = new Load({ targets: () => [daemon.url], key: WEBHOOK_KEY, senders: 4, events: EVENTS_AFTER, pauseMs: 5, make: make('after') });
-    await after.done;
-    expect(statusCounts(after.attempts)).toEqual({ 202: EVENTS_AFTER });
-    const resent = during.attempts.slice(EVENTS_DURING);
-    expect(resent.filter((attempt) => !isAcked(attempt.status) && attempt.status !== 503)).toEqual([]);
+      await admin(`ALTER DATABASE ${daemon.database.name} RESET default_transaction_read_only`);
+      // Sessions opened while read-only keep that default: reconnect them, as an operator lifting it would.
+      await terminateDaemonSessions(daemon.database.name);
+      await during.resend(daemon.url);
+      const after = new Load({
+        targets: () => [daemon.url],
+        key: WEBHOOK_KEY,
+        senders: 4,
+        events: EVENTS_AFTER,
+        pauseMs: 5,
+        make: make('after'),
+      });
+      await after.done;
+      expect(statusCounts(after.attempts)).toEqual({ 202: EVENTS_AFTER });
+      const resent = during.attempts.slice(EVENTS_DURING);
+      expect(resent.filter((attempt) => !isAcked(attempt.status) && attempt.status !== 503)).toEqual([]);
 
-    const all = [...before.deliveries, ...during.deliveries, ...after.deliveries].map((d) => d.eventId);
-    const counts = await logCounts(client, all);
-    expect(all.filter((id) => counts.get(id) !== 1)).toEqual([]);
-    expect(daemon.process.hasExited).toBe(false);
+      const all = [...before.deliveries, ...during.deliveries, ...after.deliveries].map((d) => d.eventId);
+      const counts = await logCounts(client, all);
+      expect(all.filter((id) => counts.get(id) !== 1)).toEqual([]);
+      expect(daemon.process.hasExited).toBe(false);
 
-    // The projector, which failed while read-only, catches up.
-    let status = await projections(daemon.url, API_TOKEN);
-    for (const deadline = Date.now() + 30_000; status.some((p) => p.lag !== 0 || p.state !== 'running') && Date.now() < deadline; await sleep(100)) {
-      status = await projections(daemon.url, API_TOKEN);
-    }
-    expect(status.map((p) => ({ lag: p.lag, state: p.state, atHead: p.position === p.head }))).toEqual(
-      status.map(() => ({ lag: 0, state: 'running', atHead: true })));
-    expect(Number((await client.query('SELECT count(*) FROM event_log')).rows[0].count)).toBe(all.length);
-  }, TEST_TIMEOUT_MS);
+      // The projector, which failed while read-only, catches up.
+      let status = await projections(daemon.url, API_TOKEN);
+      for (
+        const deadline = Date.now() + 30_000;
+        status.some((p) => p.lag !== 0 || p.state !== 'running') && Date.now() < deadline;
+        await sleep(100)
+      ) {
+        status = await projections(daemon.url, API_TOKEN);
+      }
+      expect(status.map((p) => ({ lag: p.lag, state: p.state, atHead: p.position === p.head }))).toEqual(
+        status.map(() => ({ lag: 0, state: 'running', atHead: true })),
+      );
+      expect(Number((await client.query('SELECT count(*) FROM event_log')).rows[0].count)).toBe(all.length);
+    },
+    TEST_TIMEOUT_MS,
+  );
 });

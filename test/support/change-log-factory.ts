@@ -13,7 +13,10 @@ export interface ChangeInput {
  * Writes change-log rows directly (what the projector writes in its page transaction), one
  * transaction per call, to drive sinks without events. Answers the rows as inserted.
  */
-export async function insertChanges(databaseUrl: string, inputs: ChangeInput[]): Promise<Array<{ seq: number; change_id: string; type: string; id: string }>> {
+export async function insertChanges(
+  databaseUrl: string,
+  inputs: ChangeInput[],
+): Promise<Array<{ seq: number; change_id: string; type: string; id: string }>> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
@@ -22,8 +25,12 @@ export async function insertChanges(databaseUrl: string, inputs: ChangeInput[]):
       const ownerId = input.ownerId ?? '42';
       const eventId = randomUUID();
       const resource = {
-        type: input.type, id: input.id, owner_id: ownerId, attributes: input.attributes ?? { name: `${input.type} ${input.id} #${index}` },
-        relationships: {}, version: { event_id: eventId, occurred_at: new Date().toISOString(), position: index + 1 },
+        type: input.type,
+        id: input.id,
+        owner_id: ownerId,
+        attributes: input.attributes ?? { name: `${input.type} ${input.id} #${index}` },
+        relationships: {},
+        version: { event_id: eventId, occurred_at: new Date().toISOString(), position: index + 1 },
         deleted: op === 'delete',
       };
       return [randomUUID(), input.type, input.id, ownerId, op, JSON.stringify(resource)];
@@ -32,7 +39,8 @@ export async function insertChanges(databaseUrl: string, inputs: ChangeInput[]):
       `INSERT INTO change_log (change_id, type, id, owner_id, op, resource)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[])
        RETURNING seq::int AS seq, change_id, type, id`,
-      [0, 1, 2, 3, 4, 5].map((column) => rows.map((row) => row[column])));
+      [0, 1, 2, 3, 4, 5].map((column) => rows.map((row) => row[column])),
+    );
     return inserted;
   } finally {
     await client.end();

@@ -3,11 +3,18 @@ import { api, API_TOKEN } from './http.js';
 export type Change = any;
 
 /** Every change after `after` (the start when undefined) that the feed has now, and the cursor after them. */
-export async function changesAfter(baseUrl: string, after?: string, query = ''): Promise<{ changes: Change[]; cursor: string }> {
+export async function changesAfter(
+  baseUrl: string,
+  after?: string,
+  query = '',
+): Promise<{ changes: Change[]; cursor: string }> {
   const changes: Change[] = [];
   let cursor = after;
   for (;;) {
-    const page = await api(baseUrl, `/api/v1/changes?limit=1000${cursor === undefined ? '' : `&after=${cursor}`}${query}`);
+    const page = await api(
+      baseUrl,
+      `/api/v1/changes?limit=1000${cursor === undefined ? '' : `&after=${cursor}`}${query}`,
+    );
     if (page.status !== 200) throw new Error(`GET /api/v1/changes: ${page.status} ${page.text}`);
     changes.push(...page.json.data);
     cursor = page.json.next_cursor as string;

@@ -30,7 +30,10 @@ export class CliProcess {
   endedAt?: number;
   readonly done: Promise<CliResult>;
 
-  constructor(readonly child: ChildProcess, readonly args: string[]) {
+  constructor(
+    readonly child: ChildProcess,
+    readonly args: string[],
+  ) {
     child.stdout!.on('data', (chunk: Buffer) => {
       this.stdout = (this.stdout + chunk.toString('utf8')).slice(-MAX_OUTPUT_CHARS);
     });
@@ -43,13 +46,27 @@ export class CliProcess {
       child.on('close', (code, signal) => {
         this.endedAt = Date.now();
         running.delete(this);
-        resolve({ code, signal, stdout: this.stdout, stderr: this.stderr, startedAt: this.startedAt, endedAt: this.endedAt });
+        resolve({
+          code,
+          signal,
+          stdout: this.stdout,
+          stderr: this.stderr,
+          startedAt: this.startedAt,
+          endedAt: this.endedAt,
+        });
       });
       child.on('error', (error) => {
         this.stderr += `[spawn error] ${error.message}\n`;
         this.endedAt = Date.now();
         running.delete(this);
-        resolve({ code: null, signal: null, stdout: this.stdout, stderr: this.stderr, startedAt: this.startedAt, endedAt: this.endedAt });
+        resolve({
+          code: null,
+          signal: null,
+          stdout: this.stdout,
+          stderr: this.stderr,
+          startedAt: this.startedAt,
+          endedAt: this.endedAt,
+        });
       });
     });
   }
@@ -66,8 +83,15 @@ export class CliProcess {
   async wait(timeoutMs = 60000): Promise<CliResult> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`menu-sync ${this.args.join(' ')} still running after ${timeoutMs} ms:\n${this.stdout}\n${this.stderr}`)),
-        timeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `menu-sync ${this.args.join(' ')} still running after ${timeoutMs} ms:\n${this.stdout}\n${this.stderr}`,
+            ),
+          ),
+        timeoutMs,
+      );
     });
     try {
       return await Promise.race([this.done, timeout]);
@@ -78,10 +102,12 @@ export class CliProcess {
 
   /** SIGKILLs every command still running (for afterAll) and waits for them to exit. */
   static async killAll(): Promise<void> {
-    await Promise.all([...running].map(async (cli) => {
-      cli.kill('SIGKILL');
-      await cli.done;
-    }));
+    await Promise.all(
+      [...running].map(async (cli) => {
+        cli.kill('SIGKILL');
+        await cli.done;
+      }),
+    );
   }
 }
 
@@ -104,12 +130,19 @@ export function spawnCli(args: string[], env: Record<string, string>, cwd = ROOT
 }
 
 /** Runs `menu-sync <args>` to completion. */
-export function runCli(args: string[], env: Record<string, string>, cwd = ROOT_DIR, timeoutMs = 60000): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  cwd = ROOT_DIR,
+  timeoutMs = 60000,
+): Promise<CliResult> {
   return spawnCli(args, env, cwd).wait(timeoutMs);
 }
 
 /** What a failed expectation should show about a command. */
 export function describeRun(result: CliResult): string {
-  return `exit ${result.code}${result.signal ? ` (${result.signal})` : ''} after ${result.endedAt - result.startedAt} ms\n`
-    + `--- stdout ---\n${result.stdout.slice(-8000)}\n--- stderr ---\n${result.stderr.slice(-8000)}`;
+  return (
+    `exit ${result.code}${result.signal ? ` (${result.signal})` : ''} after ${result.endedAt - result.startedAt} ms\n` +
+    `--- stdout ---\n${result.stdout.slice(-8000)}\n--- stderr ---\n${result.stderr.slice(-8000)}`
+  );
 }

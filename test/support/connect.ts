@@ -17,7 +17,9 @@ export async function get(url: string, init: RequestInit = {}): Promise<Reply & 
 }
 
 /** GET /auth/connect, then the authorization server's redirect: the daemon's callback URL and the state. */
-export async function authorize(daemonUrl: string): Promise<{ authorizeUrl: string; callbackUrl: string; state: string }> {
+export async function authorize(
+  daemonUrl: string,
+): Promise<{ authorizeUrl: string; callbackUrl: string; state: string }> {
   // Starting a connection is the operator's act: the API token, as a browser would pass it.
   const start = await get(`${daemonUrl}/auth/connect?api_token=${encodeURIComponent(API_TOKEN)}`);
   expect(start.status).toBe(302);
@@ -40,7 +42,10 @@ export async function connect(daemonUrl: string): Promise<any> {
  * A built daemon whose configured upstream is `emulator` (its application's credentials), on a
  * free port known beforehand, so PUBLIC_URL (callbacks, webhook URIs) is the daemon's own address.
  */
-export async function startDaemonOn(emulator: RunningEmulator, env: Record<string, string> = {}): Promise<RunningDaemon> {
+export async function startDaemonOn(
+  emulator: RunningEmulator,
+  env: Record<string, string> = {},
+): Promise<RunningDaemon> {
   const port = await freePort();
   const { client_id, client_secret } = clientOf(emulator);
   return startDaemon({

@@ -123,10 +123,12 @@ export class DaemonProcess {
 
   /** Kills every daemon still running (for afterAll/afterEach) and waits for them to exit. */
   static async killAll(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    await Promise.all([...running].map(async (daemon) => {
-      daemon.kill(signal);
-      await daemon.waitForExit();
-    }));
+    await Promise.all(
+      [...running].map(async (daemon) => {
+        daemon.kill(signal);
+        await daemon.waitForExit();
+      }),
+    );
   }
 
   get pid(): number | undefined {
@@ -171,7 +173,10 @@ export class DaemonProcess {
     if (timeoutMs === undefined) return this.exited;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`daemon still running after ${timeoutMs} ms:\n${this.output}`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`daemon still running after ${timeoutMs} ms:\n${this.output}`)),
+        timeoutMs,
+      );
     });
     try {
       return await Promise.race([this.exited, timeout]);
@@ -204,10 +209,14 @@ export function processesMentioning(text: string): Promise<Array<{ pid: number; 
   return new Promise((resolve, reject) => {
     execFile('ps', ['-eo', 'pid,args'], { env: baseEnv(), maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
       if (error) return reject(error);
-      resolve(stdout.split('\n').slice(1)
-        .map((line) => /^\s*(\d+)\s+(.*)$/.exec(line))
-        .filter((match): match is RegExpExecArray => match !== null && match[2].includes(text))
-        .map((match) => ({ pid: Number(match[1]), args: match[2] })));
+      resolve(
+        stdout
+          .split('\n')
+          .slice(1)
+          .map((line) => /^\s*(\d+)\s+(.*)$/.exec(line))
+          .filter((match): match is RegExpExecArray => match !== null && match[2].includes(text))
+          .map((match) => ({ pid: Number(match[1]), args: match[2] })),
+      );
     });
   });
 }

@@ -116,7 +116,12 @@ export async function deliver(baseUrl: string, body: unknown, options: DeliveryO
 }
 
 /** A request to the API, with the test bearer token unless another (or null for none) is given. */
-export async function api(baseUrl: string, path: string, token: string | null = API_TOKEN, init: RequestInit = {}): Promise<Answer> {
+export async function api(
+  baseUrl: string,
+  path: string,
+  token: string | null = API_TOKEN,
+  init: RequestInit = {},
+): Promise<Answer> {
   const headers = new Headers(init.headers);
   if (token !== null) headers.set('authorization', `Bearer ${token}`);
   return read(await fetch(`${baseUrl}${path}`, { ...init, headers }));
@@ -163,7 +168,9 @@ export function metricValue(exposition: string, name: string, labels: Record<str
     if (line.startsWith('#')) continue;
     const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
     if (!match || match[1] !== name) continue;
-    const present = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    const present = Object.fromEntries(
+      [...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
+    );
     if (Object.entries(labels).every(([label, value]) => present[label] === value)) return Number(match[3]);
   }
   return 0;

@@ -53,9 +53,17 @@ export function collection(id: string, options: { title?: string; productIds?: s
   };
 }
 
-export function product(id: string, options: {
-  title?: string; description?: string; available?: boolean; cents?: number; traitIds?: string[]; extra?: Record<string, unknown>;
-} = {}): Resource {
+export function product(
+  id: string,
+  options: {
+    title?: string;
+    description?: string;
+    available?: boolean;
+    cents?: number;
+    traitIds?: string[];
+    extra?: Record<string, unknown>;
+  } = {},
+): Resource {
   return {
     id,
     type: 'product',
@@ -74,7 +82,10 @@ export function product(id: string, options: {
   };
 }
 
-export function trait(id: string, options: { title?: string; optionIds?: string[]; required?: boolean; allowMultiple?: boolean } = {}): Resource {
+export function trait(
+  id: string,
+  options: { title?: string; optionIds?: string[]; required?: boolean; allowMultiple?: boolean } = {},
+): Resource {
   return {
     id,
     type: 'trait',
@@ -89,7 +100,10 @@ export function trait(id: string, options: { title?: string; optionIds?: string[
   };
 }
 
-export function traitOption(id: string, options: { title?: string; traitId?: string | null; cents?: number; isDefault?: boolean } = {}): Resource {
+export function traitOption(
+  id: string,
+  options: { title?: string; traitId?: string | null; cents?: number; isDefault?: boolean } = {},
+): Resource {
   return {
     id,
     type: 'trait_option',
@@ -120,7 +134,15 @@ export function store(id: string, options: { title?: string } = {}): Resource {
       brand_color: '#336699',
       latitude: 51.5,
       longitude: -0.12,
-      opening_times: { monday: [['9:00', '17:00']], tuesday: [], wednesday: [], thursday: [], friday: [], saturday: [], sunday: [] },
+      opening_times: {
+        monday: [['9:00', '17:00']],
+        tuesday: [],
+        wednesday: [],
+        thursday: [],
+        friday: [],
+        saturday: [],
+        sunday: [],
+      },
       status: 'open',
       demo: false,
       active: true,
@@ -137,13 +159,25 @@ export function store(id: string, options: { title?: string } = {}): Resource {
       distance: null,
       walking_distance: null,
     },
-    relationships: { photos: toMany('photo', []), tables: toMany('table', []), loyalty_scheme: toOne('loyalty_scheme', null) },
+    relationships: {
+      photos: toMany('photo', []),
+      tables: toMany('table', []),
+      loyalty_scheme: toOne('loyalty_scheme', null),
+    },
   };
 }
 
-export function order(id: string, options: {
-  status?: string; orderProductIds: string[]; storeId: string; userId: string; note?: string | null; createdAt?: string;
-}): Resource {
+export function order(
+  id: string,
+  options: {
+    status?: string;
+    orderProductIds: string[];
+    storeId: string;
+    userId: string;
+    note?: string | null;
+    createdAt?: string;
+  },
+): Resource {
   const status = options.status ?? 'pending';
   const createdAt = options.createdAt ?? '2024-05-01T10:00:00.000Z';
   return {
@@ -172,12 +206,22 @@ export function order(id: string, options: {
   };
 }
 
-export function orderProduct(id: string, options: { productId: string; optionIds?: string[]; quantity?: number }): Resource {
+export function orderProduct(
+  id: string,
+  options: { productId: string; optionIds?: string[]; quantity?: number },
+): Resource {
   const quantity = options.quantity ?? 1;
   return {
     id,
     type: 'order_product',
-    attributes: { id: Number(id), note: null, quantity, total: 600 * quantity, unit_total: 600, cost: money(600 * quantity) },
+    attributes: {
+      id: Number(id),
+      note: null,
+      quantity,
+      total: 600 * quantity,
+      unit_total: 600,
+      cost: money(600 * quantity),
+    },
     relationships: {
       product: toOne('product', options.productId),
       order_product_trait_options: toMany('order_product_trait_option', options.optionIds ?? []),
@@ -194,7 +238,12 @@ export function orderProductTraitOption(id: string, options: { traitOptionId: st
   };
 }
 
-function envelope(eventType: string, subject: { type: string; id: string }, included: Resource[], meta: EventMeta): Json {
+function envelope(
+  eventType: string,
+  subject: { type: string; id: string },
+  included: Resource[],
+  meta: EventMeta,
+): Json {
   return {
     data: {
       id: meta.eventId ?? randomUUID(),

@@ -9,8 +9,21 @@ export async function ensureNats(): Promise<NatsConnection> {
   try {
     return await connect({ servers: NATS_URL, timeout: 2000 });
   } catch {
-    await promisify(execFile)('start-stop-daemon', ['--start', '--oknodo', '--background', '--exec', '/usr/sbin/nats-server', '--',
-      '-a', '127.0.0.1', '-p', '4222', '-js', '-sd', '/var/lib/nats-server']);
+    await promisify(execFile)('start-stop-daemon', [
+      '--start',
+      '--oknodo',
+      '--background',
+      '--exec',
+      '/usr/sbin/nats-server',
+      '--',
+      '-a',
+      '127.0.0.1',
+      '-p',
+      '4222',
+      '-js',
+      '-sd',
+      '/var/lib/nats-server',
+    ]);
     for (let attempt = 0; ; attempt++) {
       try {
         return await connect({ servers: NATS_URL, timeout: 2000 });

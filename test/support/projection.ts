@@ -7,14 +7,21 @@ import { ProjectionStatusRepository } from '../../src/projection/projection-stat
  * Applies pages on `runner` until each projection has covered `total` entries. Open transactions
  * anywhere in the cluster hold a gap-safe reader back for a while, so an empty page is not the end.
  */
-export async function catchUp(projections: ProjectionRepository, runner: QueryRunner, definitions: readonly ProjectionDefinition[], pageSize: number,
-  total: number, timeoutMs = 30_000): Promise<void> {
+export async function catchUp(
+  projections: ProjectionRepository,
+  runner: QueryRunner,
+  definitions: readonly ProjectionDefinition[],
+  pageSize: number,
+  total: number,
+  timeoutMs = 30_000,
+): Promise<void> {
   const statuses = new ProjectionStatusRepository(runner.connection);
   const deadline = Date.now() + timeoutMs;
   for (const projection of definitions) {
     while ((await statuses.status(projection)).applied < total) {
       if (Date.now() > deadline) throw new Error(`${projection.name} did not catch up`);
-      if ((await projections.applyPage(runner, projection, pageSize)).entries === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      if ((await projections.applyPage(runner, projection, pageSize)).entries === 0)
+        await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
 }

@@ -5,7 +5,8 @@ import { eventually } from './eventually.js';
 import { api } from './http.js';
 
 /** What the receiver does with one request: answer a status (with headers), or hang past the sender's timeout. */
-export type ReceiverAction = { status: number; headers?: Record<string, string>; delayMs?: number } | { hangMs: number };
+export type ReceiverAction =
+  { status: number; headers?: Record<string, string>; delayMs?: number } | { hangMs: number };
 
 export interface ReceivedBatch {
   webhookId: string;
@@ -52,7 +53,8 @@ export class SinkReceiver {
 
   /** Acknowledged batches' changes in the order received. */
   get acknowledgedChanges(): any[] {
-    return this.received.filter((batch) => typeof batch.answered === 'number' && batch.answered < 300 && batch.verified)
+    return this.received
+      .filter((batch) => typeof batch.answered === 'number' && batch.answered < 300 && batch.verified)
       .flatMap((batch) => batch.verified!.data);
   }
 
@@ -70,8 +72,13 @@ export class SinkReceiver {
     const verified = this.verify(body, headers);
     const action = this.always ?? this.script.shift() ?? { status: 204 };
     const batch: ReceivedBatch = {
-      webhookId: headers['webhook-id'], timestamp: headers['webhook-timestamp'], signature: headers['webhook-signature'],
-      body, verified, answered: 'hung', at: Date.now(),
+      webhookId: headers['webhook-id'],
+      timestamp: headers['webhook-timestamp'],
+      signature: headers['webhook-signature'],
+      body,
+      verified,
+      answered: 'hung',
+      at: Date.now(),
     };
     this.received.push(batch);
     if ('hangMs' in action) {
@@ -109,10 +116,19 @@ export class SinkReceiver {
  * a receiver counts a batch when it answers, and the daemon moves the sink's cursor (its `lag`) only
  * once it has that answer, so a view read right after the receiver has everything may lag one batch.
  */
-export async function settledSink(baseUrl: string, id: string, expected: Record<string, unknown>, timeoutMs = 10000): Promise<Record<string, unknown>> {
-  return eventually(async () => {
-    const view = (await api(baseUrl, `/api/v1/sinks/${id}`)).json.data;
-    expect(view).toMatchObject(expected);
-    return view;
-  }, timeoutMs, 50);
+export async function settledSink(
+  baseUrl: string,
+  id: string,
+  expected: Record<string, unknown>,
+  timeoutMs = 10000,
+): Promise<Record<string, unknown>> {
+  return eventually(
+    async () => {
+      const view = (await api(baseUrl, `/api/v1/sinks/${id}`)).json.data;
+      expect(view).toMatchObject(expected);
+      return view;
+    },
+    timeoutMs,
+    50,
+  );
 }

@@ -30,7 +30,10 @@ export function webhookEvent(options: EventOptions = {}): Record<string, unknown
       base_cost: { GBP: { cents: 850, format: '£8.50', currency: { iso_code: 'GBP' } } },
       ...options.attributes,
     },
-    relationships: { traits: { data: [{ id: '7', type: 'trait' }] }, externally_managed_product_override: { data: null } },
+    relationships: {
+      traits: { data: [{ id: '7', type: 'trait' }] },
+      externally_managed_product_override: { data: null },
+    },
   };
   return {
     data: {
@@ -56,7 +59,10 @@ export function realisticEvent(options: EventOptions = {}): Record<string, unkno
   return webhookEvent({
     ...options,
     attributes: {
-      description: 'Slow-roasted pulled pork shoulder in a brioche bun with house slaw, pickles and smoked chipotle mayo. '.repeat(20),
+      description:
+        'Slow-roasted pulled pork shoulder in a brioche bun with house slaw, pickles and smoked chipotle mayo. '.repeat(
+          20,
+        ),
       ...options.attributes,
     },
   });

@@ -14,12 +14,29 @@ function Chart({ times, series, unit }) {
   const labels = series.map((s) => s.label).join('|');
   useEffect(() => {
     const width = box.current.clientWidth;
-    plot.current = new uPlot({
-      width, height: 220,
-      scales: { x: { time: true }, y: { range: (_u, min, max) => [0, Math.max(1, max * 1.1)] } },
-      axes: [{ stroke: '#64748b', grid: { stroke: '#e2e8f0' } }, { stroke: '#64748b', grid: { stroke: '#e2e8f0' }, size: 60, label: unit }],
-      series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true, points: { show: false } }))],
-    }, [times, ...series.map((s) => s.values)], box.current);
+    plot.current = new uPlot(
+      {
+        width,
+        height: 220,
+        scales: { x: { time: true }, y: { range: (_u, min, max) => [0, Math.max(1, max * 1.1)] } },
+        axes: [
+          { stroke: '#64748b', grid: { stroke: '#e2e8f0' } },
+          { stroke: '#64748b', grid: { stroke: '#e2e8f0' }, size: 60, label: unit },
+        ],
+        series: [
+          {},
+          ...series.map((s, i) => ({
+            label: s.label,
+            stroke: COLORS[i % COLORS.length],
+            width: 2,
+            spanGaps: true,
+            points: { show: false },
+          })),
+        ],
+      },
+      [times, ...series.map((s) => s.values)],
+      box.current,
+    );
     const resize = () => plot.current.setSize({ width: box.current.clientWidth, height: 220 });
     window.addEventListener('resize', resize);
     return () => {
@@ -41,7 +58,8 @@ export function Activity() {
   useEffect(() => subscribe((samples, error) => setState({ samples, error })), []);
   const { samples, error } = state;
   if (samples.length < 2) {
-    return error ? html`<${ErrorBox} error=${error} what="Could not sample /metrics" />`
+    return error
+      ? html`<${ErrorBox} error=${error} what="Could not sample /metrics" />`
       : html`<${Loading} what="Sampling /metrics (every 2 s; the charts fill as the console stays open)" />`;
   }
   const times = samples.map((s) => s.t / 1000);
@@ -61,8 +79,11 @@ export function Activity() {
       <${Panel} title="Webhook deliveries per second" id="deliveries"><${Chart} times=${times} series=${deliveries} unit="per s" /></${Panel}>
       <${Panel} title="Projector lag (events)" id="projection-lag"><${Chart} times=${times} series=${projectionLag} unit="events" /></${Panel}>
       <${Panel} title="Sink lag (changes)" id="sink-lag">
-        ${sinkLag.length === 0 ? html`<${Empty} title="No sink to chart">Sink lag appears here once sinks exist (CONTRACT §11).</${Empty}>`
-          : html`<${Chart} times=${times} series=${sinkLag} unit="changes" />`}
+        ${
+          sinkLag.length === 0
+            ? html`<${Empty} title="No sink to chart">Sink lag appears here once sinks exist (CONTRACT §11).</${Empty}>`
+            : html`<${Chart} times=${times} series=${sinkLag} unit="changes" />`
+        }
       </${Panel}>
     </div>`;
 }

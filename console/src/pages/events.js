@@ -22,7 +22,10 @@ async function loadEvents(filters) {
     const [projection] = (await getJson('/api/v1/projections')).data;
     params.set('after', String(Math.max(0, (projection?.head ?? 0) - PAGE)));
   }
-  const [events, parked] = await Promise.all([getJson(`/api/v1/events?${params}`), getJson('/api/v1/projections/parked')]);
+  const [events, parked] = await Promise.all([
+    getJson(`/api/v1/events?${params}`),
+    getJson('/api/v1/projections/parked'),
+  ]);
   const parkedAt = new Map(parked.data.map((entry) => [entry.position, entry]));
   const rows = events.data.filter((event) => !filters.source || event.source === filters.source).reverse();
   return { rows, parked: parked.data, parkedAt, more: events.next_cursor !== null };
@@ -30,7 +33,12 @@ async function loadEvents(filters) {
 
 export function Events() {
   const initial = hashParams();
-  const [filters, setFilters] = useState({ type: '', subjectType: initial.get('subject_type') ?? '', subjectId: initial.get('subject_id') ?? '', source: '' });
+  const [filters, setFilters] = useState({
+    type: '',
+    subjectType: initial.get('subject_type') ?? '',
+    subjectId: initial.get('subject_id') ?? '',
+    source: '',
+  });
   const [selected, setSelected] = useState(initial.get('position') ? Number(initial.get('position')) : undefined);
   const events = usePoll(() => loadEvents(filters), 3000, [JSON.stringify(filters)]);
   const set = (key) => (event) => setFilters({ ...filters, [key]: event.currentTarget.value.trim() });
@@ -47,22 +55,48 @@ export function Events() {
       <${Panel} title="Event log" id="events" aside=${html`<span class="muted">newest first</span>`}>
         <${Async} state=${events} what="events" isEmpty=${(data) => data.rows.length === 0}
           empty=${html`<${Empty} title="No event matches">Change the filters, or wait for the platform to send one.</${Empty}>`}>
-          ${(data) => html`
-            <div class="table-wrap"><table class="clickable">
-              <thead><tr><th class="num">#</th><th>Type</th><th>Subject</th><th>Source</th><th>Occurred</th><th></th></tr></thead>
-              <tbody>${data.rows.map((event) => html`
-                <tr class=${event.position === selected ? 'selected' : ''} onClick=${() => setSelected(event.position)} data-position=${event.position}>
-                  <td class="num">${event.position}</td><td class="mono">${event.event_type}</td>
-                  <td>${event.subject.type} ${event.subject.id}</td><td>${event.source}</td>
-                  <td>${when(event.occurred_at)}</td>
-                  <td>${data.parkedAt.has(event.position) ? html`<${Badge} value="parked" />` : event.handled === false ? html`<${Badge} value="unhandled" tone="muted" />` : null}</td>
-                </tr>`)}</tbody>
-            </table></div>`}
+          ${(data) =>
+            html` <div class="table-wrap">
+              <table class="clickable">
+                <thead>
+                  <tr>
+                    <th class="num">#</th>
+                    <th>Type</th>
+                    <th>Subject</th>
+                    <th>Source</th>
+                    <th>Occurred</th>
+                    <th></th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${data.rows.map(
+                    (event) =>
+                      html` <tr
+                        class=${event.position === selected ? 'selected' : ''}
+                        onClick=${() => setSelected(event.position)}
+                        data-position=${event.position}
+                      >
+                        <td class="num">${event.position}</td>
+                        <td class="mono">${event.event_type}</td>
+                        <td>${event.subject.type} ${event.subject.id}</td>
+                        <td>${event.source}</td>
+                        <td>${when(event.occurred_at)}</td>
+                        <td>
+                          ${data.parkedAt.has(event.position) ? html`<${Badge} value="parked" />` : event.handled === false ? html`<${Badge} value="unhandled" tone="muted" />` : null}
+                        </td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`}
         </${Async}>
       </${Panel}>
       <div class="side">
-        ${selected ? html`<${EventDetail} position=${selected} parked=${events.data?.parkedAt.get(selected)} />`
-          : html`<${Panel} title="Event"><${Empty} title="Pick an event">Its payload, its raw bytes and what became of it show here.</${Empty}></${Panel}>`}
+        ${
+          selected
+            ? html`<${EventDetail} position=${selected} parked=${events.data?.parkedAt.get(selected)} />`
+            : html`<${Panel} title="Event"><${Empty} title="Pick an event">Its payload, its raw bytes and what became of it show here.</${Empty}></${Panel}>`
+        }
         <${ParkedList} state=${events} onPick=${setSelected} />
         <${Quarantine} />
       </div>
@@ -72,13 +106,15 @@ export function Events() {
 /** What became of an event: parked, the resource's current version, or older than it. */
 async function fateOf(event, parked) {
   if (parked) return { tone: 'parked', text: 'Parked: the projector could not apply it', detail: parked.error };
-  if (event.handled === false) return { tone: 'skipped', text: 'Not handled: an event type outside the spec, kept in the log' };
+  if (event.handled === false)
+    return { tone: 'skipped', text: 'Not handled: an event type outside the spec, kept in the log' };
   let resource;
   try {
     resource = await getJson(`/api/v1/${event.subject.type}s/${encodeURIComponent(event.subject.id)}`);
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
-    if (error.status === 404) return { tone: 'pending', text: 'Not in the read model (yet): the projector may be behind' };
+    if (error.status === 404)
+      return { tone: 'pending', text: 'Not in the read model (yet): the projector may be behind' };
     if (error.status !== 410) throw error;
     resource = error.body;
   }
@@ -92,28 +128,46 @@ async function fateOf(event, parked) {
 }
 
 function EventDetail({ position, parked }) {
-  const detail = usePoll(async () => {
-    const event = await getJson(`/api/v1/events/${position}`);
-    return { event, fate: await fateOf(event, parked) };
-  }, 0, [position, parked?.error]);
+  const detail = usePoll(
+    async () => {
+      const event = await getJson(`/api/v1/events/${position}`);
+      return { event, fate: await fateOf(event, parked) };
+    },
+    0,
+    [position, parked?.error],
+  );
   const [rawError, setRawError] = useState();
   return html`
     <${Panel} title=${`Event #${position}`} id="event-detail"
       aside=${html`<button type="button" onClick=${() => openRaw(position).catch(setRawError)}>Raw bytes</button>`}>
       <${ErrorBox} error=${rawError} what="Could not open the raw bytes" />
-      ${detail.data === undefined ? (detail.error ? html`<${ErrorBox} error=${detail.error} />` : html`<${Loading} what="Loading the event" />`) : html`
-        <div class=${`fate ${detail.data.fate.tone}`} data-testid="fate"><${Badge} value=${detail.data.fate.tone} /> ${detail.data.fate.text}
-          ${detail.data.fate.detail ? html`<pre class="error-text">${detail.data.fate.detail}</pre>` : null}</div>
-        <dl class="facts">
-          <dt>Type</dt><dd class="mono">${detail.data.event.event_type}</dd>
-          <dt>Subject</dt><dd>${detail.data.event.subject.type} ${detail.data.event.subject.id}</dd>
-          <dt>Owner</dt><dd>${detail.data.event.owner_id ?? '—'}</dd>
-          <dt>Occurred</dt><dd>${when(detail.data.event.occurred_at)}</dd>
-          <dt>Received</dt><dd>${when(detail.data.event.received_at)}</dd>
-          <dt>Source</dt><dd>${detail.data.event.source}</dd>
-          <dt>SHA-256</dt><dd class="mono hash">${detail.data.event.sha256}</dd>
-        </dl>
-        <pre class="payload">${JSON.stringify(detail.data.event.payload, null, 2)}</pre>`}
+      ${
+        detail.data === undefined
+          ? detail.error
+            ? html`<${ErrorBox} error=${detail.error} />`
+            : html`<${Loading} what="Loading the event" />`
+          : html` <div class=${`fate ${detail.data.fate.tone}`} data-testid="fate">
+                <${Badge} value=${detail.data.fate.tone} /> ${detail.data.fate.text}
+                ${detail.data.fate.detail ? html`<pre class="error-text">${detail.data.fate.detail}</pre>` : null}
+              </div>
+              <dl class="facts">
+                <dt>Type</dt>
+                <dd class="mono">${detail.data.event.event_type}</dd>
+                <dt>Subject</dt>
+                <dd>${detail.data.event.subject.type} ${detail.data.event.subject.id}</dd>
+                <dt>Owner</dt>
+                <dd>${detail.data.event.owner_id ?? '—'}</dd>
+                <dt>Occurred</dt>
+                <dd>${when(detail.data.event.occurred_at)}</dd>
+                <dt>Received</dt>
+                <dd>${when(detail.data.event.received_at)}</dd>
+                <dt>Source</dt>
+                <dd>${detail.data.event.source}</dd>
+                <dt>SHA-256</dt>
+                <dd class="mono hash">${detail.data.event.sha256}</dd>
+              </dl>
+              <pre class="payload">${JSON.stringify(detail.data.event.payload, null, 2)}</pre>`
+      }
     </${Panel}>`;
 }
 
@@ -122,9 +176,21 @@ function ParkedList({ state, onPick }) {
   if (parked.length === 0) return null;
   return html`
     <${Panel} title=${`Parked events (${parked.length})`} id="parked">
-      <ul class="parked">${parked.slice(0, 20).map((entry) => html`
-        <li><a href="#" onClick=${(event) => { event.preventDefault(); onPick(entry.position); }}>#${entry.position}</a>
-          <span class="muted">${entry.projection} · ${when(entry.parked_at)}</span><div class="error-text">${entry.error}</div></li>`)}</ul>
+      <ul class="parked">${parked.slice(0, 20).map(
+        (entry) =>
+          html` <li>
+            <a
+              href="#"
+              onClick=${(event) => {
+                event.preventDefault();
+                onPick(entry.position);
+              }}
+              >#${entry.position}</a
+            >
+            <span class="muted">${entry.projection} · ${when(entry.parked_at)}</span>
+            <div class="error-text">${entry.error}</div>
+          </li>`,
+      )}</ul>
     </${Panel}>`;
 }
 
@@ -133,9 +199,20 @@ function Quarantine() {
   return html`
     <${Panel} title="Quarantine" id="quarantine" aside=${html`<span class="muted">rejected deliveries</span>`}>
       <${Async} state=${quarantine} what="the quarantine" empty=${html`<${Empty} title="Nothing quarantined">Every delivery so far was a valid webhook event.</${Empty}>`}>
-        ${(data) => html`<ul class="quarantine">${data.slice(0, 20).map((entry) => html`
-          <li><span class="muted">${when(entry.received_at)}</span> <div class="error-text">${entry.reason}</div>
-            <details><summary>body</summary><pre class="payload">${entry.body}</pre></details></li>`)}</ul>`}
+        ${(data) =>
+          html`<ul class="quarantine">
+            ${data.slice(0, 20).map(
+              (entry) =>
+                html` <li>
+                  <span class="muted">${when(entry.received_at)}</span>
+                  <div class="error-text">${entry.reason}</div>
+                  <details>
+                    <summary>body</summary>
+                    <pre class="payload">${entry.body}</pre>
+                  </details>
+                </li>`,
+            )}
+          </ul>`}
       </${Async}>
     </${Panel}>`;
 }

@@ -34,19 +34,37 @@ export function Overview() {
   const attention = connections.data?.filter((item) => item.state !== 'active').length;
   const failingSinks = sinks.data?.data.filter((item) => item.state === 'failing' || item.state === 'retrying').length;
 
-  return html`
-    <div class="stats">
-      <${Stat} label="Connections" value=${connections.data ? count(connections.data.length) : '…'}
+  return html` <div class="stats">
+      <${Stat}
+        label="Connections"
+        value=${connections.data ? count(connections.data.length) : '…'}
         tone=${attention > 0 ? 'bad' : connections.data?.length ? 'good' : ''}
-        hint=${attention > 0 ? `${attention} need reauthorization` : connections.data?.length ? 'all active' : 'none yet'} />
-      <${Stat} label="Projector lag" value=${lag === undefined ? '…' : count(lag)} tone=${lag > 0 ? 'warn' : lag === 0 ? 'good' : ''}
-        hint=${lag === 0 ? 'caught up' : 'events behind the log'} />
-      <${Stat} label="Parked events" value=${parkedCount === undefined ? '…' : count(parkedCount)} tone=${parkedCount > 0 ? 'bad' : parkedCount === 0 ? 'good' : ''}
-        hint=${parkedCount > 0 ? 'could not be applied' : 'none'} />
-      <${Stat} label="Sinks" value=${sinks.data ? (sinks.data.available ? count(sinks.data.data.length) : 'n/a') : '…'}
-        tone=${failingSinks > 0 ? 'bad' : ''} hint=${failingSinks > 0 ? `${failingSinks} failing or retrying` : sinks.data?.available === false ? 'not on this daemon' : 'delivering'} />
-      <${Stat} label="Quarantine" value=${quarantine.data === undefined ? '…' : count(quarantine.data)} tone=${quarantine.data > 0 ? 'warn' : ''}
-        hint="rejected deliveries kept" />
+        hint=${attention > 0 ? `${attention} need reauthorization` : connections.data?.length ? 'all active' : 'none yet'}
+      />
+      <${Stat}
+        label="Projector lag"
+        value=${lag === undefined ? '…' : count(lag)}
+        tone=${lag > 0 ? 'warn' : lag === 0 ? 'good' : ''}
+        hint=${lag === 0 ? 'caught up' : 'events behind the log'}
+      />
+      <${Stat}
+        label="Parked events"
+        value=${parkedCount === undefined ? '…' : count(parkedCount)}
+        tone=${parkedCount > 0 ? 'bad' : parkedCount === 0 ? 'good' : ''}
+        hint=${parkedCount > 0 ? 'could not be applied' : 'none'}
+      />
+      <${Stat}
+        label="Sinks"
+        value=${sinks.data ? (sinks.data.available ? count(sinks.data.data.length) : 'n/a') : '…'}
+        tone=${failingSinks > 0 ? 'bad' : ''}
+        hint=${failingSinks > 0 ? `${failingSinks} failing or retrying` : sinks.data?.available === false ? 'not on this daemon' : 'delivering'}
+      />
+      <${Stat}
+        label="Quarantine"
+        value=${quarantine.data === undefined ? '…' : count(quarantine.data)}
+        tone=${quarantine.data > 0 ? 'warn' : ''}
+        hint="rejected deliveries kept"
+      />
     </div>
     <div class="grid">
       <${Connections} state=${connections} />
@@ -61,20 +79,53 @@ function Connections({ state }) {
     <${Panel} title="Connections" id="connections" wide aside=${html`<a class="button" href=${connectHref()}>Connect an account</a>`}>
       <${Async} state=${state} what="connections"
         empty=${html`<${Empty} title="No account connected">Connect the platform account whose menus should be mirrored.</${Empty}>`}>
-        ${(data) => html`
-          <div class="table-wrap"><table>
-            <thead><tr><th>#</th><th>State</th><th>Owner</th><th>Token expires</th><th>Subscriptions</th><th>Upstream</th></tr></thead>
-            <tbody>${data.map((item) => html`
-              <tr>
-                <td>${item.id}</td>
-                <td><${Badge} value=${item.state} />${item.last_error ? html`<div class="error-text">${item.last_error}</div>` : null}</td>
-                <td>${item.owner_id ?? html`<span class="muted">not known yet</span>`}</td>
-                <td class="when" title=${when(item.token.expires_at)}>${fromNow(item.token.expires_at)}</td>
-                <td>${item.subscriptions.length === 0 ? html`<span class="muted">none</span>`
-                  : item.subscriptions.map((sub) => html`<div><${Badge} value=${sub.status} /> ${sub.enabled_events.length} events${sub.last_error ? html`<div class="error-text">${sub.last_error}</div>` : null}</div>`)}</td>
-                <td><span class="mono">${item.base_url}</span>${item.mode === 'emulator' ? html` <${Badge} value="emulator" tone="info" />` : null}</td>
-              </tr>`)}</tbody>
-          </table></div>`}
+        ${(data) =>
+          html` <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th>#</th>
+                  <th>State</th>
+                  <th>Owner</th>
+                  <th>Token expires</th>
+                  <th>Subscriptions</th>
+                  <th>Upstream</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${data.map(
+                  (item) =>
+                    html` <tr>
+                      <td>${item.id}</td>
+                      <td>
+                        <${Badge}
+                          value=${item.state}
+                        />${item.last_error ? html`<div class="error-text">${item.last_error}</div>` : null}
+                      </td>
+                      <td>${item.owner_id ?? html`<span class="muted">not known yet</span>`}</td>
+                      <td class="when" title=${when(item.token.expires_at)}>${fromNow(item.token.expires_at)}</td>
+                      <td>
+                        ${
+                          item.subscriptions.length === 0
+                            ? html`<span class="muted">none</span>`
+                            : item.subscriptions.map(
+                                (sub) =>
+                                  html`<div>
+                                    <${Badge} value=${sub.status} /> ${sub.enabled_events.length}
+                                    events${sub.last_error ? html`<div class="error-text">${sub.last_error}</div>` : null}
+                                  </div>`,
+                              )
+                        }
+                      </td>
+                      <td>
+                        <span class="mono">${item.base_url}</span
+                        >${item.mode === 'emulator' ? html` <${Badge} value="emulator" tone="info" />` : null}
+                      </td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>`}
       </${Async}>
     </${Panel}>`;
 }
@@ -83,25 +134,55 @@ function Projections({ state, parked }) {
   return html`
     <${Panel} title="Projections" id="projections">
       <${Async} state=${state} what="projections">
-        ${(data) => html`
-          <div class="table-wrap"><table>
-            <thead><tr><th>Name</th><th>State</th><th class="num">Position</th><th class="num">Head</th><th class="num">Lag</th><th class="num">Parked</th></tr></thead>
-            <tbody>${data.map((item) => html`
-              <tr>
-                <td>${item.name}</td><td><${Badge} value=${item.state} /></td>
-                <td class="num">${count(item.position)}</td><td class="num">${count(item.head)}</td>
-                <td class="num">${item.lag > 0 ? html`<strong class="warn-text">${count(item.lag)}</strong>` : '0'}</td>
-                <td class="num">${item.parked > 0 ? html`<strong class="error-text">${count(item.parked)}</strong>` : '0'}</td>
-              </tr>`)}</tbody>
-          </table></div>`}
+        ${(data) =>
+          html` <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>State</th>
+                  <th class="num">Position</th>
+                  <th class="num">Head</th>
+                  <th class="num">Lag</th>
+                  <th class="num">Parked</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${data.map(
+                  (item) =>
+                    html` <tr>
+                      <td>${item.name}</td>
+                      <td><${Badge} value=${item.state} /></td>
+                      <td class="num">${count(item.position)}</td>
+                      <td class="num">${count(item.head)}</td>
+                      <td class="num">
+                        ${item.lag > 0 ? html`<strong class="warn-text">${count(item.lag)}</strong>` : '0'}
+                      </td>
+                      <td class="num">
+                        ${item.parked > 0 ? html`<strong class="error-text">${count(item.parked)}</strong>` : '0'}
+                      </td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>`}
       </${Async}>
-      ${parked.data?.length > 0 ? html`
-        <h3>Parked events</h3>
-        <ul class="parked">${parked.data.slice(0, 5).map((entry) => html`
-          <li><a href=${`#/events?position=${entry.position}`}>#${entry.position}</a> <span class="muted">${entry.projection}</span>
-            <div class="error-text">${entry.error}</div></li>`)}
-        </ul>
-        ${parked.data.length > 5 ? html`<p class="muted">…and ${parked.data.length - 5} more on the <a href="#/events?parked=1">Events</a> page.</p>` : null}` : null}
+      ${
+        parked.data?.length > 0
+          ? html` <h3>Parked events</h3>
+              <ul class="parked">
+                ${parked.data.slice(0, 5).map(
+                  (entry) =>
+                    html` <li>
+                      <a href=${`#/events?position=${entry.position}`}>#${entry.position}</a>
+                      <span class="muted">${entry.projection}</span>
+                      <div class="error-text">${entry.error}</div>
+                    </li>`,
+                )}
+              </ul>
+              ${parked.data.length > 5 ? html`<p class="muted">…and ${parked.data.length - 5} more on the <a href="#/events?parked=1">Events</a> page.</p>` : null}`
+          : null
+      }
     </${Panel}>`;
 }
 
@@ -119,24 +200,52 @@ function Sinks({ state }) {
   return html`
     <${Panel} title="Sinks" id="sinks" wide>
       <${Async} state=${state} what="sinks" isEmpty=${(data) => !data.available || data.data.length === 0}
-        empty=${state.data?.available === false
-          ? html`<${Empty} title="Sinks are not available on this daemon">This version serves no <span class="mono">/api/v1/sinks</span>; the pull feed and push sinks come with a newer one.</${Empty}>`
-          : html`<${Empty} title="No sinks yet">Push changes to your catalogue with <span class="mono">menu-sync sinks add</span> or <span class="mono">POST /api/v1/sinks</span>.</${Empty}>`}>
-        ${(data) => html`
-          ${message ? html`<div class="stale">${message}</div>` : null}
-          <div class="table-wrap"><table>
-            <thead><tr><th>#</th><th>Target</th><th>State</th><th class="num">Lag</th><th>Last success</th><th>Next attempt</th><th></th></tr></thead>
-            <tbody>${data.data.map((sink) => html`
-              <tr>
-                <td class="mono" title=${sink.id}>${String(sink.id).slice(0, 8)}</td>
-                <td><span class="mono">${sink.kind === 'nats' ? `NATS ${sink.stream ?? ''} ${sink.subject_prefix ?? 'menu'}.>` : sink.url}</span></td>
-                <td><${Badge} value=${sink.state} />${sink.last_error ? html`<div class="error-text">${sink.last_error}</div>` : null}</td>
-                <td class="num">${count(sink.lag)}</td>
-                <td title=${when(sink.last_success_at)}>${fromNow(sink.last_success_at)}</td>
-                <td title=${when(sink.next_attempt_at)}>${sink.next_attempt_at ? fromNow(sink.next_attempt_at) : '—'}</td>
-                <td><button type="button" onClick=${() => replay(sink)}>Replay</button></td>
-              </tr>`)}</tbody>
-          </table></div>`}
+        empty=${
+          state.data?.available === false
+            ? html`<${Empty} title="Sinks are not available on this daemon">This version serves no <span class="mono">/api/v1/sinks</span>; the pull feed and push sinks come with a newer one.</${Empty}>`
+            : html`<${Empty} title="No sinks yet">Push changes to your catalogue with <span class="mono">menu-sync sinks add</span> or <span class="mono">POST /api/v1/sinks</span>.</${Empty}>`
+        }>
+        ${(data) =>
+          html` ${message ? html`<div class="stale">${message}</div>` : null}
+            <div class="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th>#</th>
+                    <th>Target</th>
+                    <th>State</th>
+                    <th class="num">Lag</th>
+                    <th>Last success</th>
+                    <th>Next attempt</th>
+                    <th></th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${data.data.map(
+                    (sink) =>
+                      html` <tr>
+                        <td class="mono" title=${sink.id}>${String(sink.id).slice(0, 8)}</td>
+                        <td>
+                          <span class="mono"
+                            >${sink.kind === 'nats' ? `NATS ${sink.stream ?? ''} ${sink.subject_prefix ?? 'menu'}.>` : sink.url}</span
+                          >
+                        </td>
+                        <td>
+                          <${Badge}
+                            value=${sink.state}
+                          />${sink.last_error ? html`<div class="error-text">${sink.last_error}</div>` : null}
+                        </td>
+                        <td class="num">${count(sink.lag)}</td>
+                        <td title=${when(sink.last_success_at)}>${fromNow(sink.last_success_at)}</td>
+                        <td title=${when(sink.next_attempt_at)}>
+                          ${sink.next_attempt_at ? fromNow(sink.next_attempt_at) : '—'}
+                        </td>
+                        <td><button type="button" onClick=${() => replay(sink)}>Replay</button></td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`}
       </${Async}>
     </${Panel}>`;
 }
@@ -144,9 +253,12 @@ function Sinks({ state }) {
 function differences(run) {
   const totals = { created: 0, updated: 0, destroyed: 0 };
   for (const store of run.stores) {
-    for (const kind of Object.keys(totals)) totals[kind] += Object.values(store.differences[kind] ?? {}).reduce((a, b) => a + b, 0);
+    for (const kind of Object.keys(totals))
+      totals[kind] += Object.values(store.differences[kind] ?? {}).reduce((a, b) => a + b, 0);
   }
-  const parts = Object.entries(totals).filter(([, n]) => n > 0).map(([kind, n]) => `${n} ${kind}`);
+  const parts = Object.entries(totals)
+    .filter(([, n]) => n > 0)
+    .map(([kind, n]) => `${n} ${kind}`);
   return parts.length === 0 ? 'no differences' : parts.join(', ');
 }
 
@@ -155,18 +267,40 @@ function ReconcileRuns({ state }) {
     <${Panel} title="Recent reconcile runs" id="reconcile">
       <${Async} state=${state} what="reconcile runs"
         empty=${html`<${Empty} title="No reconcile run yet">Reconcile runs on its schedule, after a connection is made, and with <span class="mono">menu-sync reconcile</span>.</${Empty}>`}>
-        ${(data) => html`
-          <div class="table-wrap"><table>
-            <thead><tr><th>#</th><th>Started</th><th>Trigger</th><th>Outcome</th><th>Differences</th><th class="num">Appended</th><th class="num">Took</th></tr></thead>
-            <tbody>${data.map((run) => html`
-              <tr>
-                <td>${run.id}</td><td class="when" title=${when(run.started_at)}>${fromNow(run.started_at)}</td><td>${run.trigger}</td>
-                <td><${Badge} value=${run.outcome} />${run.errors.length > 0 ? html`<div class="error-text">${run.errors[0]}</div>` : null}</td>
-                <td>${differences(run)}</td>
-                <td class="num">${count(run.stores.reduce((sum, store) => sum + store.events_appended, 0))}</td>
-                <td class="num">${duration(new Date(run.finished_at) - new Date(run.started_at))}</td>
-              </tr>`)}</tbody>
-          </table></div>`}
+        ${(data) =>
+          html` <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th>#</th>
+                  <th>Started</th>
+                  <th>Trigger</th>
+                  <th>Outcome</th>
+                  <th>Differences</th>
+                  <th class="num">Appended</th>
+                  <th class="num">Took</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${data.map(
+                  (run) =>
+                    html` <tr>
+                      <td>${run.id}</td>
+                      <td class="when" title=${when(run.started_at)}>${fromNow(run.started_at)}</td>
+                      <td>${run.trigger}</td>
+                      <td>
+                        <${Badge}
+                          value=${run.outcome}
+                        />${run.errors.length > 0 ? html`<div class="error-text">${run.errors[0]}</div>` : null}
+                      </td>
+                      <td>${differences(run)}</td>
+                      <td class="num">${count(run.stores.reduce((sum, store) => sum + store.events_appended, 0))}</td>
+                      <td class="num">${duration(new Date(run.finished_at) - new Date(run.started_at))}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>`}
       </${Async}>
     </${Panel}>`;
 }

@@ -12,19 +12,32 @@ export class PlatformApiController {
 
   @Get(':storeId/orders')
   @Header('Content-Type', JSON_API)
-  orders(@Param('storeId') storeId: string, @Req() request: FastifyRequest, @Headers('authorization') authorization?: string): ApiDocument {
+  orders(
+    @Param('storeId') storeId: string,
+    @Req() request: FastifyRequest,
+    @Headers('authorization') authorization?: string,
+  ): ApiDocument {
     return this.api.orders(storeId, pageRequest(request, authorization));
   }
 
   @Get(':storeId/:resources')
   @Header('Content-Type', JSON_API)
-  snapshot(@Param('storeId') storeId: string, @Param('resources') resources: string, @Req() request: FastifyRequest,
-    @Headers('authorization') authorization?: string): ApiDocument {
+  snapshot(
+    @Param('storeId') storeId: string,
+    @Param('resources') resources: string,
+    @Req() request: FastifyRequest,
+    @Headers('authorization') authorization?: string,
+  ): ApiDocument {
     return this.api.menuSnapshot(storeId, resources, pageRequest(request, authorization));
   }
 }
 
 function pageRequest(request: FastifyRequest, authorization: string | undefined): PageRequest {
   const path = request.url.split('?')[0];
-  return { authorization, baseUrl: `${request.protocol}://${request.headers.host ?? request.hostname}`, path, query: request.query as Record<string, unknown> };
+  return {
+    authorization,
+    baseUrl: `${request.protocol}://${request.headers.host ?? request.hostname}`,
+    path,
+    query: request.query as Record<string, unknown>,
+  };
 }

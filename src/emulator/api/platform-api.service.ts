@@ -49,7 +49,10 @@ export class PlatformApiService {
   orders(storeId: string, request: PageRequest): ApiDocument {
     this.admit(storeId, 'read_orders', request);
     const records = this.state.ordersOf(storeId);
-    const document = this.page(records.map((record) => record.order), request);
+    const document = this.page(
+      records.map((record) => record.order),
+      request,
+    );
     const shown = new Set(document.data.map((order) => order.id));
     const included = new Map<string, ResourceObject>();
     for (const record of records.filter((order) => shown.has(order.id))) {
@@ -65,12 +68,24 @@ export class PlatformApiService {
     const faults = this.faults.current;
     if (this.faults.takeApiFailure()) {
       const status = faults.api_error_status;
-      throw apiError(status, status === 429 ? 'Too Many Requests' : 'Service Error', 'injected fault', undefined, status === 429 || status === 503 ? { 'Retry-After': '1' } : {});
+      throw apiError(
+        status,
+        status === 429 ? 'Too Many Requests' : 'Service Error',
+        'injected fault',
+        undefined,
+        status === 429 || status === 503 ? { 'Retry-After': '1' } : {},
+      );
     }
     const principal = this.oauth.authenticate(request.authorization, scope);
     const store = this.state.store(storeId);
-    if (store === undefined || store.ownerId !== principal.userId) throw apiError(404, 'Not Found', `no store ${storeId}`);
-    if (faults.api_garbage) throw new EmulatorHttpError(200, '<html><body><h1>We will be right back</h1></body></html>', 'text/html; charset=utf-8');
+    if (store === undefined || store.ownerId !== principal.userId)
+      throw apiError(404, 'Not Found', `no store ${storeId}`);
+    if (faults.api_garbage)
+      throw new EmulatorHttpError(
+        200,
+        '<html><body><h1>We will be right back</h1></body></html>',
+        'text/html; charset=utf-8',
+      );
   }
 
   private page(all: ResourceObject[], request: PageRequest): ApiDocument {

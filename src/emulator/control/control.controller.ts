@@ -76,11 +76,13 @@ export class ControlController {
 
 function menuType(path: string): MenuType {
   const type = MENU_PATHS[path];
-  if (type === undefined) throw controlError(404, `no control path /_emulator/${path}; menu types are ${Object.keys(MENU_PATHS).join(', ')}`);
+  if (type === undefined)
+    throw controlError(404, `no control path /_emulator/${path}; menu types are ${Object.keys(MENU_PATHS).join(', ')}`);
   return type;
 }
 
 function jsonObject(body: unknown): JsonBody {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw controlError(400, 'the body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw controlError(400, 'the body must be a JSON object');
   return body as JsonBody;
 }

@@ -19,8 +19,10 @@ export class TriggerService {
   ) {}
 
   trigger(eventType: unknown, id: unknown): { event_ids: string[]; subject: { type: string; id: string } } {
-    if (typeof eventType !== 'string' || !isSpecEventName(eventType)) throw controlError(422, 'event_type must be one of the spec\'s 14 event names', 'event_type');
-    if (id !== undefined && typeof id !== 'string' && typeof id !== 'number') throw controlError(422, 'id must be a resource id', 'id');
+    if (typeof eventType !== 'string' || !isSpecEventName(eventType))
+      throw controlError(422, "event_type must be one of the spec's 14 event names", 'event_type');
+    if (id !== undefined && typeof id !== 'string' && typeof id !== 'number')
+      throw controlError(422, 'id must be a resource id', 'id');
     const before = this.deliveries.events().at(-1)?.ordinal ?? -1;
     const [type, action] = eventType.split('.') as [MenuType | 'order', string];
     const subjectId = type === 'order' ? this.orderChange(action, id) : this.menuChange(type, action, id);
@@ -42,10 +44,23 @@ export class TriggerService {
 
   private newResource(type: MenuType, n: number): Record<string, unknown> {
     switch (type) {
-      case 'collection': return { attributes: { title: `Specials ${n}` } };
-      case 'product': return { attributes: { title: `Chef's special ${n}`, description: 'Ask about today\'s special', base_cost: { GBP: 900 + 50 * (n % 10), EUR: 1050 + 50 * (n % 10) } } };
-      case 'trait': return { attributes: { title: `Choice ${n}` } };
-      case 'trait_option': return { attributes: { title: `Option ${n}`, cost_adjustment: { GBP: 50 } }, relationships: { trait: this.pick('trait', 'first') } };
+      case 'collection':
+        return { attributes: { title: `Specials ${n}` } };
+      case 'product':
+        return {
+          attributes: {
+            title: `Chef's special ${n}`,
+            description: "Ask about today's special",
+            base_cost: { GBP: 900 + 50 * (n % 10), EUR: 1050 + 50 * (n % 10) },
+          },
+        };
+      case 'trait':
+        return { attributes: { title: `Choice ${n}` } };
+      case 'trait_option':
+        return {
+          attributes: { title: `Option ${n}`, cost_adjustment: { GBP: 50 } },
+          relationships: { trait: this.pick('trait', 'first') },
+        };
     }
   }
 
@@ -53,7 +68,10 @@ export class TriggerService {
     if (action === 'created') {
       const product = this.state.menuOf(DEMO_STORE_ID, 'product')[0];
       if (product === undefined) throw controlError(409, 'the demo store has no product to order');
-      return this.state.placeOrder({ store_id: DEMO_STORE_ID, order_products: [{ product_id: product.id, quantity: 1 }] });
+      return this.state.placeOrder({
+        store_id: DEMO_STORE_ID,
+        order_products: [{ product_id: product.id, quantity: 1 }],
+      });
     }
     const orderId = id === undefined ? this.pick('order', 'last') : String(id);
     const order = this.state.state().orders.find((candidate) => candidate.id === orderId);

@@ -230,18 +230,19 @@ export class DeliveryService implements EventSink, OnModuleDestroy {
     if (this.stopped) return;
     this.trimRecords();
     const slot = sequence - 1 - this.droppedRecords;
-    if (slot >= 0) this.records[slot] = {
-      delivery_id: delivery.id,
-      subscription_id: delivery.endpoint.id,
-      event_id: delivery.event.id,
-      event_type: delivery.event.eventType,
-      callback_uri: delivery.endpoint.callbackUri,
-      attempt: delivery.attemptsMade,
-      status,
-      at,
-      duration_ms: Math.round(performance.now() - started),
-      ...(injected ? { fault: 'injected' as const } : {}),
-    };
+    if (slot >= 0)
+      this.records[slot] = {
+        delivery_id: delivery.id,
+        subscription_id: delivery.endpoint.id,
+        event_id: delivery.event.id,
+        event_type: delivery.event.eventType,
+        callback_uri: delivery.endpoint.callbackUri,
+        attempt: delivery.attemptsMade,
+        status,
+        at,
+        duration_ms: Math.round(performance.now() - started),
+        ...(injected ? { fault: 'injected' as const } : {}),
+      };
     this.afterAttempt(delivery, status >= 200 && status < 300);
   }
 
@@ -296,22 +297,35 @@ export class DeliveryService implements EventSink, OnModuleDestroy {
 }
 
 /** POSTs the body and resolves with the status once the answer is read; 0 for any failure or abort. */
-function postJson(uri: string, body: string, signal: AbortSignal, agents: { http: HttpAgent; https: HttpsAgent }): Promise<number> {
+function postJson(
+  uri: string,
+  body: string,
+  signal: AbortSignal,
+  agents: { http: HttpAgent; https: HttpsAgent },
+): Promise<number> {
   return new Promise((resolve) => {
     try {
       const url = new URL(uri);
       const secure = url.protocol === 'https:';
-      const request = (secure ? httpsRequest : httpRequest)(url, {
-        method: 'POST',
-        signal,
-        agent: secure ? agents.https : agents.http,
-        headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'User-Agent': USER_AGENT },
-      }, (response) => {
-        response.on('end', () => resolve(response.statusCode ?? 0));
-        response.on('close', () => resolve(response.complete ? (response.statusCode ?? 0) : 0));
-        response.on('error', () => resolve(0));
-        response.resume();
-      });
+      const request = (secure ? httpsRequest : httpRequest)(
+        url,
+        {
+          method: 'POST',
+          signal,
+          agent: secure ? agents.https : agents.http,
+          headers: {
+            'Content-Type': 'application/json',
+            'Content-Length': Buffer.byteLength(body),
+            'User-Agent': USER_AGENT,
+          },
+        },
+        (response) => {
+          response.on('end', () => resolve(response.statusCode ?? 0));
+          response.on('close', () => resolve(response.complete ? (response.statusCode ?? 0) : 0));
+          response.on('error', () => resolve(0));
+          response.resume();
+        },
+      );
       request.on('error', () => resolve(0));
       request.end(body);
     } catch {

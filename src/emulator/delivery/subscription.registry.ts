@@ -47,11 +47,18 @@ export class SubscriptionRegistry {
 
   /** The endpoints of the event's owner that enabled its event name. */
   matching(event: PlatformEvent): WebhookEndpoint[] {
-    return this.list().filter((endpoint) => endpoint.ownerId === event.ownerId && endpoint.enabledEvents.includes(event.eventType));
+    return this.list().filter(
+      (endpoint) => endpoint.ownerId === event.ownerId && endpoint.enabledEvents.includes(event.eventType),
+    );
   }
 }
 
 /** The recorded request is shown on the control API: the bearer token must not be. */
 function redacted(headers: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, name.toLowerCase() === 'authorization' ? '[redacted]' : value]));
+  return Object.fromEntries(
+    Object.entries(headers).map(([name, value]) => [
+      name,
+      name.toLowerCase() === 'authorization' ? '[redacted]' : value,
+    ]),
+  );
 }

@@ -29,7 +29,11 @@ export class WebhookEndpointsController {
     this.failIfInjected();
     const form = parseForm(body);
     for (const scope of scopesFor(form.enabledEvents)) this.oauth.authenticate(headers.authorization, scope);
-    const endpoint = this.registry.add({ ownerId: principal.userId, ...form, request: { headers: { ...headers }, form: { ...(body as object) } } });
+    const endpoint = this.registry.add({
+      ownerId: principal.userId,
+      ...form,
+      request: { headers: { ...headers }, form: { ...(body as object) } },
+    });
     return endpointDocument(endpoint);
   }
 
@@ -37,7 +41,13 @@ export class WebhookEndpointsController {
   private failIfInjected(): void {
     if (!this.faults.takeApiFailure()) return;
     const status = this.faults.current.api_error_status;
-    throw apiError(status, 'Injected failure', 'the emulator was told to fail this request', undefined, status === 429 ? { 'Retry-After': '1' } : {});
+    throw apiError(
+      status,
+      'Injected failure',
+      'the emulator was told to fail this request',
+      undefined,
+      status === 429 ? { 'Retry-After': '1' } : {},
+    );
   }
 }
 
@@ -57,9 +67,11 @@ function parseForm(body: unknown): { callbackUri: string; enabledEvents: SpecEve
   }
   const raw = form['enabled_events[]'] ?? form.enabled_events;
   const names = (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).map(String);
-  if (names.length === 0) throw apiError(422, 'Invalid enabled_events', 'enabled_events[] must name at least one event', '/enabled_events');
+  if (names.length === 0)
+    throw apiError(422, 'Invalid enabled_events', 'enabled_events[] must name at least one event', '/enabled_events');
   const unknown = names.find((name) => !isSpecEventName(name));
-  if (unknown !== undefined) throw apiError(422, 'Invalid enabled_events', `unknown event ${unknown}`, '/enabled_events');
+  if (unknown !== undefined)
+    throw apiError(422, 'Invalid enabled_events', `unknown event ${unknown}`, '/enabled_events');
   return { callbackUri, enabledEvents: [...new Set(names)] as SpecEventName[] };
 }
 
@@ -84,7 +96,11 @@ function endpointDocument(endpoint: WebhookEndpoint) {
     data: {
       id: endpoint.id,
       type: 'webhook_endpoint',
-      attributes: { callback_uri: endpoint.callbackUri, enabled_events: endpoint.enabledEvents, created_at: endpoint.createdAt },
+      attributes: {
+        callback_uri: endpoint.callbackUri,
+        enabled_events: endpoint.enabledEvents,
+        created_at: endpoint.createdAt,
+      },
     },
   };
 }

@@ -117,12 +117,19 @@ export class OAuthServer {
     const request = parseAuthorizationRequest(query);
     if ('error' in request) {
       if (redirectUri === OOB_REDIRECT_URI) throw oauthError(400, request.error, request.description);
-      return { redirect: withParams(redirectUri, { error: request.error, error_description: request.description, state }) };
+      return {
+        redirect: withParams(redirectUri, { error: request.error, error_description: request.description, state }),
+      };
     }
     const code = randomToken();
     this.prune();
     this.codes.set(code, {
-      clientId, redirectUri, ...request, userId: DEMO_USER_ID, expiresAtMs: this.nowMs() + CODE_LIFETIME_MS, used: false,
+      clientId,
+      redirectUri,
+      ...request,
+      userId: DEMO_USER_ID,
+      expiresAtMs: this.nowMs() + CODE_LIFETIME_MS,
+      used: false,
     });
     return redirectUri === OOB_REDIRECT_URI ? { code } : { redirect: withParams(redirectUri, { code, state }) };
   }
@@ -145,16 +152,19 @@ export class OAuthServer {
   /** The principal of a `Bearer` token that is live and (when `scope` is given) grants that scope. */
   authenticate(authorization: string | undefined, scope?: string): Principal {
     const match = /^Bearer[ ]+(\S*)\s*$/i.exec(authorization ?? '');
-    if (!match) throw apiError(401, 'Unauthorized', 'an access token is required', undefined, { 'WWW-Authenticate': 'Bearer' });
+    if (!match)
+      throw apiError(401, 'Unauthorized', 'an access token is required', undefined, { 'WWW-Authenticate': 'Bearer' });
     const token = this.accessTokens.get(match[1]);
     const grant = token && this.grants.get(token.grantId);
     if (!token || !grant || grant.revoked || this.isExpired(token)) {
-      throw apiError(401, 'Unauthorized', 'the access token is unknown, revoked or expired', undefined,
-        { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+      throw apiError(401, 'Unauthorized', 'the access token is unknown, revoked or expired', undefined, {
+        'WWW-Authenticate': 'Bearer error="invalid_token"',
+      });
     }
     if (scope !== undefined && !token.scopes.includes(scope)) {
-      throw apiError(403, 'Forbidden', `the access token does not grant the scope ${scope}`, undefined,
-        { 'WWW-Authenticate': `Bearer error="insufficient_scope" scope="${scope}"` });
+      throw apiError(403, 'Forbidden', `the access token does not grant the scope ${scope}`, undefined, {
+        'WWW-Authenticate': `Bearer error="insufficient_scope" scope="${scope}"`,
+      });
     }
     return { userId: grant.userId, clientId: grant.clientId, scopes: [...token.scopes] };
   }
@@ -166,13 +176,21 @@ export class OAuthServer {
    */
   tokenInfo(authorization: string | undefined, accessTokenParam: unknown): TokenInfo {
     const injected = this.faults.current.token_info_status;
-    if (injected !== 0) throw oauthError(injected, injected === 404 ? 'not_found' : 'server_error', `token info answers ${injected} (an injected fault)`);
+    if (injected !== 0)
+      throw oauthError(
+        injected,
+        injected === 404 ? 'not_found' : 'server_error',
+        `token info answers ${injected} (an injected fault)`,
+      );
     const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? '');
     const presented = match?.[1] ?? (typeof accessTokenParam === 'string' ? accessTokenParam : undefined);
     const token = presented === undefined ? undefined : this.accessTokens.get(presented);
     const grant = token && this.grants.get(token.grantId);
     if (!token || !grant || grant.revoked || this.isExpired(token)) {
-      throw oauthError(401, 'invalid_token', 'The access token is invalid', { 'WWW-Authenticate': 'Bearer realm="Doorkeeper", error="invalid_token", error_description="The access token is invalid"' });
+      throw oauthError(401, 'invalid_token', 'The access token is invalid', {
+        'WWW-Authenticate':
+          'Bearer realm="Doorkeeper", error="invalid_token", error_description="The access token is invalid"',
+      });
     }
     return {
       resource_owner_id: /^[1-9]\d{0,14}$/.test(grant.userId) ? Number(grant.userId) : grant.userId,
@@ -201,7 +219,9 @@ export class OAuthServer {
 
   private grantToken(body: Form, authorization: string | undefined): TokenAnswer {
     if (this.faults.takeTokenEndpointFailure()) {
-      throw oauthError(503, 'temporarily_unavailable', 'the token endpoint is temporarily unavailable', { 'Retry-After': '1' });
+      throw oauthError(503, 'temporarily_unavailable', 'the token endpoint is temporarily unavailable', {
+        'Retry-After': '1',
+      });
     }
     const clientId = this.authenticateClient(body, authorization);
     const grantType = single(body, 'grant_type');
@@ -215,9 +235,13 @@ export class OAuthServer {
   private authenticateClient(body: Form, authorization: string | undefined): string {
     const basic = /^Basic[ ]+(\S+)\s*$/i.exec(authorization ?? '');
     const challenge: Record<string, string> = basic ? { 'WWW-Authenticate': 'Basic realm="oauth"' } : {};
-    let credentials: [string | undefined, string | undefined] = [single(body, 'client_id'), single(body, 'client_secret')];
+    let credentials: [string | undefined, string | undefined] = [
+      single(body, 'client_id'),
+      single(body, 'client_secret'),
+    ];
     if (basic) {
-      if (credentials[1] !== undefined) throw oauthError(400, 'invalid_request', 'use one client authentication method, not two');
+      if (credentials[1] !== undefined)
+        throw oauthError(400, 'invalid_request', 'use one client authentication method, not two');
       const decoded = decodeBasic(basic[1]);
       if (decoded === undefined || (credentials[0] !== undefined && credentials[0] !== decoded[0])) {
         throw oauthError(401, 'invalid_client', 'malformed client credentials', challenge);
@@ -245,7 +269,8 @@ export class OAuthServer {
     if (this.nowMs() >= code.expiresAtMs) throw invalidGrant('the authorization code expired');
     if (code.clientId !== clientId) throw invalidGrant('the authorization code was issued to another client');
     if (code.redirectUri !== redirectUri) throw invalidGrant('redirect_uri differs from the authorization request');
-    if (!verifierMatches(code.challenge, verifier)) throw invalidGrant('the PKCE code_verifier does not match the code_challenge');
+    if (!verifierMatches(code.challenge, verifier))
+      throw invalidGrant('the PKCE code_verifier does not match the code_challenge');
     code.grantId = randomUUID();
     this.grants.set(code.grantId, { clientId, userId: code.userId, revoked: false });
     return this.issue(code.grantId, code.scopes, code.scopes, true);
@@ -279,7 +304,11 @@ export class OAuthServer {
     const expiresIn = this.options.tokenLifetimeSeconds;
     this.accessTokens.set(accessToken, { grantId, scopes, issuedAtMs: now, expiresAtMs: now + expiresIn * 1000 });
     const answer: TokenAnswer = {
-      access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn, created_at: Math.floor(now / 1000), scope: scopes.join(' '),
+      access_token: accessToken,
+      token_type: 'Bearer',
+      expires_in: expiresIn,
+      created_at: Math.floor(now / 1000),
+      scope: scopes.join(' '),
     };
     if (withRefreshToken) {
       answer.refresh_token = randomToken();
@@ -311,8 +340,10 @@ export class OAuthServer {
    */
   private prune(): void {
     const now = this.nowMs();
-    if (this.codes.size > MAX_KEPT) for (const [code, entry] of this.codes) if (now >= entry.expiresAtMs) this.codes.delete(code);
-    if (this.accessTokens.size > MAX_KEPT) for (const [token, entry] of this.accessTokens) if (now >= entry.expiresAtMs) this.accessTokens.delete(token);
+    if (this.codes.size > MAX_KEPT)
+      for (const [code, entry] of this.codes) if (now >= entry.expiresAtMs) this.codes.delete(code);
+    if (this.accessTokens.size > MAX_KEPT)
+      for (const [token, entry] of this.accessTokens) if (now >= entry.expiresAtMs) this.accessTokens.delete(token);
   }
 
   private nowMs(): number {
@@ -335,10 +366,14 @@ function required(params: Form, name: string): string {
 }
 
 /** The response type, scope and PKCE challenge of an authorization request, or the error to redirect with. */
-function parseAuthorizationRequest(query: Form): { scopes: string[]; challenge: string | undefined } | { error: string; description: string } {
-  if (single(query, 'response_type') !== 'code') return { error: 'unsupported_response_type', description: 'response_type must be code' };
+function parseAuthorizationRequest(
+  query: Form,
+): { scopes: string[]; challenge: string | undefined } | { error: string; description: string } {
+  if (single(query, 'response_type') !== 'code')
+    return { error: 'unsupported_response_type', description: 'response_type must be code' };
   const scopes = parseScopes(single(query, 'scope'));
-  if (scopes === undefined) return { error: 'invalid_scope', description: `scope must name some of ${KNOWN_SCOPES.join(', ')}` };
+  if (scopes === undefined)
+    return { error: 'invalid_scope', description: `scope must name some of ${KNOWN_SCOPES.join(', ')}` };
   const challenge = single(query, 'code_challenge');
   const method = single(query, 'code_challenge_method');
   if (challenge === undefined && method === undefined) return { scopes, challenge };

@@ -3,22 +3,91 @@
  * cents (GBP and EUR); traits refer to options by title within the trait.
  */
 export interface DemoMenu {
-  traits: { title: string; description: string; required: boolean; allow_multiple: boolean; options: [string, number][] }[];
+  traits: {
+    title: string;
+    description: string;
+    required: boolean;
+    allow_multiple: boolean;
+    options: [string, number][];
+  }[];
   collections: { title: string; description: string; products: [string, string, number, string[]][] }[];
 }
 
 export const DEMO_MENU: DemoMenu = {
   traits: [
-    { title: 'Size', description: 'How big', required: true, allow_multiple: false, options: [['Small', -50], ['Regular', 0], ['Large', 70]] },
-    { title: 'Milk', description: 'Which milk', required: false, allow_multiple: false, options: [['Whole', 0], ['Oat', 40], ['Soy', 40], ['Skimmed', 0]] },
-    { title: 'Extra toppings', description: 'Add as many as you like', required: false, allow_multiple: true, options: [['Cheese', 90], ['Bacon', 150], ['Avocado', 180], ['Fried egg', 120]] },
-    { title: 'Cooking', description: 'How it is cooked', required: true, allow_multiple: false, options: [['Medium rare', 0], ['Medium', 0], ['Well done', 0]] },
-    { title: 'Bread', description: 'Choice of bread', required: false, allow_multiple: false, options: [['White', 0], ['Sourdough', 60], ['Gluten free', 90]] },
-    { title: 'Spice level', description: 'How hot', required: false, allow_multiple: false, options: [['Mild', 0], ['Medium', 0], ['Hot', 0]] },
+    {
+      title: 'Size',
+      description: 'How big',
+      required: true,
+      allow_multiple: false,
+      options: [
+        ['Small', -50],
+        ['Regular', 0],
+        ['Large', 70],
+      ],
+    },
+    {
+      title: 'Milk',
+      description: 'Which milk',
+      required: false,
+      allow_multiple: false,
+      options: [
+        ['Whole', 0],
+        ['Oat', 40],
+        ['Soy', 40],
+        ['Skimmed', 0],
+      ],
+    },
+    {
+      title: 'Extra toppings',
+      description: 'Add as many as you like',
+      required: false,
+      allow_multiple: true,
+      options: [
+        ['Cheese', 90],
+        ['Bacon', 150],
+        ['Avocado', 180],
+        ['Fried egg', 120],
+      ],
+    },
+    {
+      title: 'Cooking',
+      description: 'How it is cooked',
+      required: true,
+      allow_multiple: false,
+      options: [
+        ['Medium rare', 0],
+        ['Medium', 0],
+        ['Well done', 0],
+      ],
+    },
+    {
+      title: 'Bread',
+      description: 'Choice of bread',
+      required: false,
+      allow_multiple: false,
+      options: [
+        ['White', 0],
+        ['Sourdough', 60],
+        ['Gluten free', 90],
+      ],
+    },
+    {
+      title: 'Spice level',
+      description: 'How hot',
+      required: false,
+      allow_multiple: false,
+      options: [
+        ['Mild', 0],
+        ['Medium', 0],
+        ['Hot', 0],
+      ],
+    },
   ],
   collections: [
     {
-      title: 'Breakfast', description: 'Served until 11:30',
+      title: 'Breakfast',
+      description: 'Served until 11:30',
       products: [
         ['Full English', 'Eggs, bacon, sausage, beans, mushrooms and toast', 1150, ['Bread', 'Extra toppings']],
         ['Avocado toast', 'Smashed avocado, chilli and lime on toast', 850, ['Bread', 'Extra toppings']],
@@ -30,7 +99,8 @@ export const DEMO_MENU: DemoMenu = {
       ],
     },
     {
-      title: 'Mains', description: 'From noon',
+      title: 'Mains',
+      description: 'From noon',
       products: [
         ['Classic burger', 'Beef patty, lettuce, tomato and pickles', 1350, ['Cooking', 'Extra toppings', 'Bread']],
         ['Chicken burger', 'Buttermilk chicken, slaw and mayo', 1250, ['Spice level', 'Extra toppings']],
@@ -45,7 +115,8 @@ export const DEMO_MENU: DemoMenu = {
       ],
     },
     {
-      title: 'Sides', description: 'To share, or not',
+      title: 'Sides',
+      description: 'To share, or not',
       products: [
         ['Fries', 'Skin-on fries', 400, ['Size']],
         ['Sweet potato fries', 'With smoked salt', 450, ['Size']],
@@ -56,7 +127,8 @@ export const DEMO_MENU: DemoMenu = {
       ],
     },
     {
-      title: 'Drinks', description: 'Hot and cold',
+      title: 'Drinks',
+      description: 'Hot and cold',
       products: [
         ['Flat white', 'Double ristretto with steamed milk', 340, ['Milk', 'Size']],
         ['Cappuccino', 'With cocoa on top', 320, ['Milk', 'Size']],

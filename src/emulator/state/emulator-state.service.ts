@@ -54,7 +54,12 @@ export class EmulatorState implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.stores.set(DEMO_STORE_ID, { id: DEMO_STORE_ID, ownerId: DEMO_USER_ID, currency: 'GBP', resource: storeResource(DEMO_STORE_ID, 'The Demo Kitchen', this.clock.now()) });
+    this.stores.set(DEMO_STORE_ID, {
+      id: DEMO_STORE_ID,
+      ownerId: DEMO_USER_ID,
+      currency: 'GBP',
+      resource: storeResource(DEMO_STORE_ID, 'The Demo Kitchen', this.clock.now()),
+    });
     this.lastIds.set('store', 1);
     if (this.options.demoData) this.seedDemoMenu();
   }
@@ -82,17 +87,24 @@ export class EmulatorState implements OnModuleInit {
 
   /** The live menu resources of one type at one store, by id. */
   menuOf(storeId: string, type: MenuType): ResourceObject[] {
-    return this.sorted([...this.table(type).values()].filter((record) => record.storeId === storeId).map((record) => record.resource));
+    return this.sorted(
+      [...this.table(type).values()].filter((record) => record.storeId === storeId).map((record) => record.resource),
+    );
   }
 
   /** A store's orders, each with the resources an order event would include. */
   ordersOf(storeId: string): OrderRecord[] {
-    return [...this.orders.values()].filter((record) => record.storeId === storeId)
+    return [...this.orders.values()]
+      .filter((record) => record.storeId === storeId)
       .sort((a, b) => Number(a.id) - Number(b.id));
   }
 
   orderIncluded(record: OrderRecord): ResourceObject[] {
-    return orderIncluded(record, (type, id) => this.table(type as MenuType).get(id), this.stores.get(record.storeId)!.resource);
+    return orderIncluded(
+      record,
+      (type, id) => this.table(type as MenuType).get(id),
+      this.stores.get(record.storeId)!.resource,
+    );
   }
 
   liveIds(type: MenuType | 'order'): string[] {
@@ -109,7 +121,13 @@ export class EmulatorState implements OnModuleInit {
     const relationships = this.initialRelationships(type);
     const links = withoutDerived(type, parseRelationships(type, body.relationships), relationships);
     const id = this.nextId(type);
-    const record: MenuRecord = { type, id, storeId: store.id, ownerId: store.ownerId, resource: { id, type, attributes: { id: Number(id), ...attributes }, relationships } };
+    const record: MenuRecord = {
+      type,
+      id,
+      storeId: store.id,
+      ownerId: store.ownerId,
+      resource: { id, type, attributes: { id: Number(id), ...attributes }, relationships },
+    };
     this.applyLinks(record, links);
     this.table(type).set(id, record);
     this.emit(`${type}.created`, record);
@@ -123,10 +141,18 @@ export class EmulatorState implements OnModuleInit {
     if (body.id !== undefined && String(body.id) !== id) throw controlError(422, `id is ${id} here`, 'id');
     if (body.store_id !== undefined) throw controlError(422, 'a resource cannot move to another store', 'store_id');
     const attributes = parseAttributes(type, body.attributes, false, id);
-    const links = withoutDerived(type, parseRelationships(type, body.relationships), record.resource.relationships ?? {});
+    const links = withoutDerived(
+      type,
+      parseRelationships(type, body.relationships),
+      record.resource.relationships ?? {},
+    );
     const previousTrait = relatedId(record.resource, 'trait');
     // Links are checked on a copy: a refused request leaves the resource as it was.
-    const resource = { ...record.resource, attributes: { ...record.resource.attributes, ...attributes }, relationships: { ...record.resource.relationships } };
+    const resource = {
+      ...record.resource,
+      attributes: { ...record.resource.attributes, ...attributes },
+      relationships: { ...record.resource.relationships },
+    };
     const updated: MenuRecord = { ...record, resource };
     this.applyLinks(updated, links);
     record.resource = updated.resource;
@@ -139,7 +165,8 @@ export class EmulatorState implements OnModuleInit {
   destroyMenu(type: MenuType, id: string, withParent = false): void {
     const record = this.liveMenu(type, id);
     if (type === 'trait') {
-      for (const optionId of relatedIds(record.resource, 'trait_options')) this.destroyMenu('trait_option', optionId, true);
+      for (const optionId of relatedIds(record.resource, 'trait_options'))
+        this.destroyMenu('trait_option', optionId, true);
     }
     this.table(type).delete(id);
     this.emit(`${type}.destroyed`, record);
@@ -161,26 +188,43 @@ export class EmulatorState implements OnModuleInit {
     const record = this.stores.get(id);
     if (record === undefined) throw controlError(404, `no store ${id}`);
     const input = parseStore(body, false);
-    if (input.ownerId !== undefined || input.currency !== undefined) throw controlError(422, 'a store keeps its owner and currency', input.ownerId !== undefined ? 'owner_id' : 'currency');
+    if (input.ownerId !== undefined || input.currency !== undefined)
+      throw controlError(
+        422,
+        'a store keeps its owner and currency',
+        input.ownerId !== undefined ? 'owner_id' : 'currency',
+      );
     record.resource = { ...record.resource, attributes: { ...record.resource.attributes, ...input.attributes } };
     return record.resource;
   }
 
   destroyStore(id: string): void {
     if (!this.stores.has(id)) throw controlError(404, `no store ${id}`);
-    const inUse = MENU_TYPES.some((type) => [...this.table(type).values()].some((record) => record.storeId === id))
-      || [...this.orders.values()].some((record) => record.storeId === id);
+    const inUse =
+      MENU_TYPES.some((type) => [...this.table(type).values()].some((record) => record.storeId === id)) ||
+      [...this.orders.values()].some((record) => record.storeId === id);
     if (inUse) throw controlError(409, `store ${id} still has menu resources or orders`);
     this.stores.delete(id);
   }
 
   placeOrder(body: Record<string, unknown>): string {
-    const input = parseOrder(body, (storeId) => this.stores.get(storeId), (type, id) => this.table(type).get(id));
+    const input = parseOrder(
+      body,
+      (storeId) => this.stores.get(storeId),
+      (type, id) => this.table(type).get(id),
+    );
     const store = this.stores.get(input.storeId)!;
     const id = this.nextId('order');
     const record = buildOrder({
-      id, storeId: store.id, ownerId: store.ownerId, customerId: input.customerId, currency: store.currency,
-      attributes: input.attributes, lines: input.lines, nextId: () => this.nextId('order_item'), now: this.clock.now(),
+      id,
+      storeId: store.id,
+      ownerId: store.ownerId,
+      customerId: input.customerId,
+      currency: store.currency,
+      attributes: input.attributes,
+      lines: input.lines,
+      nextId: () => this.nextId('order_item'),
+      now: this.clock.now(),
     });
     this.orders.set(id, record);
     this.emitOrder('order.created', record);
@@ -212,7 +256,8 @@ export class EmulatorState implements OnModuleInit {
 
   private storeFor(storeId: unknown): StoreRecord {
     if (storeId === undefined) return this.stores.get(DEMO_STORE_ID) ?? [...this.stores.values()][0];
-    const store = typeof storeId === 'string' || typeof storeId === 'number' ? this.stores.get(String(storeId)) : undefined;
+    const store =
+      typeof storeId === 'string' || typeof storeId === 'number' ? this.stores.get(String(storeId)) : undefined;
     if (store === undefined) throw controlError(422, `store_id ${JSON.stringify(storeId)} is not a store`, 'store_id');
     return store;
   }
@@ -224,8 +269,12 @@ export class EmulatorState implements OnModuleInit {
   }
 
   private initialRelationships(type: MenuType): Record<string, unknown> {
-    return Object.fromEntries(Object.entries(SCHEMAS[type].relationships)
-      .map(([name, spec]) => [name, spec.kind === 'to-many' ? toMany(spec.target, []) : toOne(spec.target, null)]));
+    return Object.fromEntries(
+      Object.entries(SCHEMAS[type].relationships).map(([name, spec]) => [
+        name,
+        spec.kind === 'to-many' ? toMany(spec.target, []) : toOne(spec.target, null),
+      ]),
+    );
   }
 
   /** Sets the given relationships, each id a live resource of the same store. */
@@ -235,7 +284,11 @@ export class EmulatorState implements OnModuleInit {
       const ids = value === null ? [] : Array.isArray(value) ? value : [value];
       for (const id of ids) {
         if (this.table(target).get(id)?.storeId !== record.storeId) {
-          throw controlError(422, `relationships.${name}: no live ${target} ${id} at store ${record.storeId}`, `relationships.${name}`);
+          throw controlError(
+            422,
+            `relationships.${name}: no live ${target} ${id} at store ${record.storeId}`,
+            `relationships.${name}`,
+          );
         }
       }
       record.resource.relationships![name] = Array.isArray(value) ? toMany(target, value) : toOne(target, value);
@@ -254,7 +307,13 @@ export class EmulatorState implements OnModuleInit {
   private editOptionsOf(traitId: string, edit: (ids: string[]) => string[]): void {
     const trait = this.table('trait').get(traitId);
     if (trait === undefined) return;
-    trait.resource = { ...trait.resource, relationships: { ...trait.resource.relationships, trait_options: toMany('trait_option', edit(relatedIds(trait.resource, 'trait_options'))) } };
+    trait.resource = {
+      ...trait.resource,
+      relationships: {
+        ...trait.resource.relationships,
+        trait_options: toMany('trait_option', edit(relatedIds(trait.resource, 'trait_options'))),
+      },
+    };
     this.emit('trait.updated', trait);
   }
 
@@ -265,13 +324,26 @@ export class EmulatorState implements OnModuleInit {
       if (trait !== null) this.editOptionsOf(trait, (ids) => ids.filter((id) => id !== destroyed.id));
       return;
     }
-    const [referrer, name] = destroyed.type === 'product' ? ['collection', 'products'] as const
-      : destroyed.type === 'trait' ? ['product', 'traits'] as const : [undefined, undefined];
+    const [referrer, name] =
+      destroyed.type === 'product'
+        ? (['collection', 'products'] as const)
+        : destroyed.type === 'trait'
+          ? (['product', 'traits'] as const)
+          : [undefined, undefined];
     if (referrer === undefined) return;
     for (const record of this.table(referrer).values()) {
       const ids = relatedIds(record.resource, name);
       if (!ids.includes(destroyed.id)) continue;
-      record.resource = { ...record.resource, relationships: { ...record.resource.relationships, [name]: toMany(destroyed.type, ids.filter((id) => id !== destroyed.id)) } };
+      record.resource = {
+        ...record.resource,
+        relationships: {
+          ...record.resource.relationships,
+          [name]: toMany(
+            destroyed.type,
+            ids.filter((id) => id !== destroyed.id),
+          ),
+        },
+      };
       this.emit(`${referrer}.updated`, record);
     }
   }
@@ -285,11 +357,21 @@ export class EmulatorState implements OnModuleInit {
     this.publish(eventType, record.ownerId, { id: record.id, type: 'order' }, this.orderIncluded(record));
   }
 
-  private publish(eventType: SpecEventName, ownerId: string, subject: { id: string; type: string }, included: ResourceObject[]): void {
+  private publish(
+    eventType: SpecEventName,
+    ownerId: string,
+    subject: { id: string; type: string },
+    included: ResourceObject[],
+  ): void {
     this.seq += 1;
     const event: PlatformEvent = {
-      id: String(this.seq), seq: this.seq, ordinal: this.ordinal++, eventType,
-      createdAt: this.clock.now().toISOString(), ownerId, subject,
+      id: String(this.seq),
+      seq: this.seq,
+      ordinal: this.ordinal++,
+      eventType,
+      createdAt: this.clock.now().toISOString(),
+      ownerId,
+      subject,
       // A deep copy: later changes to the state must not alter an event already produced.
       included: structuredClone(included),
     };
@@ -304,19 +386,37 @@ export class EmulatorState implements OnModuleInit {
   private seedDemoMenu(): void {
     const traitIds = new Map<string, string>();
     for (const trait of DEMO_MENU.traits) {
-      const traitId = this.createMenu('trait', { attributes: { title: trait.title, description: trait.description, required: trait.required, allow_multiple: trait.allow_multiple } });
+      const traitId = this.createMenu('trait', {
+        attributes: {
+          title: trait.title,
+          description: trait.description,
+          required: trait.required,
+          allow_multiple: trait.allow_multiple,
+        },
+      });
       traitIds.set(trait.title, traitId);
-      trait.options.forEach(([title, pence], index) => this.createMenu('trait_option', {
-        attributes: { title, cost_adjustment: demoPrices(pence), default: trait.required && index === (trait.options.length > 2 ? 1 : 0) },
-        relationships: { trait: traitId },
-      }));
+      trait.options.forEach(([title, pence], index) =>
+        this.createMenu('trait_option', {
+          attributes: {
+            title,
+            cost_adjustment: demoPrices(pence),
+            default: trait.required && index === (trait.options.length > 2 ? 1 : 0),
+          },
+          relationships: { trait: traitId },
+        }),
+      );
     }
     for (const collection of DEMO_MENU.collections) {
-      const productIds = collection.products.map(([title, description, pence, traits]) => this.createMenu('product', {
-        attributes: { title, description, base_cost: demoPrices(pence) },
-        relationships: { traits: traits.map((name) => traitIds.get(name)!) },
-      }));
-      this.createMenu('collection', { attributes: { title: collection.title, description: collection.description }, relationships: { products: productIds } });
+      const productIds = collection.products.map(([title, description, pence, traits]) =>
+        this.createMenu('product', {
+          attributes: { title, description, base_cost: demoPrices(pence) },
+          relationships: { traits: traits.map((name) => traitIds.get(name)!) },
+        }),
+      );
+      this.createMenu('collection', {
+        attributes: { title: collection.title, description: collection.description },
+        relationships: { products: productIds },
+      });
     }
   }
 }
@@ -330,14 +430,22 @@ function checkType(type: MenuType, given: unknown): void {
  * The links to apply, without the relationships the platform derives itself: those are accepted
  * when they say what the platform already derives (`current`; empty for a new resource), else 422.
  */
-function withoutDerived(type: MenuType, links: Map<string, string[] | string | null>, current: Record<string, unknown>): Map<string, string[] | string | null> {
+function withoutDerived(
+  type: MenuType,
+  links: Map<string, string[] | string | null>,
+  current: Record<string, unknown>,
+): Map<string, string[] | string | null> {
   for (const [name, value] of links) {
     if (!isDerived(type, name)) continue;
     const given = value === null ? [] : Array.isArray(value) ? value : [value];
     const derived = relatedIdsOf(current[name]);
     if (given.length !== derived.length || !given.every((id) => derived.includes(id))) {
       const field = `relationships.${name}`;
-      throw controlError(422, `${field} is kept by the platform${name === 'trait_options' ? ' from each trait option\'s trait' : ''}: it is ${JSON.stringify(derived)} here`, field);
+      throw controlError(
+        422,
+        `${field} is kept by the platform${name === 'trait_options' ? " from each trait option's trait" : ''}: it is ${JSON.stringify(derived)} here`,
+        field,
+      );
     }
     links.delete(name);
   }

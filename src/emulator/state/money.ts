@@ -24,12 +24,15 @@ export function centsIn(map: unknown, currency: string): number | undefined {
  * Returns an error message instead when the input is neither.
  */
 export function parseMoneyMap(input: unknown): Record<string, unknown> | string {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) return 'must be an object keyed by currency code';
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    return 'must be an object keyed by currency code';
   const prices: Record<string, number> = {};
   for (const [currency, value] of Object.entries(input)) {
-    if (!/^[A-Z]{3}$/.test(currency)) return `has a key ${JSON.stringify(currency)} that is not an ISO 4217 currency code`;
+    if (!/^[A-Z]{3}$/.test(currency))
+      return `has a key ${JSON.stringify(currency)} that is not an ISO 4217 currency code`;
     const cents = typeof value === 'object' && value !== null ? (value as { cents?: unknown }).cents : value;
-    if (typeof cents !== 'number' || !Number.isInteger(cents)) return `.${currency} must be integer cents or a Money object with integer cents`;
+    if (typeof cents !== 'number' || !Number.isInteger(cents))
+      return `.${currency} must be integer cents or a Money object with integer cents`;
     prices[currency] = cents;
   }
   return moneyMap(prices);

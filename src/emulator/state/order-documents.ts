@@ -28,7 +28,12 @@ const HUMAN = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle:
 
 /** An entry of an order's `history` (spec: order.history). */
 export function historyEntry(status: string, at: Date, mostRecent: boolean): Record<string, unknown> {
-  return { transitioned_at_human: HUMAN.format(at), status, transitioned_at: at.toISOString(), most_recent: mostRecent };
+  return {
+    transitioned_at_human: HUMAN.format(at),
+    status,
+    transitioned_at: at.toISOString(),
+    most_recent: mostRecent,
+  };
 }
 
 /** Prices the lines in the store's currency and builds the order, order products and their trait options. */
@@ -39,7 +44,11 @@ export function buildOrder(input: NewOrder): OrderRecord {
   input.lines.forEach((line, index) => {
     const base = centsIn(line.product.resource.attributes.base_cost, input.currency);
     if (base === undefined) {
-      throw controlError(422, `product ${line.product.id} has no price in ${input.currency}`, `order_products[${index}].product_id`);
+      throw controlError(
+        422,
+        `product ${line.product.id} has no price in ${input.currency}`,
+        `order_products[${index}].product_id`,
+      );
     }
     const rows = line.options.map((option) => {
       const cents = centsIn(option.resource.attributes.cost_adjustment, input.currency) ?? 0;
@@ -47,7 +56,8 @@ export function buildOrder(input: NewOrder): OrderRecord {
       return {
         cents,
         row: {
-          id, type: 'order_product_trait_option',
+          id,
+          type: 'order_product_trait_option',
           attributes: { id: Number(id), cost: money(cents, input.currency) },
           relationships: { trait_option: toOne('trait_option', option.id) },
         },
@@ -58,11 +68,22 @@ export function buildOrder(input: NewOrder): OrderRecord {
     subtotal += total;
     const id = input.nextId();
     orderProducts.push({
-      id, type: 'order_product',
-      attributes: { id: Number(id), note: line.note, quantity: line.quantity, total, unit_total: unitTotal, cost: money(total, input.currency) },
+      id,
+      type: 'order_product',
+      attributes: {
+        id: Number(id),
+        note: line.note,
+        quantity: line.quantity,
+        total,
+        unit_total: unitTotal,
+        cost: money(total, input.currency),
+      },
       relationships: {
         product: toOne('product', line.product.id),
-        order_product_trait_options: toMany('order_product_trait_option', rows.map(({ row }) => row.id)),
+        order_product_trait_options: toMany(
+          'order_product_trait_option',
+          rows.map(({ row }) => row.id),
+        ),
       },
     });
     optionRows.push(...rows.map(({ row }) => row));
@@ -85,20 +106,40 @@ export function buildOrder(input: NewOrder): OrderRecord {
       history: [historyEntry('pending', input.now, true)],
     },
     relationships: {
-      order_products: toMany('order_product', orderProducts.map((row) => row.id)),
+      order_products: toMany(
+        'order_product',
+        orderProducts.map((row) => row.id),
+      ),
       store: toOne('store', input.storeId),
       user: toOne('user', input.customerId),
-      table: toOne('table', deliveryMethod.type === 'eat_in' && deliveryMethod.table !== undefined ? deliveryMethod.table : null),
+      table: toOne(
+        'table',
+        deliveryMethod.type === 'eat_in' && deliveryMethod.table !== undefined ? deliveryMethod.table : null,
+      ),
       feedback: toOne('feedback', null),
     },
   };
-  return { id: input.id, storeId: input.storeId, ownerId: input.ownerId, customerId: input.customerId, order, orderProducts, orderProductTraitOptions: optionRows };
+  return {
+    id: input.id,
+    storeId: input.storeId,
+    ownerId: input.ownerId,
+    customerId: input.customerId,
+    order,
+    orderProducts,
+    orderProductTraitOptions: optionRows,
+  };
 }
 
 /** An order with one more status entry, which becomes the most recent. */
 export function withStatus(order: ResourceObject, status: string, now: Date): ResourceObject {
-  const history = (order.attributes.history as Record<string, unknown>[]).map((entry) => ({ ...entry, most_recent: false }));
-  return { ...order, attributes: { ...order.attributes, status, history: [...history, historyEntry(status, now, true)] } };
+  const history = (order.attributes.history as Record<string, unknown>[]).map((entry) => ({
+    ...entry,
+    most_recent: false,
+  }));
+  return {
+    ...order,
+    attributes: { ...order.attributes, status, history: [...history, historyEntry(status, now, true)] },
+  };
 }
 
 /**
@@ -106,13 +147,20 @@ export function withStatus(order: ResourceObject, status: string, now: Date): Re
  * the customer, the order, its order products and their trait options, the trait options, traits
  * and products they refer to (as they are now; destroyed ones left out), and the store.
  */
-export function orderIncluded(record: OrderRecord, menu: (type: string, id: string) => MenuRecord | undefined, store: ResourceObject): ResourceObject[] {
+export function orderIncluded(
+  record: OrderRecord,
+  menu: (type: string, id: string) => MenuRecord | undefined,
+  store: ResourceObject,
+): ResourceObject[] {
   const options = unique(record.orderProductTraitOptions.map((row) => relatedId(row, 'trait_option')))
-    .map((id) => menu('trait_option', id)).filter((option): option is MenuRecord => option !== undefined);
+    .map((id) => menu('trait_option', id))
+    .filter((option): option is MenuRecord => option !== undefined);
   const traits = unique(options.map((option) => relatedId(option.resource, 'trait')))
-    .map((id) => menu('trait', id)).filter((trait): trait is MenuRecord => trait !== undefined);
+    .map((id) => menu('trait', id))
+    .filter((trait): trait is MenuRecord => trait !== undefined);
   const products = unique(record.orderProducts.map((row) => relatedId(row, 'product')))
-    .map((id) => menu('product', id)).filter((product): product is MenuRecord => product !== undefined);
+    .map((id) => menu('product', id))
+    .filter((product): product is MenuRecord => product !== undefined);
   return [
     { id: record.customerId, type: 'user', attributes: { id: Number(record.customerId) } },
     record.order,
@@ -128,4 +176,3 @@ export function orderIncluded(record: OrderRecord, menu: (type: string, id: stri
 function unique(ids: (string | null)[]): string[] {
   return [...new Set(ids.filter((id): id is string => id !== null))];
 }
-

@@ -6,7 +6,10 @@ export const MENU_TYPES: readonly MenuType[] = ['collection', 'product', 'trait'
 
 /** The control API's plural path segment of each menu type. */
 export const MENU_PATHS: Record<string, MenuType> = {
-  collections: 'collection', products: 'product', traits: 'trait', trait_options: 'trait_option',
+  collections: 'collection',
+  products: 'product',
+  traits: 'trait',
+  trait_options: 'trait_option',
 };
 
 type AttributeKind = 'title' | 'string' | 'nullable-string' | 'boolean' | 'money-map';
@@ -47,7 +50,11 @@ export const SCHEMAS: Record<MenuType, ResourceSchema> = {
     },
     relationships: {
       traits: { kind: 'to-many', target: 'trait' },
-      externally_managed_product_override: { kind: 'to-one', target: 'externally_managed_product_override', derived: true },
+      externally_managed_product_override: {
+        kind: 'to-one',
+        target: 'externally_managed_product_override',
+        derived: true,
+      },
     },
   },
   trait: {
@@ -76,9 +83,15 @@ export const SCHEMAS: Record<MenuType, ResourceSchema> = {
  * `attributes.id` (as a body copied from a webhook's `included` carries it) is the platform's: on
  * create it is ignored, on update it must be the resource's own (`currentId`).
  */
-export function parseAttributes(type: MenuType, input: unknown, creating: boolean, currentId?: string): Record<string, unknown> {
+export function parseAttributes(
+  type: MenuType,
+  input: unknown,
+  creating: boolean,
+  currentId?: string,
+): Record<string, unknown> {
   if (input === undefined && !creating) return {};
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw controlError(422, 'attributes must be an object', 'attributes');
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw controlError(422, 'attributes must be an object', 'attributes');
   const specs = SCHEMAS[type].attributes;
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(input)) {
@@ -87,7 +100,12 @@ export function parseAttributes(type: MenuType, input: unknown, creating: boolea
       if (creating || String(value) === currentId) continue;
       throw controlError(422, `attributes.id is assigned by the platform: ${currentId} here`, 'attributes.id');
     }
-    if (spec === undefined) throw controlError(422, `${type} has no attribute ${name}; it has ${Object.keys(specs).join(', ')}`, `attributes.${name}`);
+    if (spec === undefined)
+      throw controlError(
+        422,
+        `${type} has no attribute ${name}; it has ${Object.keys(specs).join(', ')}`,
+        `attributes.${name}`,
+      );
     out[name] = parseValue(spec.kind, value, `attributes.${name}`);
   }
   if (creating) {
@@ -103,13 +121,15 @@ export function parseAttributes(type: MenuType, input: unknown, creating: boolea
 function parseValue(kind: AttributeKind, value: unknown, field: string): unknown {
   switch (kind) {
     case 'title':
-      if (typeof value !== 'string' || value.length === 0) throw controlError(422, `${field} must be a non-empty string`, field);
+      if (typeof value !== 'string' || value.length === 0)
+        throw controlError(422, `${field} must be a non-empty string`, field);
       return value;
     case 'string':
       if (typeof value !== 'string') throw controlError(422, `${field} must be a string`, field);
       return value;
     case 'nullable-string':
-      if (value !== null && typeof value !== 'string') throw controlError(422, `${field} must be a string or null`, field);
+      if (value !== null && typeof value !== 'string')
+        throw controlError(422, `${field} must be a string or null`, field);
       return value;
     case 'boolean':
       if (typeof value !== 'boolean') throw controlError(422, `${field} must be a boolean`, field);
@@ -130,14 +150,22 @@ function parseValue(kind: AttributeKind, value: unknown, field: string): unknown
 export function parseRelationships(type: MenuType, input: unknown): Map<string, string[] | string | null> {
   const out = new Map<string, string[] | string | null>();
   if (input === undefined) return out;
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw controlError(422, 'relationships must be an object', 'relationships');
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw controlError(422, 'relationships must be an object', 'relationships');
   const specs = SCHEMAS[type].relationships;
   for (const [name, value] of Object.entries(input)) {
     const spec = specs[name];
     const field = `relationships.${name}`;
-    if (spec === undefined) throw controlError(422, `${type} has no relationship ${name}; it has ${Object.keys(specs).join(', ')}`, field);
-    const data = typeof value === 'object' && value !== null && !Array.isArray(value) && 'data' in value ? (value as { data: unknown }).data : value;
-    out.set(name, spec.kind === 'to-many' ? parseIdList(data, spec.target, field) : parseId(data, spec.target, field, true));
+    if (spec === undefined)
+      throw controlError(422, `${type} has no relationship ${name}; it has ${Object.keys(specs).join(', ')}`, field);
+    const data =
+      typeof value === 'object' && value !== null && !Array.isArray(value) && 'data' in value
+        ? (value as { data: unknown }).data
+        : value;
+    out.set(
+      name,
+      spec.kind === 'to-many' ? parseIdList(data, spec.target, field) : parseId(data, spec.target, field, true),
+    );
   }
   return out;
 }
@@ -159,7 +187,8 @@ function parseId(data: unknown, target: string, field: string, nullable: boolean
   if (typeof data === 'string' || typeof data === 'number') return normaliseId(data, field);
   if (typeof data === 'object' && data !== null && 'id' in data) {
     const { id, type } = data as { id: unknown; type?: unknown };
-    if (type !== undefined && type !== target) throw controlError(422, `${field} refers to type ${String(type)}, expected ${target}`, field);
+    if (type !== undefined && type !== target)
+      throw controlError(422, `${field} refers to type ${String(type)}, expected ${target}`, field);
     if (typeof id === 'string' || typeof id === 'number') return normaliseId(id, field);
   }
   throw controlError(422, `${field} must be a ${target} identifier${nullable ? ' or null' : ''}`, field);
@@ -167,6 +196,7 @@ function parseId(data: unknown, target: string, field: string, nullable: boolean
 
 function normaliseId(id: string | number, field: string): string {
   const text = String(id);
-  if (!/^[1-9]\d{0,15}$/.test(text)) throw controlError(422, `${field} has an id ${JSON.stringify(text)} that is not a positive integer`, field);
+  if (!/^[1-9]\d{0,15}$/.test(text))
+    throw controlError(422, `${field} has an id ${JSON.stringify(text)} that is not a positive integer`, field);
   return text;
 }

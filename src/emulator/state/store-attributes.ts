@@ -4,7 +4,12 @@ import { toMany, toOne } from './records.js';
 const WEEK = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'];
 
 /** A store resource with every field of the spec's store table. */
-export function storeResource(id: string, title: string, createdAt: Date, overrides: Record<string, unknown> = {}): ResourceObject {
+export function storeResource(
+  id: string,
+  title: string,
+  createdAt: Date,
+  overrides: Record<string, unknown> = {},
+): ResourceObject {
   return {
     id,
     type: 'store',
@@ -15,7 +20,17 @@ export function storeResource(id: string, title: string, createdAt: Date, overri
       brand_color: '#c0392b',
       latitude: 51.5145,
       longitude: -0.0754,
-      opening_times: Object.fromEntries(WEEK.map((day) => [day, day === 'sunday' ? [['10:00', '16:00']] : [['8:00', '14:30'], ['17:00', '22:00']]])),
+      opening_times: Object.fromEntries(
+        WEEK.map((day) => [
+          day,
+          day === 'sunday'
+            ? [['10:00', '16:00']]
+            : [
+                ['8:00', '14:30'],
+                ['17:00', '22:00'],
+              ],
+        ]),
+      ),
       status: 'open',
       demo: true,
       active: true,
@@ -27,8 +42,14 @@ export function storeResource(id: string, title: string, createdAt: Date, overri
       prevent_orders_being_placed_outside_of_opening_times: false,
       table_is_required_for_eat_in_orders: true,
       'accepting_orders?': true,
-      due_at_options: [15, 30, 45].map((minutes) => ({ text: `In ${minutes} minutes`, value: minutes, type: 'relative' })),
-      logo: Object.fromEntries([1, 2, 3].map((x) => [`x${x}`, `https://images.example.com/stores/${id}/logo@${x}x.png`])),
+      due_at_options: [15, 30, 45].map((minutes) => ({
+        text: `In ${minutes} minutes`,
+        value: minutes,
+        type: 'relative',
+      })),
+      logo: Object.fromEntries(
+        [1, 2, 3].map((x) => [`x${x}`, `https://images.example.com/stores/${id}/logo@${x}x.png`]),
+      ),
       distance: null,
       walking_distance: null,
       ...overrides,
