@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Connected upstream accounts (CONTRACT §6): tokens only as AES-256-GCM ciphertext (bound to the
+ * Connected upstream accounts (docs/reference.md §6): tokens only as AES-256-GCM ciphertext (bound to the
  * row's id, which is therefore drawn before the insert: BY DEFAULT, not ALWAYS), the pending
  * authorization requests of the connect flow (state only as a hash, the PKCE verifier sealed),
  * and the webhook subscriptions registered for each connection (the callback URI with its key

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The change log (CONTRACT §11): one row per resource whose visible state changed, written in the
+ * The change log (docs/reference.md §11): one row per resource whose visible state changed, written in the
  * transaction that changed the read model (an outbox). Readers read it gap-safely like the event
  * log: in (transaction_id, seq) order, below event_log_horizon(). `change_log_horizon` records the
  * highest (transaction_id, seq) that compaction deleted: a cursor below it answers 410.

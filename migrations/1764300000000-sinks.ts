@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Push sinks of the change log (CONTRACT §11). A sink's secrets exist here only as AES-256-GCM
+ * Push sinks of the change log (docs/reference.md §11). A sink's secrets exist here only as AES-256-GCM
  * ciphertext bound to the sink's id and column (the id is drawn by the application before the
  * insert). `(cursor_xid, cursor_seq)` is the change-log position its target acknowledged up to
  * ((0, 0): from the start); `(inflight_xid, inflight_seq)` the end of the batch being retried, so a

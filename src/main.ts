@@ -7,7 +7,7 @@ import { CliModule } from './cli/cli.module.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
 import { createRootLogger, PinoNestLogger } from './observability/logger.js';
 
-/** Exit codes: 0 success, 1 failure, 2 bad usage or configuration (CONTRACT §8). */
+/** Exit codes: 0 success, 1 failure, 2 bad usage or configuration (docs/reference.md §8). */
 async function main(): Promise<void> {
   loadDotenv({ quiet: true });
   let config;

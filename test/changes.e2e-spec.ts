@@ -18,7 +18,7 @@ import {
 } from './support/menu-events.js';
 
 /**
- * CONTRACT §11, the feed: bootstrap from /menu and follow the SSE feed from its changes_cursor,
+ * docs/reference.md §11, the feed: bootstrap from /menu and follow the SSE feed from its changes_cursor,
  * across a daemon restart (Last-Event-ID), ends equal to the final /menu; long-poll answers when a
  * change arrives; a replay's repairs flow out; a cursor behind the compaction horizon is 410; bad
  * input is a 400 naming the field. One daemon (a child process) on a fresh database, restarted once.

@@ -12,7 +12,7 @@ import { authorize as connectFlow, get, startDaemonOn } from './support/connect.
 import { api, API_TOKEN, RunningDaemon } from './support/http.js';
 
 /**
- * CONTRACT §6 and §7 against the emulator: the browser connect flow (authorization request with
+ * docs/reference.md §6 and §7 against the emulator: the browser connect flow (authorization request with
  * a single-use state and PKCE, callback, code exchange, stored connection, registered webhook
  * endpoint), the exact registration request the upstream receives, a delivery to the registered
  * key, refused callbacks storing nothing, the out-of-band CLI flow and `menu-sync subscribe`, and
@@ -104,7 +104,7 @@ describe('the browser connect flow', () => {
     ).toBe(302);
   });
 
-  it('redirects to the authorization request of CONTRACT §6, with a single-use state and PKCE S256', async () => {
+  it('redirects to the authorization request of reference §6, with a single-use state and PKCE S256', async () => {
     const start = await get(`${daemon.url}/auth/connect?api_token=${API_TOKEN}`);
     expect(start.status).toBe(302);
     expect(start.headers.get('cache-control')).toContain('no-store');
@@ -415,7 +415,7 @@ describe('the out-of-band flow of the CLI', () => {
   });
 });
 
-describe('tokens at expiry, two processes (CONTRACT §6)', () => {
+describe('tokens at expiry, two processes (docs/reference.md §6)', () => {
   it('20 concurrent upstream calls from two processes on an expired token cause exactly one refresh grant', async () => {
     const [connection] = await connections();
     // The token is due (issued 7 h ago, lifetime 6 h) and no longer works upstream either.

@@ -9,7 +9,7 @@ import { connect, startDaemonOn } from './support/connect.js';
 import { api, RunningDaemon } from './support/http.js';
 
 /**
- * CONTRACT §6: the spec's token answer names no user; the owner of a connection comes from
+ * docs/reference.md §6: the spec's token answer names no user; the owner of a connection comes from
  * Doorkeeper's `GET {auth_url}/oauth/token/info`, and when that answers 404 or 401, from the first
  * webhook delivered to the connection's key.
  */

@@ -9,12 +9,12 @@ import { ROOT_DIR } from './support/daemon-process.js';
 /**
  * The ops bundle in deploy/: Prometheus alert rules that `promtool` (Debian's `prometheus`
  * package; .ci/run installs it) accepts and whose unit tests pass, and a Grafana dashboard and
- * rules that chart only metric families the daemon exposes (CONTRACT §10) or that §11 names.
+ * rules that chart only metric families the daemon exposes (docs/reference.md §10) or that §11 names.
  */
 
 const run = promisify(execFile);
 const DEPLOY = path.join(ROOT_DIR, 'deploy');
-/** CONTRACT §11's sink metrics: not in this daemon's registry yet (they come with the sinks). */
+/** docs/reference.md §11's sink metrics: not in this daemon's registry yet (they come with the sinks). */
 const SINK_FAMILIES = [
   'menu_sync_change_log_head',
   'menu_sync_sink_lag_changes',
@@ -68,7 +68,7 @@ describe('deploy/: the ops bundle', () => {
     const rules = await readFile(path.join(DEPLOY, 'prometheus', 'alerts.yml'), 'utf8');
     const unknown = [...referenced(queries.join('\n') + rules)].filter((name) => !exposed.has(name));
     expect(unknown).toEqual([]);
-    // Every family of CONTRACT §10 is charted.
+    // Every family of docs/reference.md §10 is charted.
     for (const family of [
       'menu_sync_webhook_deliveries_total',
       'menu_sync_event_append_seconds_bucket',

@@ -6,7 +6,7 @@ import { createTestDatabase, TestDatabase } from './support/database.js';
 import { webhookEvent } from './support/webhook-events.js';
 
 /**
- * CONTRACT §2 and §10 against the built daemon in a child process: a delivery answered 2XX is
+ * docs/reference.md §2 and §10 against the built daemon in a child process: a delivery answered 2XX is
  * committed before the answer, so it survives a SIGKILL at any moment, is in the log exactly once,
  * and stays a duplicate forever; SIGTERM finishes in-flight appends and exits 0 within 10 s.
  */

@@ -24,7 +24,7 @@ function expectProblem(answer: Answer, status: number): void {
   });
 }
 
-describe('/api/v1/events against the real daemon (CONTRACT §5)', () => {
+describe('/api/v1/events against the real daemon (docs/reference.md §5)', () => {
   let app: RunningDaemon;
   /** What was delivered, in delivery order, with the position each got. */
   const delivered: Array<{ event: Json; bytes: Buffer; position: number }> = [];

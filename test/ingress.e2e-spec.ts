@@ -188,7 +188,7 @@ describe('POST /webhooks/{key} against the real daemon', () => {
       expect(await quarantine()).toHaveLength(quarantinedBefore);
     });
 
-    // README: "the same problem body as any unknown route" (its detail names the path, so not byte for byte).
+    // docs/reference.md §2: "the same problem body as any unknown route" (its detail names the path, so not byte for byte).
     it("has the problem type and shape of any unknown route's 404", async () => {
       const answer = await deliver(app.url, webhookEvent(), { key: unknownKey });
       const unknownRoute = await api(app.url, '/no-such-route', null, { method: 'POST' });

@@ -5,7 +5,7 @@ import { at, collection, destroyedEvent, Json, menuEvent, product, trait, traitO
 
 /**
  * `/menu` streamed from PostgreSQL (issue 13): a menu of several hundred products (more than one
- * chunk of the stream) read as the expanded document of CONTRACT §5 and as `?form=normalized`;
+ * chunk of the stream) read as the expanded document of docs/reference.md §5 and as `?form=normalized`;
  * the ETag is the owner's menu version, kept by the projector, so it changes exactly when the
  * owner's content does — a projector page changing one of its rows, a delete, not a replay that
  * swaps an equal rebuilt schema in — and `If-None-Match` gives 304 without a body.
@@ -160,7 +160,7 @@ describe('GET /api/v1/menu streamed, with the owner version as its ETag', () => 
     expect(expanded.products.find((p: Json) => p.id === '20005').traits.map((t: Json) => t.id)).toEqual(['30005']);
     expect(rejoin((await menu(`${asOf}&form=normalized`)).json)).toEqual(expanded);
     const latest = `&as_of=${encodeURIComponent(at(60))}`;
-    // Equal but for the cursor: a live document has one, an as_of document none (CONTRACT §11).
+    // Equal but for the cursor: a live document has one, an as_of document none (docs/reference.md §11).
     const content = (document: Json) => ({ ...document, changes_cursor: undefined });
     expect((await menu(latest)).json.changes_cursor).toBeNull();
     expect(content((await menu(latest)).json)).toEqual(content((await menu()).json));

@@ -19,7 +19,7 @@ import {
 import { eventually } from './support/eventually.js';
 
 /**
- * The query API (CONTRACT §4 and §5) through HTTP only: deliveries go in through
+ * The query API (docs/reference.md §4 and §5) through HTTP only: deliveries go in through
  * POST /webhooks/{key}, state comes out through /api/v1 with the bearer token. One real daemon
  * (a child process, see test/support/http.ts) for the whole file; each block uses its own owners
  * and id range, since resources are keyed by (type, id) alone.
@@ -46,10 +46,10 @@ function expectProblem(answer: Answer, status: number): void {
 
 const ids = (resources: Json[]) => resources.map((resource) => resource.id);
 
-/** A menu's content: without changes_cursor, which live reads carry and as_of reads do not (CONTRACT §11). */
+/** A menu's content: without changes_cursor, which live reads carry and as_of reads do not (docs/reference.md §11). */
 const menuContent = ({ changes_cursor: _cursor, ...content }: Json) => content;
 
-describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => {
+describe('query API /api/v1 against the real daemon (docs/reference.md §4, §5)', () => {
   let app: RunningDaemon;
   let highestPosition = 0;
 
@@ -383,7 +383,7 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
     );
   });
 
-  describe('order independence through HTTP (CONTRACT §4)', () => {
+  describe('order independence through HTTP (docs/reference.md §4)', () => {
     const events: Record<string, Json> = {};
     let newerPosition: number;
 
@@ -576,7 +576,7 @@ describe('query API /api/v1 against the real daemon (CONTRACT §4, §5)', () => 
       await caughtUp();
       const unchanged = await menu();
       expect(unchanged.headers.get('etag')).toBe(etag);
-      // The content, that is: changes_cursor moves with other owners' changes (CONTRACT §11).
+      // The content, that is: changes_cursor moves with other owners' changes (docs/reference.md §11).
       expect({ ...unchanged.json, changes_cursor: null }).toEqual({ ...first.json, changes_cursor: null });
       expect((await menu({ 'if-none-match': etag! })).status).toBe(304);
 

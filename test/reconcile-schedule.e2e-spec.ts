@@ -6,7 +6,7 @@ import { api, RunningDaemon, scrape } from './support/http.js';
 import type { Json } from './support/menu-events.js';
 
 /**
- * Reconcile on RECONCILE_CRON (CONTRACT §1, §8), against an emulator whose snapshot documents are
+ * Reconcile on RECONCILE_CRON (docs/reference.md §1, §8), against an emulator whose snapshot documents are
  * paginated (7 per page): the scheduled runs follow `links.next` through every page, heal a change
  * whose deliveries all failed, count what they did in /metrics, and no run starts while one is going.
  */

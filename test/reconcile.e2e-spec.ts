@@ -20,7 +20,7 @@ import { expectedFrom, expectMirrorEquals, MENU_LISTS, MIRRORED_LISTS, mirrorOf 
 import type { Compared, MirroredList } from './support/mirror.js';
 
 /**
- * Reconcile against the emulator (issue 7, CONTRACT §7, §8): the run right after connecting
+ * Reconcile against the emulator (issue 7, docs/reference.md §7, §8): the run right after connecting
  * imports the demo menu; changes whose deliveries the platform gave up on (every one of the 6
  * attempts failed) are healed by `menu-sync reconcile`, after which the query API equals the
  * emulator's state and a second run appends nothing; a webhook newer than the fetch still wins and
@@ -389,7 +389,7 @@ describe('changes the platform gave up delivering', () => {
     expect(orderEvents.map((event: Json) => [event.event_type, event.source])).toEqual([
       ['order.created', 'reconcile'],
     ]);
-    // The repairs flow out through the change feed like any change (CONTRACT §11); orders are not published by default.
+    // The repairs flow out through the change feed like any change (reference §11); orders are not published by default.
     await eventually(
       async () => {
         const flowed = (await changesAfter(daemon.url, cursor)).changes.map((c: Json) => `${c.op} ${c.type}/${c.id}`);

@@ -24,13 +24,13 @@ import {
 import { eventually } from './support/eventually.js';
 
 /**
- * CONTRACT §4 and §8: `menu-sync replay` rebuilds the projections from the whole log into shadow
+ * docs/reference.md §4 and §8: `menu-sync replay` rebuilds the projections from the whole log into shadow
  * schemas while the daemon keeps ingesting, projecting and serving, then swaps them in; afterwards
  * the read model is the fold of every event in the log, nothing applied twice. A replay killed
  * half-way leaves the live model untouched and the projector unblocked, and a rerun succeeds.
  * `menu-sync verify` says "identical" on a healthy model and names each hand-made difference.
  * A replay cut off from the database after its swap committed must not leave anything that makes
- * the next replay fail (CONTRACT §8: "interrupted → … a rerun starts cleanly").
+ * the next replay fail (docs/reference.md §8: "interrupted → … a rerun starts cleanly").
  * One daemon (a child process) on a fresh database for the file; the CLI runs as child processes
  * beside it. The log holds ~3 000 deliveries made over HTTP plus ~50 000 events of history written
  * straight into event_log in the daemon's own row shape, so that a rebuild lasts long enough for
@@ -121,7 +121,7 @@ function menuResource(type: keyof typeof COUNTS, id: string, rev: number): Resou
 
 /**
  * order.created/updated: the order, two order products with a trait option each, the store, the
- * user — and menu resources (products, a trait option) that must not change the menu (CONTRACT §4).
+ * user — and menu resources (products, a trait option) that must not change the menu (docs/reference.md §4).
  */
 function orderDelivery(
   kind: 'created' | 'updated',
@@ -301,7 +301,7 @@ function historyRows(count: number): HistoryRow[] {
 
 /**
  * Events no projection can apply, to be parked — by the daemon and by every rebuild alike — and
- * never dropped (CONTRACT §4): an update whose `included` lacks its subject (it holds another
+ * never dropped (docs/reference.md §4): an update whose `included` lacks its subject (it holds another
  * product instead), an order event whose `included` holds no order. (A `\u0000` escape, which
  * jsonb refuses, is left out: it sends its whole page down the one-entry-at-a-time slow path, and
  * a rebuild of this log would take minutes instead of seconds — a 20 000-entry log with one such
@@ -491,7 +491,7 @@ async function shadowSchemas(client: pg.Client): Promise<string[]> {
   return rows.map((row) => row.nspname);
 }
 
-describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => {
+describe('replay and verify beside a running daemon (docs/reference.md §4, §8)', () => {
   let app: RunningDaemon;
   let db: pg.Client;
   let cliEnv: Record<string, string>;
@@ -961,7 +961,7 @@ describe('replay and verify beside a running daemon (CONTRACT §4, §8)', () => 
     await caughtUp();
     await expectModelEqualsFold(db);
 
-    // CONTRACT §8: interrupted → a rerun starts cleanly.
+    // docs/reference.md §8: interrupted → a rerun starts cleanly.
     try {
       const rerun = await run(['replay']);
       expect({ code: rerun.code, run: rerun.code === 0 ? '' : describeRun(rerun) }).toEqual({ code: 0, run: '' });

@@ -5,7 +5,7 @@ import { DaemonProcess, expectCleanStop, stopLeftovers } from './support/daemon-
 import { eventually } from './support/eventually.js';
 
 /**
- * The zero-config sandbox (issue 7, CONTRACT §1): the built daemon with an empty environment in a
+ * The zero-config sandbox (issue 7, docs/reference.md §1): the built daemon with an empty environment in a
  * fresh directory runs an embedded PostgreSQL and the emulator in-process, connects to it through
  * the real OAuth flow, and the first reconcile imports the demo menu; a product made through the
  * emulator's control API is delivered into the mirror; SIGTERM leaves no PostgreSQL behind. A
@@ -123,7 +123,7 @@ describe('`npm start` with an empty environment: the sandbox', () => {
         100,
       );
       expect(shown).toMatchObject({ owner_id: DEMO_OWNER, attributes: { title: 'Soup of the day' }, deleted: false });
-      // The catalogue mirror (CONTRACT §11): the sandbox's own http sink keeps a catalogue file, named in the log.
+      // The catalogue mirror (reference §11): the sandbox's own http sink keeps a catalogue file, named in the log.
       const catalogueFile = path.join(dir, 'data', 'catalogue.json');
       expect(daemon.logs).toContain(catalogueFile);
       const catalogue = await eventually(

@@ -25,7 +25,7 @@ const distinct = (ownerId: string, count: number) =>
     ownerId,
   }));
 
-describe('sinks across crashes, and to NATS JetStream (CONTRACT §11)', () => {
+describe('sinks across crashes, and to NATS JetStream (docs/reference.md §11)', () => {
   let app: RunningDaemon;
   let nc: NatsConnection;
   /** The daemon's address: the restarted one's after the SIGKILL test. */

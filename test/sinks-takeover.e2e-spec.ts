@@ -8,7 +8,7 @@ import { api, API_TOKEN, RunningDaemon, startDaemon } from './support/http.js';
 import { settledSink, SinkReceiver } from './support/sink-receiver.js';
 
 /**
- * CONTRACT §11: one sink dispatcher per database (an advisory lock), a standby that takes over
+ * docs/reference.md §11: one sink dispatcher per database (an advisory lock), a standby that takes over
  * when the active daemon dies; and a sink whose cursor fell behind the change log's compaction
  * horizon, which first publishes the current state of every resource it follows, then goes on.
  */
@@ -45,7 +45,7 @@ async function createSink(url: string, receiver: SinkReceiver, body: Json): Prom
   return created.json.data;
 }
 
-describe('the sink dispatcher across daemons, and a sink behind the compaction horizon (CONTRACT §11)', () => {
+describe('the sink dispatcher across daemons, and a sink behind the compaction horizon (docs/reference.md §11)', () => {
   const receivers: SinkReceiver[] = [];
   const receiver = async () => {
     const started = await new SinkReceiver().start();

@@ -50,7 +50,7 @@ function expectConverged(receiver: SinkReceiver, expected: Map<string, Json>): v
   );
 }
 
-describe('HTTP sinks against the real daemon (CONTRACT §11)', () => {
+describe('HTTP sinks against the real daemon (docs/reference.md §11)', () => {
   let app: RunningDaemon;
   const receivers: SinkReceiver[] = [];
   const receiver = async () => {

@@ -6,7 +6,7 @@ import { DaemonProcess, expectCleanStop, processesMentioning, stopLeftovers } fr
 import { webhookEvent } from './support/webhook-events.js';
 
 /**
- * CONTRACT §1 and §10: `menu-sync serve` with no configuration at all comes up on an embedded
+ * docs/reference.md §1 and §10: `menu-sync serve` with no configuration at all comes up on an embedded
  * PostgreSQL under ./data, accepts deliveries on the local webhook key, stops its PostgreSQL on
  * SIGTERM, keeps its data across restarts and recovers from a SIGKILL that orphaned its PostgreSQL.
  */

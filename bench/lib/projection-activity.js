@@ -38,7 +38,7 @@ function statement(query) {
 /**
  * SQL giving, on a connection to the bench database, how long the oldest transaction holding an
  * xid in ANOTHER database of the server has been open (s), or null. xids are server-wide, so such
- * a transaction holds back pg_snapshot_xmin, below which the projector reads (CONTRACT §3).
+ * a transaction holds back pg_snapshot_xmin, below which the projector reads (docs/reference.md §3).
  */
 export const FOREIGN_XACT_SQL = `(SELECT extract(epoch FROM now() - min(xact_start))::float8 FROM pg_stat_activity
   WHERE backend_xid IS NOT NULL AND datname IS DISTINCT FROM current_database())`;

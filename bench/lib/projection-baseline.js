@@ -35,7 +35,7 @@ export function baselineSetupSql() {
 }
 
 /**
- * One statement per menu table: per id, the newest event (CONTRACT §4 version order) among the
+ * One statement per menu table: per id, the newest event (docs/reference.md §4 version order) among the
  * type's created/updated/destroyed events; its subject taken from `included` of the parsed payload.
  * Every payload of the type is parsed (the lateral sits below the sort), as a naive rebuild does.
  */

@@ -42,7 +42,7 @@ export function percentile(sorted, p) {
 /**
  * Follows GET /api/v1/changes as Server-Sent Events from the head: one connection, whose cost does
  * not grow with how late the changes are (polling each delivery does: every late one adds 100 GETs/s).
- * A change is written in the transaction that changes the read model (CONTRACT §11), so its
+ * A change is written in the transaction that changes the read model (docs/reference.md §11), so its
  * arrival is no earlier than its visibility in the API; the read-backs check that.
  */
 async function openFeed(base) {

@@ -1,4 +1,4 @@
-// A catalogue consumer for menu-sync (CONTRACT §11), small enough to copy.
+// A catalogue consumer for menu-sync (docs/reference.md §11), small enough to copy.
 //
 //   node consumer.js webhook   receive an HTTP sink: verify, deduplicate by webhook-id, apply
 //   node consumer.js feed      bootstrap from GET /api/v1/menu, then follow the SSE feed /api/v1/changes

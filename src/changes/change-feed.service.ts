@@ -17,7 +17,7 @@ export interface ChangeSink {
   readonly stream: Writable;
 }
 
-/** `GET /api/v1/changes` (CONTRACT §11): pages, long-poll and SSE over the gap-safe change-log reader. */
+/** `GET /api/v1/changes` (docs/reference.md §11): pages, long-poll and SSE over the gap-safe change-log reader. */
 @Injectable()
 export class ChangeFeedService implements BeforeApplicationShutdown {
   private readonly logger = new Logger(ChangeFeedService.name);

@@ -3,7 +3,7 @@ import { Gauge } from 'prom-client';
 import { MetricsService } from '../observability/metrics.service.js';
 import { ChangeLogRepository } from './change-log.repository.js';
 
-/** `menu_sync_change_log_head` (CONTRACT §11): the newest seq written, read at each scrape. */
+/** `menu_sync_change_log_head` (docs/reference.md §11): the newest seq written, read at each scrape. */
 @Injectable()
 export class ChangeLogHeadGauge implements OnModuleInit {
   constructor(

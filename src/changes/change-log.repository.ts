@@ -43,7 +43,7 @@ export class ChangeLogRepository {
    * nothing is skipped. The horizon is read once and used for both statements, so a page that the
    * filters leave short can move the cursor to the end of what was readable without skipping.
    * The page carries the compaction horizon of the same snapshot: a reader whose cursor is below
-   * it has lost changes (CONTRACT §11).
+   * it has lost changes (docs/reference.md §11).
    */
   async readAfter(after: ChangePosition, filter: ChangeFilter, db: SqlSession = this.dataSource): Promise<ChangePage> {
     const params: unknown[] = [after.transactionId, after.seq, filter.limit];

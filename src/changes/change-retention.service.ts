@@ -6,7 +6,7 @@ const MIN_INTERVAL_MS = 1000;
 const MAX_INTERVAL_MS = 10 * 60_000;
 
 /**
- * CHANGES_RETENTION (CONTRACT §11): every change is kept that long, then only the newest of each
+ * CHANGES_RETENTION (docs/reference.md §11): every change is kept that long, then only the newest of each
  * resource. Runs at start and then at a quarter of the retention (1 s to 10 min); compactions of
  * several daemons on one database serialise on their DELETE and each finds nothing left to do.
  */

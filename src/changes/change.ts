@@ -1,6 +1,6 @@
 import type { ApiResource } from '../projection/api-resource.js';
 
-/** A change of the change log (CONTRACT §11): a resource's new state, as `GET /api/v1/{type}/{id}` shows it. */
+/** A change of the change log (reference §11): a resource's new state, as `GET /api/v1/{type}/{id}` shows it. */
 export interface Change {
   seq: number;
   change_id: string;

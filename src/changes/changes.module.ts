@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ChangeLogRepository } from './change-log.repository.js';
 
-/** The change log (CONTRACT §11): its reader, cursors and retention; the feed. */
+/** The change log (docs/reference.md §11): its reader, cursors and retention; the feed. */
 @Module({
   providers: [ChangeLogRepository],
   exports: [ChangeLogRepository],

@@ -54,7 +54,7 @@ export class AuthExchangeCommand extends CommandRunner {
         process.exitCode = 1;
         return;
       }
-      // Reconcile right after a connection is made (CONTRACT §8): the daemon does it for connections made through it.
+      // Reconcile right after a connection is made (reference §8): the daemon does it for connections made through it.
       const run = await app.get(ReconcileService).run('connection', { connectionId: connection.id });
       const appended = run.stores.reduce((sum, store) => sum + store.events_appended, 0);
       process.stderr.write(

@@ -9,7 +9,7 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
 /**
- * `/api` access (CONTRACT §5): a bearer token from API_TOKENS; with none configured, loopback
+ * `/api` access (docs/reference.md §5): a bearer token from API_TOKENS; with none configured, loopback
  * clients only. Tokens are compared as digests in constant time.
  */
 @Injectable()

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { SecretCipher } from './secret-cipher.js';
 
-describe('SecretCipher (AES-256-GCM, CONTRACT §6)', () => {
+describe('SecretCipher (AES-256-GCM, docs/reference.md §6)', () => {
   const cipher = SecretCipher.fromKey(randomBytes(32));
 
   it('opens what it sealed, and the sealed bytes do not contain the token', () => {

@@ -74,7 +74,7 @@ export const SECRET_VARIABLES = new Set([
 ]);
 
 /**
- * The whole configuration, read once from the environment (CONTRACT §1).
+ * The whole configuration, read once from the environment (docs/reference.md §1).
  * Property names are the variable names, so that an error names the variable.
  */
 export class AppConfig {
@@ -187,7 +187,7 @@ export class AppConfig {
 
   /**
    * With no upstream configured, run the built-in emulator as the upstream (the zero-config
-   * sandbox, CONTRACT §1). Unset: only with the embedded database — a daemon on a shared
+   * sandbox, docs/reference.md §1). Unset: only with the embedded database — a daemon on a shared
    * PostgreSQL without an upstream (an ingest-only replica, say) must not add demo data to its log.
    * A configured upstream switches it off.
    */
@@ -233,7 +233,7 @@ export class AppConfig {
   @Max(1000000)
   QUARANTINE_MAX_ENTRIES = 1000;
 
-  /** The menu snapshot path template of reconcile (CONTRACT §7): `{store_id}` and `{resources}` are filled in. */
+  /** The menu snapshot path template of reconcile (reference §7): `{store_id}` and `{resources}` are filled in. */
   @Matches(/^\/\S*\{store_id\}\S*\{resources\}\S*$/, {
     message: 'UPSTREAM_SNAPSHOT_PATH must be a path containing {store_id} and {resources}',
   })
@@ -256,11 +256,11 @@ export class AppConfig {
   @Max(10000)
   RECONCILE_MAX_PAGES = 100;
 
-  /** How long a sink may fail before it is shown `failing` (CONTRACT §11): a number and a unit (ms, s, m, h, d). */
+  /** How long a sink may fail before it is shown `failing` (reference §11): a number and a unit (ms, s, m, h, d). */
   @Matches(DURATION, { message: 'SINK_FAILING_AFTER must be a duration such as 72h, 30m or 90s' })
   SINK_FAILING_AFTER = '72h';
 
-  /** NATS for `nats` sinks (CONTRACT §11); unset: creating one is refused. */
+  /** NATS for `nats` sinks (docs/reference.md §11); unset: creating one is refused. */
   @IsOptional()
   @Matches(/^(nats|tls|wss?):\/\/\S+$|^[\w.-]+:\d+$/, {
     message: 'NATS_URL must be a NATS server URL such as nats://127.0.0.1:4222',
@@ -272,7 +272,7 @@ export class AppConfig {
     return Number(amount) * DURATION_MS[unit];
   }
 
-  /** Resource types whose changes are published (CONTRACT §11): `product`, `products`, …; `none` publishes nothing. */
+  /** Resource types whose changes are published (reference §11): `product`, `products`, …; `none` publishes nothing. */
   @Transform(list)
   @IsIn([...Object.keys(CHANGE_TYPE_NAMES), 'none'], {
     each: true,

@@ -38,7 +38,7 @@ export function expiresAt(connection: Pick<Connection, 'tokenCreatedAt' | 'expir
   return new Date(connection.tokenCreatedAt.getTime() + connection.expiresIn * 1000);
 }
 
-/** Refresh ahead of expiry by min(5 min, 10 % of the lifetime) (CONTRACT §6). */
+/** Refresh ahead of expiry by min(5 min, 10 % of the lifetime) (docs/reference.md §6). */
 export function refreshDueAt(connection: Pick<Connection, 'tokenCreatedAt' | 'expiresIn'>): Date {
   const marginMs = Math.min(5 * 60_000, connection.expiresIn * 100);
   return new Date(expiresAt(connection).getTime() - marginMs);

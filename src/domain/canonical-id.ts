@@ -7,7 +7,7 @@ const MAX_EXPONENT = 1000;
 const JSON_NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
 
 /**
- * The one reading of a resource id (CONTRACT §4, README "Assumptions about the upstream"), used by
+ * The one reading of a resource id (docs/reference.md §4, docs/upstream.md), used by
  * ingress, the projector's fold, reconcile and — as the SQL function `menu_sync_canonical_id(jsonb)`
  * — by every statement that reads `included`: a JSON string is the id as it is; a JSON number that
  * is integral is its exact integer in decimal (`1.0`, `1e0` and `1` are all "1"; `-0` is "0"),

@@ -1,5 +1,5 @@
 /**
- * An event's version (CONTRACT §4): `(occurred_at, attributes.id, data.id)` compared in that
+ * An event's version (docs/reference.md §4): `(occurred_at, attributes.id, data.id)` compared in that
  * order — occurred_at as an instant, attributes.id as an integer (absent sorts first), data.id
  * bytewise. The newest version of a resource decides its state, whatever the arrival order.
  */

@@ -1,4 +1,4 @@
-/** How one emulator instance behaves; `menu-sync emulator` flags map onto these (CONTRACT §9). */
+/** How one emulator instance behaves; `menu-sync emulator` flags map onto these (docs/reference.md §9). */
 export interface EmulatorOptions {
   host: string;
   /** 0 picks a free port. */

@@ -16,7 +16,7 @@ import { OAuthServer } from './oauth/oauth-server.service.js';
 import { EVENT_SINK } from './platform-event.js';
 import { EmulatorState } from './state/emulator-state.service.js';
 
-/** The platform stand-in (CONTRACT §9): OAuth server, API, control API and webhook delivery, all in memory. */
+/** The platform stand-in (docs/reference.md §9): OAuth server, API, control API and webhook delivery, all in memory. */
 @Module({})
 export class EmulatorModule {
   static register(options: EmulatorOptions): DynamicModule {

@@ -5,7 +5,7 @@ import { controlError } from './emulator-http.error.js';
 import { seededUnit } from './seeded-random.js';
 
 /**
- * The fault settings of `POST /_emulator/faults` (CONTRACT §9). The first four are the contract's;
+ * The fault settings of `POST /_emulator/faults` (docs/reference.md §9). The first four are the contract's;
  * the rest are additions for the token and API faults. All zero (or false) means no fault.
  */
 export interface Faults {

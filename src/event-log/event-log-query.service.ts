@@ -6,7 +6,7 @@ import { LogEntry, LogEntrySummary } from './log-entry.js';
 import { restoreKey } from './webhook-key.redaction.js';
 import { RawBodySealer } from './raw-body-sealer.js';
 
-/** The read side of the log for `/api/v1/events` (CONTRACT §5). */
+/** The read side of the log for `/api/v1/events` (docs/reference.md §5). */
 @Injectable()
 export class EventLogQueryService {
   constructor(

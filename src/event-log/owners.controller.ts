@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { EventLogQueryService } from './event-log-query.service.js';
 
-/** The owners seen in the log and the span of their events (an addition to CONTRACT §5, for the console). */
+/** The owners seen in the log and the span of their events (an addition to docs/reference.md §5, for the console). */
 @ApiTags('events')
 @ApiBearerAuth()
 @UseGuards(ApiTokenGuard)

@@ -37,7 +37,7 @@ export class IngressService {
     private readonly sealer: RawBodySealer,
   ) {}
 
-  /** Validates a delivery and answers only once it is committed to the event log (CONTRACT §2). */
+  /** Validates a delivery and answers only once it is committed to the event log (docs/reference.md §2). */
   async receive(delivery: Delivery): Promise<DeliveryOutcome> {
     const keyId = this.keys.resolve(delivery.key);
     if (keyId === null) {

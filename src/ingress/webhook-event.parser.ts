@@ -85,7 +85,7 @@ function decoder(label: string): TextDecoder | undefined {
 }
 
 /**
- * Decodes and validates a delivery body (CONTRACT §2). Pure: no I/O, no clock.
+ * Decodes and validates a delivery body (docs/reference.md §2). Pure: no I/O, no clock.
  * Every refusal names the field at fault, as a dotted path from the document root.
  * `key`, the webhook key the body was posted to, is redacted (see `keyAt` and `sealWhole`).
  */

@@ -34,7 +34,7 @@ export class WebhookKeyRepository {
   }
 
   /**
-   * Rotation with an overlap (CONTRACT §2): the connection's other unexpired keys stop working after
+   * Rotation with an overlap (docs/reference.md §2): the connection's other unexpired keys stop working after
    * `overlapSeconds`, so deliveries already on their way to the older endpoints still land meanwhile.
    */
   async expireOthers(connectionId: number, keepId: number, overlapSeconds: number): Promise<number> {

@@ -5,7 +5,7 @@ import { ConnectService } from './connect.service.js';
 import type { AuthorizationCallback } from './connect.service.js';
 
 /**
- * The browser side of the connect flow (CONTRACT §6): starting it takes the API token (or a
+ * The browser side of the connect flow (docs/reference.md §6): starting it takes the API token (or a
  * loopback client when none is set); the callback takes none, its single-use state protects it.
  */
 @ApiTags('auth')

@@ -24,7 +24,7 @@ export function hashState(state: string): Buffer {
 const aad = (stateHash: Buffer) => `authorization:${stateHash.toString('hex')}`;
 
 /**
- * The authorization requests of the connect flow (CONTRACT §6): each state answers one callback,
+ * The authorization requests of the connect flow (docs/reference.md §6): each state answers one callback,
  * once, before it expires. Consuming is one conditional UPDATE, so two callbacks racing with the
  * same state cannot both win.
  */

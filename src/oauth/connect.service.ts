@@ -33,11 +33,11 @@ export interface AuthorizationCallback {
   [parameter: string]: unknown;
 }
 
-/** Emitted once a connection is stored and subscribed: reconcile runs right after (CONTRACT §8). */
+/** Emitted once a connection is stored and subscribed: reconcile runs right after (docs/reference.md §8). */
 export const CONNECTION_CREATED = 'connection.created';
 
 /**
- * The connect flow (CONTRACT §6): an authorization request with a single-use state and a PKCE
+ * The connect flow (docs/reference.md §6): an authorization request with a single-use state and a PKCE
  * verifier, then, on the callback, the code exchange, the stored connection and its subscription.
  * A refused callback stores nothing.
  */

@@ -13,7 +13,7 @@ export interface SubscriptionView {
   created_at: string;
 }
 
-/** A connection as the API and the CLI show it (CONTRACT §5): token state, never a token or a key. */
+/** A connection as the API and the CLI show it (docs/reference.md §5): token state, never a token or a key. */
 export interface ConnectionView {
   id: number;
   state: string;

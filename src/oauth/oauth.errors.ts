@@ -1,6 +1,6 @@
 import { AppError } from '../common/app-error.js';
 
-/** Errors of the connect flow (CONTRACT §6), answered as problem+json by the global filter. */
+/** Errors of the connect flow (docs/reference.md §6), answered as problem+json by the global filter. */
 export class AuthError extends AppError {}
 
 export class InvalidCallbackError extends AuthError {

@@ -9,7 +9,7 @@ import { ConnectionsModule } from '../connections/connections.module.js';
 import { ConnectionsController } from './connections.controller.js';
 import { ConnectionsService } from './connections.service.js';
 
-/** The connect flow (CONTRACT §6) and the connections API. */
+/** The connect flow (docs/reference.md §6) and the connections API. */
 @Module({
   imports: [SecretCipherModule, ConnectionsModule, UpstreamModule, SubscriptionsModule],
   controllers: [AuthController, ConnectionsController],

@@ -20,7 +20,7 @@ export interface SinkStatusRow {
 
 /**
  * The reads of `menu-sync status` that no other repository has: connections without their tokens,
- * the quarantine's size, and the sinks (CONTRACT §11) when this database has their table.
+ * the quarantine's size, and the sinks (docs/reference.md §11) when this database has their table.
  */
 export class StatusRepository {
   constructor(private readonly dataSource: DataSource) {}
@@ -58,7 +58,7 @@ export class StatusRepository {
     return row.count;
   }
 
-  /** undefined when the sinks table does not exist (a daemon from before CONTRACT §11). */
+  /** undefined when the sinks table does not exist (a daemon from before docs/reference.md §11). */
   async sinks(): Promise<SinkStatusRow[] | undefined> {
     const [{ present }] = await this.dataSource.query(`SELECT to_regclass('sinks') IS NOT NULL AS present`);
     if (!present) return undefined;

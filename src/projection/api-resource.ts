@@ -1,5 +1,5 @@
 /**
- * A resource as the query API shows it (CONTRACT §5) and as a change carries it (§11). The read
+ * A resource as the query API shows it (docs/reference.md §5) and as a change carries it (§11). The read
  * model's public shape: the query service builds it from rows, `menu_sync_resource()` in SQL.
  */
 export interface ApiResource {

@@ -4,7 +4,7 @@ import { CHANGE_COLUMNS, NEWEST_FIRST, versionRow } from './projection-definitio
 import type { ProjectionDefinition } from './projection-definitions.js';
 import { notifiedSql, publishedChangesSql } from './published-changes.js';
 
-// The SQL of a projector page (CONTRACT §4), built here and sent by ProjectionRepository: where a
+// The SQL of a projector page (docs/reference.md §4), built here and sent by ProjectionRepository: where a
 // page starts and ends, the one statement that applies a range of the log to a projection's tables
 // (and, for the published types, writes their changes), and the checkpoint's compare-and-set.
 

@@ -66,7 +66,7 @@ const subject = `CASE
   ELSE (SELECT resource FROM jsonb_array_elements(${included}) AS resource WHERE ${isSubject('resource')} LIMIT 1) END`;
 
 /**
- * The version of a log entry `e` (CONTRACT §4, the order of src/domain/version.ts): its occurrence
+ * The version of a log entry `e` (docs/reference.md §4, the order of src/domain/version.ts): its occurrence
  * time, then its sequence number (none is lowest), then its event id compared bytewise. Every
  * projection selects these three columns so; compared in that order, by NEWEST_FIRST or as a row.
  */

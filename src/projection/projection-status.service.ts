@@ -7,7 +7,7 @@ import { ProjectorService } from './projector.service.js';
 
 const PARKED_LIMIT = 1000;
 
-/** `GET /api/v1/projections` (CONTRACT §5); the same figures feed the gauges at each scrape. */
+/** `GET /api/v1/projections` (docs/reference.md §5); the same figures feed the gauges at each scrape. */
 @Injectable()
 export class ProjectionStatusService implements OnModuleInit {
   constructor(

@@ -36,7 +36,7 @@ export interface PageResult {
 /**
  * Applies the event log to a projection's tables inside PostgreSQL, page by page (the statements
  * are page-statements.ts): each resource table takes, per id, the newest change of the page when
- * it is newer than the row (CONTRACT §4). The checkpoint moves in the same transaction, and only
+ * it is newer than the row (docs/reference.md §4). The checkpoint moves in the same transaction, and only
  * from where this projector last left it. A page the database refuses is bisected down to the
  * entries at fault, which are parked; reconcile retries them. Status and lag are
  * ProjectionStatusRepository's.

@@ -285,7 +285,7 @@ describe('projection (PostgreSQL)', () => {
       );
       expect(ids).toEqual(['1', '4']);
       expect(await new ProjectionStatusRepository(db.dataSource).status(MENU_PROJECTION)).toMatchObject({ parked: 2 });
-      // The released entry published its change like a page does (CONTRACT §11); the parked ones published nothing.
+      // The released entry published its change like a page does (reference §11); the parked ones published nothing.
       const published = await db.dataSource.query(
         `SELECT id, resource -> 'version' ->> 'event_id' AS event_id FROM change_log ORDER BY seq`,
       );

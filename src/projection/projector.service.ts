@@ -10,7 +10,7 @@ import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS } from './projection-definitions.js';
 import { PAGE_ENTRIES, ProjectionRepository } from './projection.repository.js';
 
-/** Any constant: one projector per database (CONTRACT §4). */
+/** Any constant: one projector per database (docs/reference.md §4). */
 export const PROJECTOR_LOCK = advisoryLocks.single('projector');
 const POLL_MS = 1000;
 /**

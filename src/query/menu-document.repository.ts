@@ -9,7 +9,7 @@ export type MenuForm = 'expanded' | 'normalized';
 /** Rows fetched from a section's cursor at a time: one chunk of the streamed document. */
 const FETCH_ROWS = 200;
 
-/** A resource as CONTRACT §5 shapes it, built as JSON by PostgreSQL (keys in the API's order). */
+/** A resource as docs/reference.md §5 shapes it, built as JSON by PostgreSQL (keys in the API's order). */
 export const resourceJson = (alias: string, type: string, extra = '') => `json_build_object(
   'type', '${type}', 'id', ${alias}.id, 'owner_id', ${alias}.owner_id, 'attributes', ${alias}.attributes,
   'relationships', ${alias}.relationships,

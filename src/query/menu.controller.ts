@@ -35,7 +35,7 @@ export async function sendMenu(
   await reply.status(200).type(JSON_TYPE).send(body);
 }
 
-/** A list page (CONTRACT §5), its `changes_cursor` repeated as X-Changes-Cursor (§11). */
+/** A list page (docs/reference.md §5), its `changes_cursor` repeated as X-Changes-Cursor (§11). */
 export async function sendPage(
   reply: FastifyReply,
   resources: ResourceQueryService,

@@ -8,7 +8,7 @@ import { OrdersController } from './orders.controller.js';
 import { ReadModelModule } from './read-model.module.js';
 import { ResourceQueryService } from './resource-query.service.js';
 
-/** The read side (CONTRACT §5): menu and order resources, live and `as_of`, and the streamed `/menu`. */
+/** The read side (docs/reference.md §5): menu and order resources, live and `as_of`, and the streamed `/menu`. */
 @Module({
   imports: [ChangesModule, IngressModule, ReadModelModule],
   controllers: [MenuController, OrdersController],

@@ -17,7 +17,7 @@ import { RESOURCE_TABLES, ResourceTable } from '../projection/resource-tables.js
 
 /**
  * `as_of` on menu resources (a newest-version lookup per candidate id) against the fold of the
- * events up to the instant (CONTRACT §4): a log partly projected (some ids and events only past the
+ * events up to the instant (docs/reference.md §4): a log partly projected (some ids and events only past the
  * checkpoint), events parked for a missing subject left out, lists by owner with and without
  * deleted ones, walked in pages, and reads by id.
  */

@@ -48,7 +48,7 @@ export interface RowFilter {
 const ROW_COLUMNS =
   'id, sort_key, owner_id, attributes, relationships, deleted, occurred_at, event_id, position::text AS position';
 
-/** As the live read model, `as_of` leaves out events the projector parked (CONTRACT §4). */
+/** As the live read model, `as_of` leaves out events the projector parked (docs/reference.md §4). */
 const notParked = (table: ResourceTable) =>
   `NOT EXISTS (SELECT 1 FROM ${table.schema}.parked_events parked WHERE parked.position = e.position)`;
 
@@ -134,7 +134,7 @@ export class ReadModelRepository implements OnApplicationShutdown {
 
   /**
    * Menu resources as of an instant (as `find` reads them), each as its JSON text built by
-   * PostgreSQL in CONTRACT §5's shape, with the ids its to-many relationship `links` names, in
+   * PostgreSQL in docs/reference.md §5's shape, with the ids its to-many relationship `links` names, in
    * order: for a whole `as_of` menu, whose 20,000-odd resources the process then neither parses
    * nor serialises, only splices (as the live `/menu` does).
    */
@@ -153,7 +153,7 @@ export class ReadModelRepository implements OnApplicationShutdown {
   }
 
   /**
-   * A live page, each resource as the JSON text PostgreSQL builds in CONTRACT §5's shape, and the
+   * A live page, each resource as the JSON text PostgreSQL builds in docs/reference.md §5's shape, and the
    * change log's newest position, in one statement and so one snapshot (a following of the feed
    * from that position misses nothing the page lacks and repeats nothing it has): one round trip,
    * where a read-only transaction around two statements took five. The texts are written out as

@@ -69,7 +69,7 @@ export class MenuQuery extends AsOfQuery {
     enum: ['expanded', 'normalized'],
     default: 'expanded',
     description:
-      'expanded: products with their traits and trait options (CONTRACT §5); normalized: collections, products, traits and trait_options each listed once, linked by ids',
+      'expanded: products with their traits and trait options (docs/reference.md §5); normalized: collections, products, traits and trait_options each listed once, linked by ids',
   })
   @IsOptional()
   @IsIn(['expanded', 'normalized'], { message: 'form must be expanded or normalized' })

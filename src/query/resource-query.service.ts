@@ -13,7 +13,7 @@ import { ListQuery } from './resource-query.dto.js';
 
 export type { ApiResource };
 
-/** Lists, items, expansions and the menu document (CONTRACT §5), live or `as_of`. */
+/** Lists, items, expansions and the menu document (docs/reference.md §5), live or `as_of`. */
 @Injectable()
 export class ResourceQueryService {
   constructor(
@@ -25,7 +25,7 @@ export class ResourceQueryService {
 
   /**
    * A page as JSON text, with the change-log cursor read in the same snapshot (`changes_cursor`,
-   * CONTRACT §11): following the feed from it misses nothing the page lacks and repeats nothing it
+   * docs/reference.md §11): following the feed from it misses nothing the page lacks and repeats nothing it
    * has; none with `as_of`. Menu resources (live or `as_of`) and live order resources are each the
    * text PostgreSQL builds, written out without being parsed and serialised again (live pages of
    * 100 went from 0.7x to 1.0x the bare baseline's rate); orders `as_of` are folded and serialised.

@@ -24,7 +24,7 @@ import type { Difference } from './type-comparison.js';
 const MIN_IMPLAUSIBLE_DESTROYS = 5;
 
 /**
- * One connection's part of a reconcile run (CONTRACT §8): learn its owner and stores, fetch each
+ * One connection's part of a reconcile run (docs/reference.md §8): learn its owner and stores, fetch each
  * store's snapshot, compare every type with the owner's mirror (compareType), and append every
  * difference in one statement, so one transaction per connection. What it finds goes to the run's
  * context; a fault throws to ReconcileService, which reports it and goes on with the next connection.

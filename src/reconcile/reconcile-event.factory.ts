@@ -18,7 +18,7 @@ export interface ReconcileChange {
 /**
  * A difference found by reconcile, as a log entry with source `reconcile`: a spec-shaped webhook
  * event whose version is the fetch time with `attributes.id` 0, so any webhook created after the
- * fetch — even in the same millisecond — still wins (CONTRACT §4, §8). It goes through the same
+ * fetch — even in the same millisecond — still wins (docs/reference.md §4, §8). It goes through the same
  * parser as deliveries, so the log holds one shape whatever the source. Throws its
  * DeliveryRejection when the resource cannot be logged at all (an id of over 255 characters …).
  */

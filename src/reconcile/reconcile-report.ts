@@ -1,7 +1,7 @@
 export type RunOutcome = 'ok' | 'partial' | 'failed' | 'skipped';
 export type DifferenceKind = 'created' | 'updated' | 'destroyed';
 
-/** What reconcile did for one connection and store (CONTRACT §8). */
+/** What reconcile did for one connection and store (docs/reference.md §8). */
 export interface StoreReport {
   connection_id: number;
   store_id: string;

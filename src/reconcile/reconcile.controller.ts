@@ -23,7 +23,7 @@ export class ReconcileController {
   }
 }
 
-/** `limit`: 1–100, default 20; anything else is a 400 naming it (CONTRACT §5: never a silent clamp). */
+/** `limit`: 1–100, default 20; anything else is a 400 naming it (docs/reference.md §5: never a silent clamp). */
 function runLimit(value: string | undefined): number {
   if (value === undefined) return 20;
   if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 100)

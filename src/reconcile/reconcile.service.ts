@@ -15,7 +15,7 @@ export interface ReconcileFilter {
 }
 
 /**
- * Heals what webhooks missed (CONTRACT §8): with the projector caught up and parked events
+ * Heals what webhooks missed (docs/reference.md §8): with the projector caught up and parked events
  * retried, each active connection is reconciled (ConnectionReconciler: its stores fetched from the
  * upstream, compared with the mirror of its owner, every difference appended to the log as a
  * `reconcile` event), so the log stays the truth and a replay reproduces the healed state. This is

@@ -40,7 +40,7 @@ export interface DestroyGuard {
 
 /**
  * The differences between an upstream snapshot and the mirror of one resource type for one owner
- * (reconcile, CONTRACT §8). Attributes and relationships compare as JSON values (key order aside:
+ * (reconcile, docs/reference.md §8). Attributes and relationships compare as JSON values (key order aside:
  * the mirror keeps jsonb). A resource is destroyed only when it is absent from a complete
  * snapshot, and never in bulk beyond the guard: an empty or truncated answer where the mirror has
  * many resources is implausible, and destroys nothing.

@@ -48,7 +48,7 @@ export class StoreNotOfConnectionError extends Error {
 }
 
 /**
- * Reads a store's menu snapshot (CONTRACT §7 paths, configurable) and its orders (spec endpoint 3)
+ * Reads a store's menu snapshot (docs/reference.md §7 paths, configurable) and its orders (spec endpoint 3)
  * through the upstream client, following JSON:API `links.next`. Nothing here throws for a bad
  * answer: a failed or unrecognised document comes back incomplete with its error. A connection
  * that needs reauthorization throws ReauthorizationRequiredError; a 403/404 to the store's very

@@ -48,7 +48,7 @@ export interface TypeComparison {
 
 /**
  * Compares one type of the owner's fetched stores with the owner's mirror (deleted resources
- * included) and turns every difference into the log entry that heals it (CONTRACT §8). No I/O:
+ * included) and turns every difference into the log entry that heals it (docs/reference.md §8). No I/O:
  * the caller reads the mirror, reports and appends. A resource listed by several stores counts for
  * the first; a destroy is charged to the last store. A difference that cannot be logged (an id the
  * log refuses) is still counted, without an entry, and is an error of its store's report, not of the run.
@@ -109,7 +109,7 @@ export function compareType(
  * Menu resources carry no store, so a resource absent from the snapshots is known to be destroyed
  * only when they cover the owner's whole menu: no --store filter, and the owner has exactly one
  * store (another owner's store answering 403/404 is not counted). A store that is neither in
- * STORE_IDS nor named by an order event stays unknown here: see the README.
+ * STORE_IDS nor named by an order event stays unknown here: see docs/upstream.md.
  */
 export function destroysRefused(storeFilter: string | undefined, snapshots: StoreSnapshot[]): string | undefined {
   if (storeFilter !== undefined) return `destroys skipped: --store given, and ${NO_STORE_ON_MENU}`;

@@ -17,7 +17,7 @@ const SANDBOX_RETRY_SCHEDULE_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
- * The zero-config sandbox (CONTRACT §1, issue 7): the emulator in this process on a free loopback
+ * The zero-config sandbox (docs/reference.md §1, issue 7): the emulator in this process on a free loopback
  * port as the upstream, connected through the real OAuth flow once the daemon listens, so the
  * subscription and the first reconcile (which imports the demo menu) happen as they would with a
  * real platform.
@@ -85,7 +85,7 @@ export class Sandbox {
   }
 
   /**
-   * The catalogue mirror in the sandbox (CONTRACT §11): an in-process receiver as an http sink,
+   * The catalogue mirror in the sandbox (docs/reference.md §11): an in-process receiver as an http sink,
    * fed from the start of the change log; sinks of earlier sandbox runs are removed.
    */
   async startCatalogue(sinks: SinksService, dataDir: string): Promise<void> {

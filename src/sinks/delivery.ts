@@ -16,7 +16,7 @@ export function batchWebhookId(sinkId: string, epoch: number, after: ChangePosit
 
 /**
  * The changes of a batch worth sending, in seq order: a change superseded by a newer one of the
- * same resource in the same batch is left out (changes carry full state, CONTRACT §11).
+ * same resource in the same batch is left out (changes carry full state, docs/reference.md §11).
  */
 export function newestPerResource<T extends { type: string; id: string }>(changes: readonly T[]): T[] {
   const last = new Map<string, number>();

@@ -12,7 +12,7 @@ import { NatsSinkClient } from './nats-sink.client.js';
 import { SinkRepository } from './sink.repository.js';
 import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
 
-/** Any constant: one dispatcher per database (CONTRACT §11). */
+/** Any constant: one dispatcher per database (docs/reference.md §11). */
 export const SINK_DISPATCHER_LOCK = advisoryLocks.single('sinkDispatcher');
 /** Emitted by the sinks API when a sink was created, changed, replayed or removed. */
 export const SINKS_CHANGED = 'sinks.changed';

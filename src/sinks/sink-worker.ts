@@ -284,7 +284,7 @@ export class SinkWorker {
    * A cursor below the compaction horizon (read with the page, in its snapshot) has lost changes
    * in between; what compaction kept is the newest change of every resource, so starting over from
    * the start publishes the current state of every resource the sink follows, then everything
-   * after it (CONTRACT §11).
+   * after it (docs/reference.md §11).
    */
   private async behindHorizon(sink: Sink, compactedTo: ChangePosition): Promise<boolean> {
     if (!compactedAway(sink.cursor, compactedTo)) return false;

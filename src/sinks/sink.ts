@@ -10,7 +10,7 @@ export const DEFAULT_BATCH_SIZE = 100;
 export const DEFAULT_TIMEOUT_MS = 15_000;
 export const DEFAULT_STREAM = 'MENU_SYNC';
 export const DEFAULT_SUBJECT_PREFIX = 'menu';
-/** How long the previous secret keeps signing after a rotation (CONTRACT §11). */
+/** How long the previous secret keeps signing after a rotation (docs/reference.md §11). */
 export const SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
 /** A sink as stored, secrets opened (never shown by the API, only used to sign). */

@@ -16,7 +16,7 @@ import { SinksService } from './sinks.service.js';
 })
 export class SinkStoreModule {}
 
-/** Push sinks (CONTRACT §11): their API and the dispatcher that delivers them. */
+/** Push sinks (docs/reference.md §11): their API and the dispatcher that delivers them. */
 @Module({
   imports: [SinkStoreModule, ChangesModule],
   controllers: [SinksController],

@@ -20,7 +20,7 @@ import { toSinkView, SinkView } from './sink-view.js';
 import { CreateSinkDto, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
 import { SinkNotFoundError, SinkUnprocessableError } from './sinks.errors.js';
 
-/** Sink management (CONTRACT §11): the API and the CLI call these. */
+/** Sink management (docs/reference.md §11): the API and the CLI call these. */
 @Injectable()
 export class SinksService {
   constructor(

@@ -23,7 +23,7 @@ interface Registration {
 }
 
 /**
- * Webhook subscriptions (CONTRACT §7, spec endpoint 4): each registration gets a fresh key of
+ * Webhook subscriptions (docs/reference.md §7, spec endpoint 4): each registration gets a fresh key of
  * 256 bits, stored only as a hash and accepted before the upstream is asked, so that a delivery
  * made while the registration is still being answered is not refused. Neither the key nor the
  * callback URI carrying it is logged or stored in clear.

@@ -26,7 +26,7 @@ const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 /**
  * The OAuth 2.0 protocol steps against `{auth_url}` (spec endpoints 1 and 2, RFC 6749 §6):
  * requests built and answers checked by oauth4webapi, client authentication by `client_id` and
- * `client_secret` form fields (CONTRACT §6). A grant is never retried after a fault that may have
+ * `client_secret` form fields (docs/reference.md §6). A grant is never retried after a fault that may have
  * reached the server: a repeated code or rotated refresh token would revoke the whole grant.
  */
 @Injectable()
@@ -38,7 +38,7 @@ export class OAuthClient {
     @Optional() private readonly metrics?: MetricsService,
   ) {}
 
-  /** Spec endpoint 1, scopes joined by a literal `+` as the spec shows (CONTRACT §6), with PKCE S256. */
+  /** Spec endpoint 1, scopes joined by a literal `+` as the spec shows (docs/reference.md §6), with PKCE S256. */
   authorizationUrl(
     settings: OAuthApplication & Pick<UpstreamSettings, 'scopes'>,
     request: AuthorizationRequest,

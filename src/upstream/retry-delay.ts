@@ -2,7 +2,7 @@ import type { UpstreamTimings } from './upstream-timings.js';
 
 const HTTP_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? /i;
 
-/** Whether an answer with this status may succeed when asked again (CONTRACT §7). */
+/** Whether an answer with this status may succeed when asked again (docs/reference.md §7). */
 export function isTransientStatus(status: number): boolean {
   return status === 429 || (status >= 500 && status <= 599);
 }

@@ -38,7 +38,7 @@ interface CachedGrant {
 type LockedOutcome = { connection: Connection } | { reauthorization: string };
 
 /**
- * Hands out access tokens that are not due for refresh, refreshing first when they are (CONTRACT
+ * Hands out access tokens that are not due for refresh, refreshing first when they are (docs/reference.md
  * §6). However many callers find a token due or rejected at once, one refresh grant is sent:
  * within this process one flight per connection, across processes the connection's row lock,
  * under which the token is read again and a refresh another process already made is used as is.

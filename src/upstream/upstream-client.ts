@@ -31,7 +31,7 @@ export interface UpstreamResponse {
 const DEFAULT_MEDIA_TYPE = 'application/vnd.service.v2';
 
 /**
- * The one place that calls `{base_url}` (CONTRACT §7): the bearer token of the connection,
+ * The one place that calls `{base_url}` (docs/reference.md §7): the bearer token of the connection,
  * refreshed before it is due and once after a 401; 429, 5XX and network faults retried with
  * bounded attempts, full-jitter backoff and `Retry-After`; every answer counted by status. A
  * fault that may have reached the server is retried for GET only: a POST is not known to be safe

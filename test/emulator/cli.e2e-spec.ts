@@ -6,7 +6,7 @@ import { freePort } from '../support/daemon-process.js';
 import { eventually } from '../support/eventually.js';
 
 /**
- * `menu-sync emulator` as people at a terminal use it (CONTRACT §9): the built CLI starts the
+ * `menu-sync emulator` as people at a terminal use it (docs/reference.md §9): the built CLI starts the
  * emulator with its flags, `trigger` and `resend` talk to it, bad usage exits 2, SIGTERM stops it.
  */
 describe('menu-sync emulator (the command line)', () => {

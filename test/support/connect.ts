@@ -6,7 +6,7 @@ import { API_TOKEN, startDaemon } from './http.js';
 import type { RunningDaemon } from './http.js';
 
 /**
- * The browser side of the connect flow (CONTRACT §6): the daemon's /auth/connect, the
+ * The browser side of the connect flow (docs/reference.md §6): the daemon's /auth/connect, the
  * authorization server's auto-approval, the daemon's callback; no redirect followed by fetch.
  */
 

@@ -3,7 +3,7 @@ import type { Json } from './menu-events.js';
 
 /**
  * The mirror as the query API shows it, next to the emulator's own state (`GET /_emulator/state`):
- * the comparison that says "the query API equals the emulator's state" (CONTRACT §5, §9).
+ * the comparison that says "the query API equals the emulator's state" (docs/reference.md §5, §9).
  */
 
 export const MENU_LISTS = ['collections', 'products', 'traits', 'trait_options'] as const;

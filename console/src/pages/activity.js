@@ -81,7 +81,7 @@ export function Activity() {
       <${Panel} title="Sink lag (changes)" id="sink-lag">
         ${
           sinkLag.length === 0
-            ? html`<${Empty} title="No sink to chart">Sink lag appears here once sinks exist (CONTRACT §11).</${Empty}>`
+            ? html`<${Empty} title="No sink to chart">Sink lag appears here once sinks exist (reference §11).</${Empty}>`
             : html`<${Chart} times=${times} series=${sinkLag} unit="changes" />`
         }
       </${Panel}>

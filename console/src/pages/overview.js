@@ -6,7 +6,7 @@ import { Async, Badge, Empty, Panel, Stat, usePoll } from '../ui.js';
 
 const REFRESH_MS = 2000;
 
-/** Sinks come from CONTRACT §11; a daemon without them answers 404, shown as "not available". */
+/** Sinks come from docs/reference.md §11; a daemon without them answers 404, shown as "not available". */
 async function loadSinks() {
   try {
     return { available: true, data: (await getJson('/api/v1/sinks')).data };

@@ -5,7 +5,7 @@ import type { ApiDocument, PageRequest } from './platform-api.service.js';
 
 const JSON_API = 'application/vnd.api+json';
 
-/** Spec endpoint 3 and the menu snapshot paths of CONTRACT §7. */
+/** Spec endpoint 3 and the menu snapshot paths of docs/reference.md §7. */
 @Controller('stores')
 export class PlatformApiController {
   constructor(private readonly api: PlatformApiService) {}

@@ -28,7 +28,7 @@ const MAX_PAGE_SIZE = 500;
 
 /**
  * The platform's read API: the store's orders (spec endpoint 3) and the menu snapshot paths that
- * reconcile uses (CONTRACT §7), paginated JSON:API documents for the token's own stores only.
+ * reconcile uses (docs/reference.md §7), paginated JSON:API documents for the token's own stores only.
  */
 @Injectable()
 export class PlatformApiService {

@@ -9,7 +9,7 @@ import { TriggerService } from './trigger.service.js';
 
 type JsonBody = Record<string, unknown>;
 
-/** The control API of CONTRACT §9: change the platform's state; each change is delivered as webhook events. */
+/** The control API of docs/reference.md §9: change the platform's state; each change is delivered as webhook events. */
 @Controller('_emulator')
 export class ControlController {
   constructor(

@@ -6,7 +6,7 @@ import { DeliveryService } from './delivery.service.js';
 import { SubscriptionRegistry } from './subscription.registry.js';
 import type { WebhookEndpoint } from './subscription.registry.js';
 
-/** The control API of delivery (CONTRACT §9): attempts, resends, produced events, faults and subscriptions. */
+/** The control API of delivery (docs/reference.md §9): attempts, resends, produced events, faults and subscriptions. */
 @Controller('_emulator')
 export class DeliveriesController {
   constructor(

@@ -49,7 +49,7 @@ interface Delivery {
 
 /**
  * Sends every published event to the matching webhook endpoints the way the platform does (spec:
- * Events, delivery rules; CONTRACT §9): retried at most 5 times on the configured schedule, each
+ * Events, delivery rules; docs/reference.md §9): retried at most 5 times on the configured schedule, each
  * delay counted from the end of the failed attempt. Faults are seeded, so a run repeats exactly.
  * Pipeline: reorder buffer → FIFO queue → at most `deliveryConcurrency` attempts in flight.
  */

@@ -37,7 +37,7 @@ export class WebhookEndpointsController {
     return endpointDocument(endpoint);
   }
 
-  /** The `api_failures` fault covers this endpoint too (CONTRACT §9). */
+  /** The `api_failures` fault covers this endpoint too (docs/reference.md §9). */
   private failIfInjected(): void {
     if (!this.faults.takeApiFailure()) return;
     const status = this.faults.current.api_error_status;
