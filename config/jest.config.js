@@ -15,9 +15,9 @@ export default {
   rootDir,
   testTimeout: 60000,
   maxWorkers: 2,
-  // No test leaves a handle open (each worker's event loop is empty within ~60 ms of jest's end
-  // message), but on a loaded 2-core machine the worker process then takes 0.5–1 s to terminate,
-  // past jest-worker's 500 ms default, and jest warned "failed to exit gracefully". A real leak
+  // No test leaves a handle open (each worker's event loop is empty soon after jest's end message),
+  // but on a loaded machine the worker process can take longer than jest-worker's 500 ms default to
+  // terminate, and jest warned "failed to exit gracefully". A real leak
   // still shows: a worker with an open handle never exits by itself.
   workerGracefulExitTimeout: 5000,
   projects: [

@@ -6,10 +6,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * (`effective_io_concurrency`). A plain index scan, which the planner always prefers on a log whose
  * positions follow its pages, reads one page at a time: an `as_of` menu of 2,000 products reads
  * some 20,000 entries scattered over the log, and on a cold cache those reads were most of the
- * request (a read of 4,000 entries: 754 ms by index, 161 ms prefetched; the same when warm). The
- * settings hold inside the function only; PostgreSQL's own configuration is left alone. PL/pgSQL
- * keeps the query's plan for the session: as a SQL function (planned again at every call) it cost
- * an `as_of` read by id 65 µs a call, against 10 µs so.
+ * request; prefetched, they are several times faster. The settings hold inside the function only;
+ * PostgreSQL's own configuration is left alone. PL/pgSQL keeps the query's plan for the session,
+ * where a SQL function would be planned again at every call.
  */
 export class LogEntriesPrefetched1764600000000 implements MigrationInterface {
   name = 'LogEntriesPrefetched1764600000000';

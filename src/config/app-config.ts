@@ -210,8 +210,8 @@ export class AppConfig {
 
   /**
    * Seconds a pooled PostgreSQL connection may stay idle before it is closed (0: never). Long, so
-   * that reads find sessions that have already grown into the memory they need: a `menu?as_of`
-   * of 2,000 products took 1.7-3.2 s on sessions opened for it and 0.8-1.2 s on ones kept.
+   * that reads find sessions that have already grown into the memory they need (a fresh session's
+   * first big read is far slower; docs/benchmarks.md, Sessions).
    */
   @Transform(int)
   @IsInt()

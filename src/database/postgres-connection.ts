@@ -72,9 +72,8 @@ export class LazyPool {
 /**
  * A statement as a prepared statement named after its text, on `pool` (by default the shared
  * one): each pooled connection parses it once, and plans it once it has run it a few times
- * (PostgreSQL then keeps a generic plan when it costs no more). For the hot reads: planning an
- * `as_of` statement took about as long as running it for a page, and parsing and planning a read
- * by id was a third of its cost.
+ * (PostgreSQL then keeps a generic plan when it costs no more). For the hot reads, parsing and
+ * planning are a large share of the cost.
  */
 export async function preparedQuery<T>(
   dataSource: DataSource,

@@ -3,8 +3,8 @@ import { Injectable } from '@nestjs/common';
 /**
  * How many webhook deliveries are being handled right now, and a wait for none: bulk work (a kept
  * `/menu` body streamed to a fast client) gives way to ingress, whose answer the platform waits
- * for and retries only five times. On two cores, two clients reading a 93 MB menu over loopback
- * took about a core of the daemon's time (copies to their sockets) and doubled ingress's p99.
+ * for and retries only five times. Fast clients of a big menu would otherwise take the daemon's
+ * time in copies to their sockets, and ingress's latency with it.
  */
 @Injectable()
 export class DeliveriesInFlight {

@@ -22,8 +22,8 @@ interface DirectRoute {
 /**
  * The hot reads (a resource by id, a page, `/menu`, live or `as_of`) answered without Nest's
  * per-request pipeline when their query is one of the plain shapes: no expansion, every value well formed.
- * The pipeline (router, guard, class-validator, interceptor, filter lookup) cost about 0.3 ms of
- * CPU per read, as much as the read itself. Anything else — a value the DTOs would refuse, an
+ * The pipeline (router, guard, class-validator, interceptor, filter lookup) cost as much CPU per
+ * read as the read itself. Anything else — a value the DTOs would refuse, an
  * unknown parameter, an expansion — goes to the controller's own handler, which answers it as before:
  * the same answers (sendPage, sendResource, sendMenu), the same guard, the same problem documents either way.
  *

@@ -47,7 +47,7 @@ describe('MenuDocumentCache', () => {
 
   it('sends a kept body a MiB at a time, each waiting (at most MENU_YIELD_MS) for the deliveries in flight', async () => {
     const deliveries = new DeliveriesInFlight();
-    // A wait long next to reading 2 MB from a file, even under a loaded test run (one took 316 ms).
+    // A wait long next to reading 2 MB from a file, even under a loaded test run.
     const yieldMs = 1000;
     const cache = new MenuDocumentCache(
       loadConfig({ MENU_CACHE_DIR: dir, MENU_CACHE_MB: '16', MENU_YIELD_MS: String(yieldMs) }),

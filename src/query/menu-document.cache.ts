@@ -31,7 +31,7 @@ const MAX_AGE_MS = 5 * 60_000;
  * have bumped the version).
  *
  * Bodies are kept in files (in a directory of MENU_CACHE_DIR made for this process and removed
- * when it stops), not in memory: a 10,000-product menu is 85 MB, and the page cache serves it as
+ * when it stops), not in memory: a large menu is tens of megabytes, and the page cache serves it as
  * well as the heap would without counting against the process. Bounded by MENU_CACHE_MB in all,
  * least recently used out first; a body larger than half of it streams without being kept.
  */

@@ -38,11 +38,10 @@ const REFERENCED_TRAITS = `proj_menu.traits t WHERE NOT t.deleted
  * Products expanded: each product without its traits (`sql`, with the ids it names in order), and
  * each trait the products name built once by PostgreSQL with its options (`traits`, looked up by
  * the ids a chunk of products names that no earlier chunk did); the process splices the trait
- * texts in (repeats kept, unknown and deleted ones left out). An owner's 10,000 products naming a
- * few thousand traits are 85 MB expanded: built that way, the duplicated text is neither built by
+ * texts in (repeats kept, unknown and deleted ones left out). Expanded, a large menu is mostly
+ * repeated trait text: built that way, the duplicated text is neither built by
  * PostgreSQL nor sent by it, only written out. Looking traits up by the ids the products already
- * carry costs an index lookup each; finding them with a join over every product's relationships
- * first took a quarter of a 10,000-product build.
+ * carry costs an index lookup each, far less than a join over every product's relationships.
  */
 const EXPANDED_PRODUCTS = {
   key: 'products',
@@ -123,8 +122,8 @@ export class MenuDocumentRepository implements OnApplicationShutdown {
    * The sessions documents are built on: a pool of their own (as many as the shared one), so that
    * the next build finds the session the last one ran on (pg's pool hands out the most recently
    * released first), not one the small reads last left. A session's first big read pays for
-   * every page of memory it grows into, which on the bench's machine (5-16 us a page fault, by the day) made a
-   * 10,000-product menu's first build take 1.4-3.0 s where a session that had built one took 0.6-0.9 s.
+   * every page of memory it grows into, so a build on a fresh session is far slower than on a warm one
+   * (docs/benchmarks.md, Sessions).
    */
   private readonly builds: LazyPool;
 
@@ -275,8 +274,8 @@ const PRODUCT_END = Buffer.from(']}');
 /**
  * Products' JSON texts (objects), each with `"traits" : [...]` appended from the trait texts it
  * names, as one chunk of a document's products array (led by a comma unless `first`). Built from
- * buffers: joining strings of 10,000 expanded products (93 MB, not all ASCII) and encoding them
- * cost ~0.7 s of the loop; copying the encoded trait texts costs a tenth of it.
+ * buffers: joining the strings of a large expanded menu and encoding them held the event loop far
+ * longer than copying the already encoded trait texts does.
  */
 export function expandedChunk(rows: SectionRow[], traits: ReadonlyMap<string, Buffer>, first: boolean): Buffer {
   const parts: Buffer[] = [];

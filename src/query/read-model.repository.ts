@@ -98,8 +98,7 @@ export class ReadModelRepository implements OnApplicationShutdown {
    * one): its sessions plan prepared statements generically (`plan_cache_mode`). PostgreSQL's own
    * choice was a custom plan at every run for a page and a read by id (the generic plan's estimate
    * cannot see how selective `as_of` and the owner are), and planning was a third to two thirds of
-   * their cost: on the 3M-event bench database, 4.9 → 2.9 ms a page of 100 and 1.9 → 0.6 ms a read
-   * by id, with the same plan shape. Its own pool, so that TypeORM's statements keep PostgreSQL's choice.
+   * their cost, for the same plan shape. Its own pool, so that TypeORM's statements keep PostgreSQL's choice.
    */
   private get asOfPool(): pg.Pool {
     return this.genericPlans.get();

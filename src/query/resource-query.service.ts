@@ -27,8 +27,8 @@ export class ResourceQueryService {
    * A page as JSON text, with the change-log cursor read in the same snapshot (`changes_cursor`,
    * docs/reference.md §11): following the feed from it misses nothing the page lacks and repeats nothing it
    * has; none with `as_of`. Menu resources (live or `as_of`) and live order resources are each the
-   * text PostgreSQL builds, written out without being parsed and serialised again (live pages of
-   * 100 went from 0.7x to 1.0x the bare baseline's rate); orders `as_of` are folded and serialised.
+   * text PostgreSQL builds, written out without being parsed and serialised again (that work was
+   * most of a page's cost in the process); orders `as_of` are folded and serialised.
    */
   async list(name: string, query: ListQuery): Promise<{ body: string; changes_cursor: string | null }> {
     const table = this.table(name);
@@ -369,8 +369,8 @@ class TraitExpansion {
  * once (TraitDocs; unknown and deleted ones left out). Expanded: `expanded` holds each trait's
  * text with its options spliced in, in relationship order (repeats kept), ready for expandedChunk,
  * and nothing else is kept (an option named by two traits is looked up for each). Normalized: the
- * texts are kept for `listed`, and none is spliced. (A 2,000-product menu has ~4,000 traits and
- * ~16,000 options: keeping both forms' texts cost the daemon 15-30 MiB more of peak RSS.)
+ * texts are kept for `listed`, and none is spliced. (Options outnumber traits: keeping both forms'
+ * texts would raise the daemon's peak memory for nothing.)
  */
 class TraitTexts {
   readonly expanded: TraitDocs;
