@@ -16,8 +16,8 @@ export class ResourceQueryService {
 
   /**
    * A page as JSON text, with the change-log cursor read in the same snapshot (`changes_cursor`,
-   * docs/reference.md §11): following the feed from it misses nothing the page lacks and repeats nothing it
-   * has; none with `as_of`. Menu resources (live or `as_of`) and live order resources are each the
+   * docs/reference.md §11): following the feed from it misses nothing the page lacks and repeats
+   * nothing it has; none with `as_of`. Menu resources (live or `as_of`) and live order resources are each the
    * text PostgreSQL builds, written out without being parsed and serialised again (live pages of
    * 100 went from 0.7x to 1.0x the bare baseline's rate); orders `as_of` are folded and serialised.
    */
