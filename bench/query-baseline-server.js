@@ -6,7 +6,8 @@
 //   DATABASE_URL=postgres://... PORT=3200 [HOST=127.0.0.1] [POOL_SIZE=10] node bench/query-baseline-server.js
 import { createServer } from 'node:http';
 import pg from 'pg';
-import { expandedChunk, menuSections } from '../dist/src/query/menu-document.repository.js';
+import { expandedChunk } from '../dist/src/menu/document-text.js';
+import { menuSections } from '../dist/src/menu/menu-sections.js';
 import { asOfStatement, GENERIC_PLANS } from './lib/query-statements.js';
 
 const poolConfig = {

@@ -26,7 +26,7 @@ import { firstCreatedAt } from './lib/projection-events.js';
 import { asOfStatement } from './lib/query-statements.js';
 import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
 import { fill } from './projection.js';
-import { menuSections } from '../dist/src/query/menu-document.repository.js';
+import { menuSections } from '../dist/src/menu/menu-sections.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');

@@ -21,7 +21,9 @@ import { IngressService } from './ingress/ingress.service.js';
 import { MetricsService } from './observability/metrics.service.js';
 import { PinoNestLogger } from './observability/logger.js';
 import { requestContext } from './observability/request-context.js';
-import { installDirectReads } from './query/direct-reads.js';
+import { menuDirectRoute } from './menu/menu-direct-read.js';
+import { MenuDocumentService } from './menu/menu-document.service.js';
+import { installDirectReads, resourceDirectRoutes } from './query/direct-reads.js';
 import { ResourceQueryService } from './query/resource-query.service.js';
 import type { UpstreamSettings } from './upstream/upstream-settings.js';
 
@@ -72,7 +74,7 @@ export async function createHttpApp({
   configureFastify(app.getHttpAdapter().getInstance(), config, logger, app.get(MetricsService));
   installDirectReads(
     app.getHttpAdapter().getInstance(),
-    app.get(ResourceQueryService),
+    [...resourceDirectRoutes(app.get(ResourceQueryService)), menuDirectRoute(app.get(MenuDocumentService))],
     new ApiTokenGuard(app.get(AppConfig)),
   );
   app.useGlobalFilters(new ProblemDetailsFilter());

@@ -5,6 +5,7 @@ import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { EventLogModule } from './event-log/event-log.module.js';
 import { IngressModule } from './ingress/ingress.module.js';
+import { MenuModule } from './menu/menu.module.js';
 import { QueryModule } from './query/query.module.js';
 import { ProjectionModule } from './projection/projection.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
@@ -45,6 +46,7 @@ export class AppModule {
         EventLogModule,
         IngressModule,
         ProjectionModule,
+        MenuModule,
         QueryModule,
         UpstreamModule,
         OAuthModule,

@@ -13,10 +13,6 @@ import { ReadModelRepository } from '../src/query/read-model.repository.js';
 import { RESOURCE_TABLES } from '../src/projection/resource-tables.js';
 import { Change, START } from '../src/changes/change.js';
 import { ChangeLogRepository } from '../src/changes/change-log.repository.js';
-import { MenuDocumentRepository } from '../src/query/menu-document.repository.js';
-import { MenuDocumentCache } from '../src/query/menu-document.cache.js';
-import { loadConfig } from '../src/config/app-config.js';
-import { DeliveriesInFlight } from '../src/ingress/deliveries-in-flight.js';
 
 interface Spec {
   type: string;
@@ -98,12 +94,7 @@ async function everyChange(changes: ChangeLogRepository): Promise<Change[]> {
 
 /** Every resource of the read model as GET /api/v1/{type}/{id} answers it (deleted ones included). */
 async function apiState(dataSource: DataSource): Promise<Map<string, ApiResource>> {
-  const query = new ResourceQueryService(
-    new ReadModelRepository(dataSource),
-    new MenuDocumentRepository(dataSource),
-    new ChangeLogRepository(dataSource),
-    new MenuDocumentCache(loadConfig({}), new DeliveriesInFlight()),
-  );
+  const query = new ResourceQueryService(new ReadModelRepository(dataSource));
   const state = new Map<string, ApiResource>();
   for (const table of Object.values(RESOURCE_TABLES).filter((t) => t.schema === 'proj_menu')) {
     for (const { id } of await dataSource.query(`SELECT id FROM ${table.schema}.${table.name}`)) {

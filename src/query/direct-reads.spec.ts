@@ -1,115 +1,86 @@
-import 'reflect-metadata';
 import fc from 'fast-check';
-import type { Type } from '@nestjs/common';
-import { createValidationPipe } from '../common/validation.pipe.js';
-import { plainAsOfQuery, plainListQuery, plainMenuQuery } from './direct-reads.js';
-import { AsOfQuery, ListQuery, MenuQuery } from './resource-query.dto.js';
+import { queries, viaPipe } from '../../test/support/query-parity.js';
+import { readAsOfQuery, readListQuery } from './direct-reads.js';
+import { AsOfQuery, ListQuery, OrderQuery, ProductQuery } from './resource-query.dto.js';
 
-const pipe = createValidationPipe();
+const LIST_NAMES = ['owner_id', 'limit', 'cursor', 'include_deleted', 'as_of', 'updated_since', 'expand', 'other'];
 
-/** What Nest's pipeline makes of a query: the DTO's fields, or the refusal. */
-async function viaPipe(metatype: Type, query: Record<string, unknown>): Promise<Record<string, unknown> | 'refused'> {
-  try {
-    return { ...((await pipe.transform(query, { type: 'query', metatype })) as Record<string, unknown>) };
-  } catch {
-    return 'refused';
-  }
-}
-
-const values = fc.oneof(
-  fc.constantFrom(
-    '',
-    '0',
-    '1',
-    '7',
-    '100',
-    '1000',
-    '1001',
-    '01',
-    '1e3',
-    '-1',
-    ' 5',
-    'true',
-    'false',
-    'TRUE',
-    'expanded',
-    'normalized',
-    'Normalized',
-    'o-1',
-    'MDAwMQ',
-    'a b',
-    'a/b',
-    'x'.repeat(255),
-    'x'.repeat(256),
-    '2026-01-01T00:00:00Z',
-    '2026-01-01',
-    '2026-02-30',
-    '2026-13-01T00:00:00Z',
-    '2026-01-01T00:00:00.123+01:00',
-    '2026-01-01T24:00:00Z',
-    '20260101',
-    '2026-01-01 00:00:00Z',
-  ),
-  fc.string({ maxLength: 12 }),
-  fc.array(fc.constantFrom('1', 'o'), { minLength: 2, maxLength: 2 }),
-);
-const queries = (names: string[]) => fc.dictionary(fc.constantFrom(...names), values, { maxKeys: 5 });
-
-describe('direct reads take only queries the DTOs accept, read as the DTOs read them', () => {
-  it('list queries', async () => {
+describe('direct reads accept and refuse exactly what the DTOs do, naming the same field', () => {
+  it('list queries (ListQuery)', async () => {
     await fc.assert(
-      fc.asyncProperty(
-        queries(['owner_id', 'limit', 'cursor', 'include_deleted', 'as_of', 'updated_since', 'expand', 'other']),
-        async (query) => {
-          const plain = plainListQuery(query);
-          if (plain === undefined) return;
-          expect(await viaPipe(ListQuery, query)).toEqual(plain);
-        },
-      ),
-      { numRuns: 2000 },
-    );
-  });
-
-  it('menu queries', async () => {
-    await fc.assert(
-      fc.asyncProperty(queries(['owner_id', 'form', 'as_of', 'other']), async (query) => {
-        const plain = plainMenuQuery(query);
-        if (plain === undefined) return;
-        expect(await viaPipe(MenuQuery, query)).toEqual(plain);
+      fc.asyncProperty(queries(LIST_NAMES), async (query) => {
+        expect(readListQuery(query)).toEqual(await viaPipe(ListQuery, query));
       }),
-      { numRuns: 2000 },
+      { numRuns: 3000 },
     );
   });
 
-  it('by id queries', async () => {
+  it('by id queries (AsOfQuery)', async () => {
     await fc.assert(
-      fc.asyncProperty(queries(['as_of', 'expand', 'other']), async (query) => {
-        const plain = plainAsOfQuery(query);
-        if (plain === undefined) return;
-        expect(await viaPipe(AsOfQuery, query)).toEqual(plain);
+      fc.asyncProperty(queries(['as_of', 'expand', 'owner_id', 'other']), async (query) => {
+        expect(readAsOfQuery(query)).toEqual(await viaPipe(AsOfQuery, query));
       }),
       { numRuns: 1000 },
     );
   });
 
-  it('takes the usual shapes (the fast path is not dead)', () => {
-    expect(plainListQuery({ owner_id: 'o-1', limit: '100', cursor: 'MDAwMQ' })).toEqual({
-      owner_id: 'o-1',
-      limit: 100,
-      cursor: 'MDAwMQ',
-      include_deleted: false,
-    });
-    expect(plainListQuery({})).toEqual({ limit: 100, include_deleted: false });
-    expect(plainMenuQuery({ owner_id: 'o-1' })).toEqual({ owner_id: 'o-1', form: 'expanded' });
-    expect(plainListQuery({ owner_id: 'o-1', as_of: '2026-01-01T00:00:00Z' })).toEqual({
-      owner_id: 'o-1',
-      as_of: new Date('2026-01-01T00:00:00Z'),
-      limit: 100,
-      include_deleted: false,
-    });
-    expect(plainAsOfQuery({})).toEqual({});
-    expect(plainAsOfQuery({ as_of: '2026-01-01' })).toEqual({ as_of: new Date('2026-01-01') });
-    expect(plainAsOfQuery({ expand: 'traits' })).toBeUndefined();
-    expect(plainMenuQuery({ form: 'normalized' })).toBeUndefined();
+  it('by id queries the product and order routes take directly read as ProductQuery and OrderQuery read them', async () => {
+    await fc.assert(
+      fc.asyncProperty(queries(['as_of', 'expand', 'other']), async (query) => {
+        const reading = readAsOfQuery(query);
+        if (!('query' in reading)) return;
+        expect(await viaPipe(ProductQuery, query)).toEqual(reading);
+        expect(await viaPipe(OrderQuery, query)).toEqual(reading);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  const cases: Array<[string, Record<string, unknown>, unknown]> = [
+    ['defaults', {}, { query: { limit: 100, include_deleted: false } }],
+    [
+      'a usual page',
+      { owner_id: 'o-1', limit: '100', cursor: 'MDAwMQ' },
+      { query: { owner_id: 'o-1', limit: 100, cursor: 'MDAwMQ', include_deleted: false } },
+    ],
+    [
+      'as_of and updated_since as instants',
+      { as_of: '2026-01-01T00:00:00Z', updated_since: '2026-01-01', include_deleted: 'true' },
+      {
+        query: {
+          as_of: new Date('2026-01-01T00:00:00Z'),
+          updated_since: new Date('2026-01-01'),
+          include_deleted: true,
+          limit: 100,
+        },
+      },
+    ],
+    ['a limit out of range', { limit: '1001' }, { refused: 'limit' }],
+    ['a limit not in digits', { limit: '1e3' }, { refused: 'limit' }],
+    ['a repeated owner', { owner_id: ['1', 'o'] }, { refused: 'owner_id' }],
+    ['an owner of 256 characters', { owner_id: 'x'.repeat(256) }, { refused: 'owner_id' }],
+    [
+      'an owner of 255 characters, one a surrogate pair',
+      { owner_id: `${'x'.repeat(254)}😀` },
+      { query: { owner_id: `${'x'.repeat(254)}😀`, limit: 100, include_deleted: false } },
+    ],
+    ['an unknown parameter before a bad one', { limit: '0', expand: 'traits' }, { refused: 'expand' }],
+    ['the class own fields before PageQuery limit', { limit: '0', cursor: '!' }, { refused: 'cursor' }],
+    ['the fields in declared order', { as_of: 'x', include_deleted: 'yes' }, { refused: 'include_deleted' }],
+  ];
+
+  it.each(cases)('list: %s', async (_name, query, expected) => {
+    expect(readListQuery(query)).toEqual(expected);
+    expect(await viaPipe(ListQuery, query)).toEqual(expected);
+  });
+
+  it.each([
+    [{}, { query: {} }],
+    [{ as_of: '2026-01-01' }, { query: { as_of: new Date('2026-01-01') } }],
+    [{ as_of: '2026-13-01' }, { refused: 'as_of' }],
+    [{ expand: 'traits' }, { refused: 'expand' }],
+  ])('by id: %j', async (query, expected) => {
+    expect(readAsOfQuery(query)).toEqual(expected);
+    expect(await viaPipe(AsOfQuery, query)).toEqual(expected);
   });
 });

@@ -2,7 +2,7 @@ import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
-import { answer, sendPage, sendResource } from './menu.controller.js';
+import { answer, sendPage, sendResource } from './resource-answers.js';
 import { AsOfQuery, ListQuery, OrderQuery } from './resource-query.dto.js';
 import { ResourceQueryService } from './resource-query.service.js';
 

@@ -1,18 +1,14 @@
 import { Module } from '@nestjs/common';
-import { ChangesModule } from '../changes/changes.module.js';
-import { IngressModule } from '../ingress/ingress.module.js';
-import { MenuController } from './menu.controller.js';
-import { MenuDocumentCache } from './menu-document.cache.js';
-import { MenuDocumentRepository } from './menu-document.repository.js';
+import { MenuResourcesController } from './menu-resources.controller.js';
 import { OrdersController } from './orders.controller.js';
 import { ReadModelModule } from './read-model.module.js';
 import { ResourceQueryService } from './resource-query.service.js';
 
-/** The read side (docs/reference.md §5): menu and order resources, live and `as_of`, and the streamed `/menu`. */
+/** The resource reads (docs/reference.md §5): menu and order resources, pages and by id, live and `as_of`. */
 @Module({
-  imports: [ChangesModule, IngressModule, ReadModelModule],
-  controllers: [MenuController, OrdersController],
-  providers: [ResourceQueryService, MenuDocumentRepository, MenuDocumentCache],
+  imports: [ReadModelModule],
+  controllers: [MenuResourcesController, OrdersController],
+  providers: [ResourceQueryService],
   exports: [ResourceQueryService],
 })
 export class QueryModule {}

@@ -3,7 +3,8 @@ import { ReadModelRepository } from './read-model.repository.js';
 
 /**
  * The read model's repository alone: what reconcile compares with, for the daemon and for a
- * one-shot command. Importing it starts nothing (QueryModule also brings the change feed and its listener).
+ * one-shot command, and what `/menu` folds `as_of` from. Importing it starts nothing (QueryModule also
+ * brings the controllers).
  */
 @Module({
   providers: [ReadModelRepository],

@@ -7,7 +7,7 @@ import { changePosition, NEWEST_CHANGE_POSITION } from '../changes/change-log.re
 import { LazyPool, preparedQuery, sharedPool } from '../database/postgres-connection.js';
 import { CHANGE_COLUMNS, NEWEST_FIRST, ORDERS_PROJECTION, subjectOf } from '../projection/projection-definitions.js';
 import { ResourceTable } from '../projection/resource-tables.js';
-import { linkedIds, resourceJson } from './menu-document.repository.js';
+import { linkedIds, resourceJson } from './resource-sql.js';
 
 export interface ResourceRow {
   id: string;

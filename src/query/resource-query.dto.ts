@@ -1,4 +1,4 @@
-import { ApiPropertyOptional, ApiProperty } from '@nestjs/swagger';
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsDate, IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { IsoDate } from '../common/iso-date.js';
@@ -57,21 +57,4 @@ export class OrderQuery extends AsOfQuery {
   @IsOptional()
   @IsIn(['order_products'], { message: 'expand must be order_products' })
   expand?: 'order_products';
-}
-
-export class MenuQuery extends AsOfQuery {
-  @ApiProperty()
-  @IsString({ message: 'owner_id is required' })
-  @MaxLength(255)
-  owner_id: string;
-
-  @ApiPropertyOptional({
-    enum: ['expanded', 'normalized'],
-    default: 'expanded',
-    description:
-      'expanded: products with their traits and trait options (docs/reference.md §5); normalized: collections, products, traits and trait_options each listed once, linked by ids',
-  })
-  @IsOptional()
-  @IsIn(['expanded', 'normalized'], { message: 'form must be expanded or normalized' })
-  form: 'expanded' | 'normalized' = 'expanded';
 }

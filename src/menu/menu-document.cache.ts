@@ -6,7 +6,7 @@ import { pipeline, type Readable, Transform } from 'node:stream';
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { DeliveriesInFlight } from '../ingress/deliveries-in-flight.js';
-import type { MenuForm } from './menu-document.repository.js';
+import type { MenuForm } from './menu-sections.js';
 
 /** A whole `/menu` body as it was streamed, kept in a file, and the owner version it shows. */
 export interface CachedMenu {
