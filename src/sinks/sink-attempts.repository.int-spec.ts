@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
+import { loadConfig } from '../config/app-config.js';
 import { SinkAttempt, SinkAttemptsRepository } from './sink-attempts.repository.js';
+import { SinkAttemptsService } from './sink-attempts.service.js';
 
 const DAY = 86_400_000;
 
@@ -114,5 +116,35 @@ describe('SinkAttemptsRepository (PostgreSQL, real migrations)', () => {
     expect(await repository.prune(cutoff, 2)).toBe(998);
     expect(await ids(busy)).toEqual(['msg_1003', 'msg_1004']);
     expect(await ids(quiet)).toEqual(['msg_3']);
+  });
+
+  it('records in the background with secrets redacted, and keeps what SINK_ATTEMPTS_RETENTION says', async () => {
+    const sink = await newSink(dataSource);
+    const service = new SinkAttemptsService(repository, loadConfig({ SINK_ATTEMPTS_RETENTION: '1h' }));
+    const now = Date.now();
+    const head = '{"echo":"whsec_c2VjcmV0","auth":"Bearer abc"}';
+    service.record(attempt(sink, 1, new Date(now - 2 * 3_600_000)));
+    service.record(
+      attempt(sink, 2, new Date(now), {
+        outcome: 'retry',
+        status: 401,
+        error: 'refused password=hunter2',
+        response: `${head}${'x'.repeat(2000)}`,
+      }),
+    );
+    await service.flush();
+    expect(await ids(sink)).toEqual(['msg_1', 'msg_2']);
+
+    const page = await service.page(sink, { limit: 10 });
+    expect(page.next_cursor).toBeNull();
+    expect(page.data).toHaveLength(1);
+    expect(page.data[0]).toMatchObject({ webhook_id: 'msg_2', status: 401, error: 'refused password=[REDACTED]' });
+    // The first KiB is kept, then redacted.
+    expect(page.data[0].response).toBe(
+      `{"echo":"whsec_[REDACTED]","auth":"Bearer [REDACTED]"}${'x'.repeat(1024 - head.length)}`,
+    );
+
+    await service.prune();
+    expect(await ids(sink)).toEqual(['msg_2']);
   });
 });

@@ -45,6 +45,7 @@ export class SinkAttemptsService implements OnApplicationBootstrap, BeforeApplic
     const interval = Math.min(PRUNE_MAX_MS, Math.max(PRUNE_MIN_MS, this.config.sinkAttemptsRetentionMs / 4));
     this.timer = setInterval(() => void this.prune(), interval);
     this.timer.unref();
+    void this.prune();
   }
 
   async beforeApplicationShutdown(): Promise<void> {

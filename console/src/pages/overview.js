@@ -256,7 +256,7 @@ function Sinks({ state }) {
 
 const ATTEMPTS_SHOWN = 5;
 
-/** The newest delivery attempts of a sink: what it sent, and what its target answered (CONTRACT §12). */
+/** The newest delivery attempts of a sink: what it sent, and what its target answered (docs/reference.md §12). */
 function SinkAttempts({ id }) {
   const state = usePoll(
     () => getJson(`/api/v1/sinks/${id}/attempts?limit=${ATTEMPTS_SHOWN}`).then((body) => body.data),
