@@ -125,6 +125,11 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     await expect(page.locator('#sinks').textContent()).resolves.toMatch(
       /Sinks are not available on this daemon|No sinks yet|Target/,
     );
+    // The sandbox's catalogue sink: its newest delivery attempts are shown beside it (docs/reference.md §12).
+    const attempt = page.locator('#sinks table.attempts tbody tr').first();
+    await attempt.waitFor({ timeout: 20_000 });
+    await expect(attempt.locator('td').nth(1).textContent()).resolves.toBe('ok');
+    await expect(attempt.locator('td').nth(2).textContent()).resolves.toBe('204');
     expect(await page.getByRole('link', { name: 'Connect an account' }).getAttribute('href')).toBe(
       `/auth/connect?api_token=${TOKEN}`,
     );

@@ -151,6 +151,23 @@ describe('sinks across crashes, and to NATS JetStream (docs/reference.md §11)',
       100,
     );
 
+    // Each batch's attempt shows what JetStream acknowledged: after the replay, only duplicates.
+    const attempts = await eventually(async () => {
+      const data = (await api(baseUrl, `/api/v1/sinks/${id}/attempts`)).json.data.filter(
+        (attempt: Json) => attempt.outcome === 'ok',
+      );
+      expect(data).toHaveLength(2 * published);
+      return data;
+    });
+    const lastBatch = { first_seq: inserted[14].seq, last_seq: inserted[20].seq, changes: 7 };
+    for (const [n, duplicates] of [
+      [0, 7],
+      [published, 0],
+    ]) {
+      expect(attempts[n]).toMatchObject({ batch: lastBatch, webhook_id: null, status: 0, error: null });
+      expect(JSON.parse(attempts[n].response)).toEqual({ stream, acks: 7, last_seq: inserted.length, duplicates });
+    }
+
     const messages = await readStream(nc, stream);
     const ids = messages.map((message) => message.msgId);
     expect(new Set(ids).size).toBe(ids.length);

@@ -67,6 +67,7 @@ const TONES = {
   applied: 'good',
   current: 'good',
   retrying: 'warn',
+  retry: 'warn',
   partial: 'warn',
   skipped: 'muted',
   pending: 'warn',

@@ -110,4 +110,12 @@ describe('loadConfig', () => {
         .sort(),
     ).toEqual(['CHANGES_RETENTION', 'CHANGES_TYPES']);
   });
+
+  it('SINK_ATTEMPTS_RETENTION: 7 days by default, a duration, anything else named', () => {
+    expect(loadConfig({}).sinkAttemptsRetentionMs).toBe(7 * 86_400_000);
+    expect(loadConfig({ SINK_ATTEMPTS_RETENTION: '12h' }).sinkAttemptsRetentionMs).toBe(12 * 3_600_000);
+    expect(problems({ SINK_ATTEMPTS_RETENTION: 'a week' })).toEqual([
+      'SINK_ATTEMPTS_RETENTION: SINK_ATTEMPTS_RETENTION must be a duration such as 7d, 12h, 15m or 30s',
+    ]);
+  });
 });

@@ -60,6 +60,11 @@ const CHANGE_TYPE_NAMES: Record<string, string> = {
 };
 const DURATION = /^(\d{1,9})(ms|s|m|h|d)$/;
 const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** A validated DURATION in milliseconds. */
+const durationMs = (value: string) => {
+  const [, amount, unit] = DURATION.exec(value)!;
+  return Number(amount) * DURATION_MS[unit];
+};
 
 const pgUrl = /^postgres(ql)?:\/\/.+/;
 
@@ -268,8 +273,7 @@ export class AppConfig {
   NATS_URL?: string;
 
   get sinkFailingAfterMs(): number {
-    const [, amount, unit] = DURATION.exec(this.SINK_FAILING_AFTER)!;
-    return Number(amount) * DURATION_MS[unit];
+    return durationMs(this.SINK_FAILING_AFTER);
   }
 
   /** Resource types whose changes are published (reference §11): `product`, `products`, …; `none` publishes nothing. */
@@ -285,6 +289,10 @@ export class AppConfig {
   /** How long every change is kept before compaction keeps only the newest per resource: `30d`, `12h`, `15m`, `30s`. */
   @Matches(DURATION, { message: 'CHANGES_RETENTION must be a duration such as 30d, 12h, 15m or 30s' })
   CHANGES_RETENTION = '30d';
+
+  /** How long each sink's delivery attempts are kept (at most 1,000 per sink): `7d`, `12h`, `15m`, `30s`. */
+  @Matches(DURATION, { message: 'SINK_ATTEMPTS_RETENTION must be a duration such as 7d, 12h, 15m or 30s' })
+  SINK_ATTEMPTS_RETENTION = '7d';
 
   /** Disk space for serialised live `/menu` bodies, reused while an owner's menu is unchanged; 0: none kept. */
   @Transform(int)
@@ -316,8 +324,11 @@ export class AppConfig {
   }
 
   get changesRetentionMs(): number {
-    const [, amount, unit] = DURATION.exec(this.CHANGES_RETENTION)!;
-    return Number(amount) * DURATION_MS[unit];
+    return durationMs(this.CHANGES_RETENTION);
+  }
+
+  get sinkAttemptsRetentionMs(): number {
+    return durationMs(this.SINK_ATTEMPTS_RETENTION);
   }
 
   get hasUpstream(): boolean {

@@ -1,9 +1,19 @@
 import { createHash } from 'node:crypto';
 import type { ChangePosition } from '../changes/change.js';
 
+/**
+ * What the target answered, for the attempt's record (docs/reference.md §12): `status` the HTTP or
+ * JetStream code, a database's error code, or absent (0) for no answer; `response` the first KiB
+ * of the answer, secrets redacted.
+ */
+export interface TargetAnswer {
+  status?: number | string;
+  response?: string;
+}
+
 /** What one delivery attempt came to. */
-export type DeliveryOutcome =
-  { kind: 'ok' } | { kind: 'retry'; error: string; retryAfterMs?: number } | { kind: 'gone'; error: string };
+export type DeliveryOutcome = TargetAnswer &
+  ({ kind: 'ok' } | { kind: 'retry'; error: string; retryAfterMs?: number } | { kind: 'gone'; error: string });
 
 /**
  * The `webhook-id` of a batch: the same for every retry of it, across restarts, since it depends

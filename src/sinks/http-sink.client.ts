@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { Webhook } from 'standardwebhooks';
 import { parseRetryAfter } from './backoff.js';
-import type { DeliveryOutcome } from './delivery.js';
+import type { DeliveryOutcome, TargetAnswer } from './delivery.js';
+import { responseHead } from './redact.js';
 
 export interface HttpBatch {
   url: string;
@@ -26,6 +27,7 @@ export class HttpSinkClient {
       .map((secret) => new Webhook(secret).sign(batch.webhookId, now, batch.body))
       .join(' ');
     let response: Response;
+    let answer: TargetAnswer;
     try {
       response = await fetch(batch.url, {
         method: 'POST',
@@ -42,7 +44,7 @@ export class HttpSinkClient {
           ? AbortSignal.any([AbortSignal.timeout(batch.timeoutMs), batch.signal])
           : AbortSignal.timeout(batch.timeoutMs),
       });
-      await response.arrayBuffer().catch(() => undefined);
+      answer = { status: response.status, response: responseHead(await readBody(response)) };
     } catch (error) {
       const name = (error as Error)?.name;
       if (batch.signal?.aborted) return { kind: 'retry', error: 'interrupted by shutdown' };
@@ -50,14 +52,21 @@ export class HttpSinkClient {
         return { kind: 'retry', error: `no answer within ${batch.timeoutMs} ms` };
       return { kind: 'retry', error: `network error: ${describeNetworkError(error)}` };
     }
-    if (response.status >= 200 && response.status < 300) return { kind: 'ok' };
-    if (response.status === 410) return { kind: 'gone', error: 'the target answered 410 Gone: the sink is disabled' };
+    if (response.status >= 200 && response.status < 300) return { kind: 'ok', ...answer };
+    if (response.status === 410)
+      return { kind: 'gone', error: 'the target answered 410 Gone: the sink is disabled', ...answer };
     return {
+      ...answer,
       kind: 'retry',
       error: `the target answered ${response.status}`,
       retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), now.getTime()),
     };
   }
+}
+
+/** The whole body is read, so the connection can serve the next batch; a body cut short counts as empty. */
+async function readBody(response: Response): Promise<Uint8Array> {
+  return new Uint8Array(await response.arrayBuffer().catch(() => new ArrayBuffer(0)));
 }
 
 /** The cause's code and message, never the URL (it may hold credentials). */

@@ -1,5 +1,5 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
-import { jetstream, jetstreamManager, JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import { JetStreamApiError, jetstream, jetstreamManager, JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { connect, NatsConnection } from '@nats-io/transport-node';
 import { AppConfig } from '../config/app-config.js';
 import type { Change } from '../changes/change.js';
@@ -38,7 +38,7 @@ export class NatsSinkClient implements BeforeApplicationShutdown {
     try {
       const { js, jsm } = await this.connect();
       await this.ensureStream(jsm, batch.stream, batch.subjectPrefix);
-      await Promise.all(
+      const acks = await Promise.all(
         batch.changes.map((change) =>
           js.publish(changeSubject(batch.subjectPrefix, change), JSON.stringify(change), {
             msgID: change.change_id,
@@ -47,10 +47,21 @@ export class NatsSinkClient implements BeforeApplicationShutdown {
           }),
         ),
       );
-      return { kind: 'ok' };
+      const last = acks[acks.length - 1];
+      const duplicates = acks.filter((ack) => ack.duplicate).length;
+      return {
+        kind: 'ok',
+        status: 0,
+        response: JSON.stringify({ stream: last?.stream, acks: acks.length, last_seq: last?.seq, duplicates }),
+      };
     } catch (error) {
       this.streams.delete(batch.stream);
-      return { kind: 'retry', error: `JetStream: ${(error as Error)?.message ?? 'unknown error'}` };
+      return {
+        kind: 'retry',
+        error: `JetStream: ${(error as Error)?.message ?? 'unknown error'}`,
+        // A JetStream API error's code (10077, …); 0 when JetStream gave none (no connection, a timeout).
+        status: error instanceof JetStreamApiError ? error.code : 0,
+      };
     }
   }
 

@@ -9,6 +9,7 @@ import { advisoryLocks } from '../database/advisory-locks.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
+import { SinkAttemptsService } from './sink-attempts.service.js';
 import { SinkRepository } from './sink.repository.js';
 import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
 
@@ -52,6 +53,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     private readonly nats: NatsSinkClient,
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
+    private readonly attempts: SinkAttemptsService,
   ) {
     this.lease = new AdvisoryLease(dataSource, SINK_DISPATCHER_LOCK);
   }
@@ -140,6 +142,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
       http: this.http,
       nats: this.nats,
       metrics: this.metrics,
+      attempts: this.attempts,
       failingAfterMs: this.config.sinkFailingAfterMs,
       defaultTypes: this.config.changeTypes,
       idlePollMs: 1000,
@@ -150,6 +153,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     const workers = [...this.workers.values()];
     this.workers.clear();
     await Promise.all(workers.map((worker) => worker.stop()));
+    await this.attempts.flush();
   }
 
   private async acquire(): Promise<boolean> {

@@ -8,6 +8,7 @@ import { backoffDelayMs } from './backoff.js';
 import { batchWebhookId, DeliveryOutcome, newestPerResource } from './delivery.js';
 import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
+import type { SinkAttemptsService } from './sink-attempts.service.js';
 import { Sink, stateAfterFailure } from './sink.js';
 import { SinkRepository } from './sink.repository.js';
 
@@ -17,6 +18,7 @@ export interface SinkWorkerDeps {
   http: HttpSinkClient;
   nats: NatsSinkClient;
   metrics: MetricsService;
+  attempts: Pick<SinkAttemptsService, 'record'>;
   failingAfterMs: number;
   defaultTypes: readonly string[];
   /** How long an idle worker waits for a wake before it looks again. */
@@ -153,7 +155,9 @@ export class SinkWorker {
       batch.map((entry) => entry.change),
       last,
     );
-    this.deps.metrics.sinkDeliverySeconds.observe({ sink: sink.id }, Number(process.hrtime.bigint() - started) / 1e9);
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    this.deps.metrics.sinkDeliverySeconds.observe({ sink: sink.id }, seconds);
+    if (!this.stopped || outcome.kind === 'ok') this.recordAttempt(sink, batch, outcome, seconds);
     // The cursor move of the batch before (if still being written) comes first: compare-and-set
     // from where it left the cursor. If it found the cursor moved (a replay), this batch's is void.
     if (!(await this.settle())) return 0;
@@ -224,6 +228,24 @@ export class SinkWorker {
       inflight: last,
     });
     return Math.min(delay, 1000);
+  }
+
+  /** What was sent and what the target answered (docs/reference.md §12); an attempt cut short by shutdown is none. */
+  private recordAttempt(sink: Sink, batch: ChangeEntry[], outcome: DeliveryOutcome, seconds: number): void {
+    const last = batch[batch.length - 1];
+    this.deps.attempts.record({
+      sinkId: sink.id,
+      at: new Date(Date.now() - seconds * 1000),
+      firstSeq: batch[0].change.seq,
+      lastSeq: last.change.seq,
+      changes: batch.length,
+      webhookId: sink.kind === 'http' ? batchWebhookId(sink.id, sink.epoch, sink.cursor, last.position) : null,
+      outcome: outcome.kind === 'gone' ? 'disabled' : outcome.kind,
+      status: outcome.status ?? 0,
+      durationMs: seconds * 1000,
+      error: outcome.kind === 'ok' ? null : outcome.error,
+      response: outcome.response ?? null,
+    });
   }
 
   private send(sink: Sink, changes: Change[], last: ChangePosition): Promise<DeliveryOutcome> {

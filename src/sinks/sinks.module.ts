@@ -3,6 +3,9 @@ import { SecretCipherModule } from '../common/secret-cipher.module.js';
 import { ChangesModule } from '../changes/changes.module.js';
 import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
+import { SinkAttemptsController } from './sink-attempts.controller.js';
+import { SinkAttemptsRepository } from './sink-attempts.repository.js';
+import { SinkAttemptsService } from './sink-attempts.service.js';
 import { SinkDispatcherService } from './sink-dispatcher.service.js';
 import { SinkRepository } from './sink.repository.js';
 import { SinksController } from './sinks.controller.js';
@@ -19,8 +22,8 @@ export class SinkStoreModule {}
 /** Push sinks (docs/reference.md §11): their API and the dispatcher that delivers them. */
 @Module({
   imports: [SinkStoreModule, ChangesModule],
-  controllers: [SinksController],
-  providers: [HttpSinkClient, NatsSinkClient, SinkDispatcherService],
+  controllers: [SinksController, SinkAttemptsController],
+  providers: [HttpSinkClient, NatsSinkClient, SinkDispatcherService, SinkAttemptsRepository, SinkAttemptsService],
   exports: [SinkDispatcherService],
 })
 export class SinksModule {}

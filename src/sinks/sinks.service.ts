@@ -125,6 +125,6 @@ export class SinksService {
 }
 
 /** Sink ids are UUIDs; anything else names no sink (and must not reach a uuid column). */
-function checkId(id: string): void {
+export function checkId(id: string): void {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) throw new SinkNotFoundError(id);
 }

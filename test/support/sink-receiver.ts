@@ -6,7 +6,7 @@ import { api } from './http.js';
 
 /** What the receiver does with one request: answer a status (with headers), or hang past the sender's timeout. */
 export type ReceiverAction =
-  { status: number; headers?: Record<string, string>; delayMs?: number } | { hangMs: number };
+  { status: number; headers?: Record<string, string>; delayMs?: number; body?: string } | { hangMs: number };
 
 export interface ReceivedBatch {
   webhookId: string;
@@ -96,7 +96,7 @@ export class SinkReceiver {
         if (known === undefined || known.seq < change.seq) this.catalogue.set(key, change);
       }
     }
-    response.writeHead(status, action.headers ?? {}).end();
+    response.writeHead(status, action.headers ?? {}).end(action.body);
   }
 
   private verify(body: string, headers: Record<string, string>): { data: any[] } | null {

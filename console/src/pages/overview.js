@@ -224,30 +224,79 @@ function Sinks({ state }) {
                   ${data.data.map(
                     (sink) =>
                       html` <tr>
-                        <td class="mono" title=${sink.id}>${String(sink.id).slice(0, 8)}</td>
-                        <td>
-                          <span class="mono"
-                            >${sink.kind === 'nats' ? `NATS ${sink.stream ?? ''} ${sink.subject_prefix ?? 'menu'}.>` : sink.url}</span
-                          >
-                        </td>
-                        <td>
-                          <${Badge}
-                            value=${sink.state}
-                          />${sink.last_error ? html`<div class="error-text">${sink.last_error}</div>` : null}
-                        </td>
-                        <td class="num">${count(sink.lag)}</td>
-                        <td title=${when(sink.last_success_at)}>${fromNow(sink.last_success_at)}</td>
-                        <td title=${when(sink.next_attempt_at)}>
-                          ${sink.next_attempt_at ? fromNow(sink.next_attempt_at) : '—'}
-                        </td>
-                        <td><button type="button" onClick=${() => replay(sink)}>Replay</button></td>
-                      </tr>`,
+                          <td class="mono" title=${sink.id}>${String(sink.id).slice(0, 8)}</td>
+                          <td>
+                            <span class="mono"
+                              >${sink.kind === 'nats' ? `NATS ${sink.stream ?? ''} ${sink.subject_prefix ?? 'menu'}.>` : sink.url}</span
+                            >
+                          </td>
+                          <td>
+                            <${Badge}
+                              value=${sink.state}
+                            />${sink.last_error ? html`<div class="error-text">${sink.last_error}</div>` : null}
+                          </td>
+                          <td class="num">${count(sink.lag)}</td>
+                          <td title=${when(sink.last_success_at)}>${fromNow(sink.last_success_at)}</td>
+                          <td title=${when(sink.next_attempt_at)}>
+                            ${sink.next_attempt_at ? fromNow(sink.next_attempt_at) : '—'}
+                          </td>
+                          <td><button type="button" onClick=${() => replay(sink)}>Replay</button></td>
+                        </tr>
+                        <tr class="sink-attempts">
+                          <td></td>
+                          <td colspan="6"><${SinkAttempts} id=${sink.id} /></td>
+                        </tr>`,
                   )}
                 </tbody>
               </table>
             </div>`}
       </${Async}>
     </${Panel}>`;
+}
+
+const ATTEMPTS_SHOWN = 5;
+
+/** The newest delivery attempts of a sink: what it sent, and what its target answered (docs/reference.md §12). */
+function SinkAttempts({ id }) {
+  const state = usePoll(
+    () => getJson(`/api/v1/sinks/${id}/attempts?limit=${ATTEMPTS_SHOWN}`).then((body) => body.data),
+    REFRESH_MS,
+    [id],
+  );
+  return html`<${Async} state=${state} what="attempts"
+    empty=${html`<p class="muted">No delivery attempt yet.</p>`}>
+    ${(attempts) =>
+      html`<table class="attempts">
+        <thead>
+          <tr>
+            <th>Attempt</th>
+            <th>Outcome</th>
+            <th class="num">Status</th>
+            <th>Changes (seq)</th>
+            <th class="num">Took</th>
+            <th>Answer</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${attempts.map(
+            (attempt) =>
+              html`<tr>
+                <td class="when" title=${when(attempt.at)}>${fromNow(attempt.at)}</td>
+                <td><${Badge} value=${attempt.outcome} /></td>
+                <td class="num mono">${attempt.status}</td>
+                <td class="mono" title=${attempt.webhook_id ?? ''}>
+                  ${count(attempt.batch.changes)} (${attempt.batch.first_seq}–${attempt.batch.last_seq})
+                </td>
+                <td class="num">${duration(attempt.duration_ms)}</td>
+                <td>
+                  ${attempt.error ? html`<div class="error-text">${attempt.error}</div>` : null}
+                  ${attempt.response ? html`<div class="mono response">${attempt.response}</div>` : null}
+                </td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>`}
+  </${Async}>`;
 }
 
 function differences(run) {

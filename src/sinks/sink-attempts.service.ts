@@ -1,0 +1,120 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { BadRequestError } from '../common/app-error.js';
+import { AppConfig } from '../config/app-config.js';
+import { RESPONSE_HEAD_BYTES, redactSecrets } from './redact.js';
+import { SinkAttempt, SinkAttemptView, SinkAttemptsRepository } from './sink-attempts.repository.js';
+import { SinkNotFoundError } from './sinks.errors.js';
+
+/** Attempts waiting to be written beyond this are dropped, oldest first (the database is down). */
+const MAX_PENDING = 10_000;
+/** Attempts per INSERT. */
+const FLUSH_ROWS = 1000;
+const PRUNE_MIN_MS = 1000;
+const PRUNE_MAX_MS = 60_000;
+
+/** `before` cursors: base64url of `a<attempt id>`. */
+const encodeBefore = (id: string) => Buffer.from(`a${id}`, 'utf8').toString('base64url');
+function decodeBefore(cursor: string): string {
+  const match = /^a([1-9][0-9]{0,18})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!/^[A-Za-z0-9_-]{1,32}$/.test(cursor) || !match || BigInt(match[1]) > 9223372036854775807n)
+    throw new BadRequestError('before must be a next_cursor given out by this endpoint', 'before');
+  return match[1];
+}
+
+/**
+ * The delivery attempts of sinks (docs/reference.md §12). A worker hands each attempt over once
+ * its outcome is known and goes on; the attempts are written in the background, many per INSERT,
+ * with what looks like a secret redacted. A record is diagnostic: one still unwritten when the
+ * process dies is lost, a delivery never waits for it. Pruning (SINK_ATTEMPTS_RETENTION, 1,000 per
+ * sink) is one statement per run, on a timer.
+ */
+@Injectable()
+export class SinkAttemptsService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(SinkAttemptsService.name);
+  private pending: SinkAttempt[] = [];
+  private flushing?: Promise<void>;
+  private timer?: NodeJS.Timeout;
+  private pruning?: Promise<void>;
+
+  constructor(
+    private readonly repository: SinkAttemptsRepository,
+    private readonly config: AppConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const interval = Math.min(PRUNE_MAX_MS, Math.max(PRUNE_MIN_MS, this.config.sinkAttemptsRetentionMs / 4));
+    this.timer = setInterval(() => void this.prune(), interval);
+    this.timer.unref();
+    void this.prune();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    await this.pruning;
+  }
+
+  record(attempt: SinkAttempt): void {
+    this.pending.push({
+      ...attempt,
+      error: attempt.error === null ? null : redactSecrets(attempt.error),
+      response: attempt.response === null ? null : redactSecrets(attempt.response.slice(0, RESPONSE_HEAD_BYTES)),
+    });
+    if (this.pending.length > MAX_PENDING) this.pending.splice(0, this.pending.length - MAX_PENDING);
+    this.flushing ??= this.writePending();
+  }
+
+  /** Resolves once every attempt recorded before the call is written (or given up on). */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private async writePending(): Promise<void> {
+    // Lets the attempts of the same moment join this INSERT.
+    await new Promise((resolve) => setImmediate(resolve));
+    try {
+      while (this.pending.length > 0) {
+        const rows = this.pending.splice(0, FLUSH_ROWS);
+        try {
+          await this.repository.insert(rows);
+        } catch (error) {
+          this.logger.warn({ msg: 'sink attempts could not be recorded', attempts: rows.length, err: String(error) });
+        }
+      }
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+
+  /** One pruning run; a fault is logged and the next run tries again. */
+  prune(): Promise<void> {
+    this.pruning ??= (async () => {
+      try {
+        await this.repository.prune(new Date(Date.now() - this.config.sinkAttemptsRetentionMs));
+      } catch (error) {
+        this.logger.warn({ msg: 'sink attempts pruning failed; retrying at the next run', err: String(error) });
+      } finally {
+        this.pruning = undefined;
+      }
+    })();
+    return this.pruning;
+  }
+
+  /** A page of a sink's attempts, newest first. */
+  async page(
+    sinkId: string,
+    query: { limit: number; before?: string },
+  ): Promise<{ data: SinkAttemptView[]; next_cursor: string | null }> {
+    const before = query.before === undefined ? undefined : decodeBefore(query.before);
+    if (!(await this.repository.sinkExists(sinkId))) throw new SinkNotFoundError(sinkId);
+    const rows = await this.repository.page(sinkId, {
+      limit: query.limit,
+      before,
+      notBefore: new Date(Date.now() - this.config.sinkAttemptsRetentionMs),
+    });
+    const data = rows.slice(0, query.limit);
+    return {
+      data: data.map(({ id: _id, ...view }) => view),
+      next_cursor: rows.length > query.limit ? encodeBefore(data[data.length - 1].id) : null,
+    };
+  }
+}
