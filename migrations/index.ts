@@ -8,6 +8,7 @@ import { Sinks1764300000000 } from './1764300000000-sinks.js';
 import { ChangeIdUnindexed1764400000000 } from './1764400000000-change-id-unindexed.js';
 import { AsOfTail1764500000000 } from './1764500000000-as-of-tail.js';
 import { LogEntriesPrefetched1764600000000 } from './1764600000000-log-entries-prefetched.js';
+import { SinkEgressFrom1764700000000 } from './1764700000000-sink-egress-from.js';
 
 /** Every migration, in order. A new migration is added here as well. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   ChangeIdUnindexed1764400000000,
   AsOfTail1764500000000,
   LogEntriesPrefetched1764600000000,
+  SinkEgressFrom1764700000000,
 ];

@@ -10,6 +10,7 @@ import { MetricsService } from '../observability/metrics.service.js';
 import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
 import { SinkRepository } from './sink.repository.js';
+import { SinkSnapshots } from './sink-start.js';
 import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
 
 /** Any constant: one dispatcher per database (CONTRACT §11). */
@@ -48,6 +49,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     @InjectDataSource() dataSource: DataSource,
     private readonly repository: SinkRepository,
     private readonly changeLog: ChangeLogRepository,
+    private readonly snapshots: SinkSnapshots,
     private readonly http: HttpSinkClient,
     private readonly nats: NatsSinkClient,
     private readonly metrics: MetricsService,
@@ -137,6 +139,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     return {
       repository: this.repository,
       changeLog: this.changeLog,
+      snapshots: this.snapshots,
       http: this.http,
       nats: this.nats,
       metrics: this.metrics,
