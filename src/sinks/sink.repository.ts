@@ -48,6 +48,9 @@ export interface NewSink {
   batchSize: number;
   timeoutMs: number;
   secret: string | null;
+  /** Where it starts; `defaultTypes`: what it follows when `types` is null. */
+  from: SinkFrom;
+  defaultTypes: readonly string[];
 }
 
 export interface SinkChanges {
@@ -76,10 +79,10 @@ export class SinkRepository {
   ) {}
 
   /** The new sink, started from `from` in the same transaction (so no delivery starts anywhere else). */
-  async create(input: NewSink, from: SinkFrom, types: readonly string[]): Promise<Sink> {
+  async create(input: NewSink): Promise<Sink> {
     return this.dataSource.transaction(async (manager) => {
       await this.insert(manager, input);
-      await startSink(manager, input.id, from, types, input.ownerIds);
+      await startSink(manager, input.id, input.from, input.types ?? input.defaultTypes, input.ownerIds);
       const [row]: SinkRow[] = await manager.query(`${SELECT} WHERE id = $1`, [input.id]);
       return this.toSink(row);
     });

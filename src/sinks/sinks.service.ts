@@ -45,22 +45,20 @@ export class SinksService {
     }
     if (dto.url !== undefined) await this.checkEgress(dto.url);
     const secret = dto.kind === 'http' ? generateSinkSecret() : null;
-    const sink = await this.repository.create(
-      {
-        id: randomUUID(),
-        kind: dto.kind,
-        url: dto.kind === 'http' ? dto.url! : null,
-        stream: dto.kind === 'nats' ? (dto.stream ?? DEFAULT_STREAM) : null,
-        subjectPrefix: dto.kind === 'nats' ? (dto.subject_prefix ?? DEFAULT_SUBJECT_PREFIX) : null,
-        types: dto.types === undefined ? null : [...new Set(dto.types)],
-        ownerIds: dto.owner_ids === undefined ? null : [...new Set(dto.owner_ids)],
-        batchSize: dto.batch_size ?? DEFAULT_BATCH_SIZE,
-        timeoutMs: dto.timeout_ms ?? DEFAULT_TIMEOUT_MS,
-        secret,
-      },
-      parseSinkFrom(dto.from ?? 'snapshot'),
-      dto.types ?? this.config.changeTypes,
-    );
+    const sink = await this.repository.create({
+      id: randomUUID(),
+      kind: dto.kind,
+      url: dto.kind === 'http' ? dto.url! : null,
+      stream: dto.kind === 'nats' ? (dto.stream ?? DEFAULT_STREAM) : null,
+      subjectPrefix: dto.kind === 'nats' ? (dto.subject_prefix ?? DEFAULT_SUBJECT_PREFIX) : null,
+      types: dto.types === undefined ? null : [...new Set(dto.types)],
+      ownerIds: dto.owner_ids === undefined ? null : [...new Set(dto.owner_ids)],
+      batchSize: dto.batch_size ?? DEFAULT_BATCH_SIZE,
+      timeoutMs: dto.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+      secret,
+      from: parseSinkFrom(dto.from ?? 'snapshot'),
+      defaultTypes: this.config.changeTypes,
+    });
     this.events.emit(SINKS_CHANGED);
     return { data: { ...(await this.view(sink)), ...(secret === null ? {} : { secret }) } };
   }
