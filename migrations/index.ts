@@ -8,6 +8,7 @@ import { Sinks1764300000000 } from './1764300000000-sinks.js';
 import { ChangeIdUnindexed1764400000000 } from './1764400000000-change-id-unindexed.js';
 import { AsOfTail1764500000000 } from './1764500000000-as-of-tail.js';
 import { LogEntriesPrefetched1764600000000 } from './1764600000000-log-entries-prefetched.js';
+import { SinkEgressFrom1764700000000 } from './1764700000000-sink-egress-from.js';
 import { SinkAttempts1764800000000 } from './1764800000000-sink-attempts.js';
 
 /** Every migration, in order. A new migration is added here as well. */
@@ -22,5 +23,6 @@ export const MIGRATIONS = [
   ChangeIdUnindexed1764400000000,
   AsOfTail1764500000000,
   LogEntriesPrefetched1764600000000,
+  SinkEgressFrom1764700000000,
   SinkAttempts1764800000000,
 ];

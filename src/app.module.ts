@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
+import { AccessModule } from './common/whoami.controller.js';
 import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -53,6 +54,7 @@ export class AppModule {
         ReconcileModule.forDaemon(),
         ChangeFeedModule,
         SinksModule,
+        AccessModule,
       ],
     };
   }

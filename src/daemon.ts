@@ -7,6 +7,7 @@ import { openDatabase, OpenDatabase } from './database/database-target.js';
 import { migrateDatabase } from './database/migrate.js';
 import { ConnectionRepository } from './connections/connection.repository.js';
 import { Sandbox } from './sandbox/sandbox.js';
+import { EgressGuard } from './sinks/egress-guard.js';
 import { SinksService } from './sinks/sinks.service.js';
 import { UpstreamSettings } from './upstream/upstream-settings.js';
 
@@ -79,7 +80,7 @@ export class Daemon {
     if (retired > 0)
       this.logger.log(`sandbox: ${retired} connection(s) to earlier emulators marked reauthorization_required`);
     await sandbox
-      .startCatalogue(this.app.get(SinksService), this.app.get(AppConfig).DATA_DIR)
+      .startCatalogue(this.app.get(SinksService), this.app.get(EgressGuard), this.app.get(AppConfig).DATA_DIR)
       .catch((error) => this.logger.error({ msg: 'the sandbox catalogue could not start', err: error }));
     await sandbox.connect(this.url);
   }

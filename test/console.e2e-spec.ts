@@ -18,6 +18,7 @@ import { menuEvent, product } from './support/menu-events.js';
 const FIRST_READY_MS = 90_000;
 const DEMO_OWNER = '4001';
 const TOKEN = 'console-test-token-0123456789abcdef';
+const READ_TOKEN = 'console-test-read-token-0123456789abcdef';
 const WEBHOOK_KEY = 'console-test-webhook-key-0123456789';
 
 type Json = any;
@@ -68,7 +69,7 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     await chmod(dir, 0o755);
     daemon = await DaemonProcess.start({
       cwd: dir,
-      env: { API_TOKENS: TOKEN, WEBHOOK_KEYS: WEBHOOK_KEY },
+      env: { API_TOKENS: `${TOKEN},read:${READ_TOKEN}`, WEBHOOK_KEYS: WEBHOOK_KEY },
       readyTimeoutMs: FIRST_READY_MS,
     });
     const [connection] = await eventually(
@@ -278,5 +279,27 @@ describe('the console at /console, in a browser, against the sandbox', () => {
       expect({ route, overflow }).toEqual({ route, overflow: 0 });
       await shot(`phone-${route}`);
     }
+  }, 60_000);
+
+  it('shows a read: token no write action (its role from GET /api/v1/whoami), an admin token each', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    const asToken = async (token: string) => {
+      await page.evaluate((value) => (globalThis as Json).sessionStorage.setItem('menu-sync.api-token', value), token);
+      const role = page.waitForResponse((response) => response.url().endsWith('/api/v1/whoami'));
+      await page.reload();
+      expect((await role).status()).toBe(200);
+      // The sandbox's own catalogue sink is listed.
+      await page.locator('#sinks tbody tr').first().waitFor();
+      await page.locator('#connections tbody tr').first().waitFor();
+      await page.waitForTimeout(500);
+      return {
+        replay: await page.getByRole('button', { name: 'Replay' }).count(),
+        connect: await page.getByRole('link', { name: 'Connect an account' }).count(),
+      };
+    };
+    await open('overview');
+    expect(await asToken(READ_TOKEN)).toEqual({ replay: 0, connect: 0 });
+    await shot('overview-read-token');
+    expect(await asToken(TOKEN)).toEqual({ replay: 1, connect: 1 });
   }, 60_000);
 });

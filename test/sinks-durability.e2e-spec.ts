@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { insertChanges, newestByResource } from './support/change-log-factory.js';
 import { DaemonProcess } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
-import { api, API_TOKEN, RunningDaemon, scrape, startDaemon } from './support/http.js';
+import { api, API_TOKEN, LOOPBACK_NETWORKS, RunningDaemon, scrape, startDaemon } from './support/http.js';
 import { ensureNats, NATS_URL } from './support/nats.js';
 import { settledSink, SinkReceiver } from './support/sink-receiver.js';
 
@@ -35,7 +35,7 @@ describe('sinks across crashes, and to NATS JetStream (docs/reference.md §11)',
 
   beforeAll(async () => {
     nc = await ensureNats();
-    app = await startDaemon({ NATS_URL, SINK_FAILING_AFTER: '2s' });
+    app = await startDaemon({ NATS_URL, SINK_FAILING_AFTER: '2s', SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS });
     baseUrl = app.url;
   });
 
@@ -55,6 +55,7 @@ describe('sinks across crashes, and to NATS JetStream (docs/reference.md §11)',
     const created = await post(app.url, '/api/v1/sinks', {
       kind: 'http',
       url: receiver.url,
+      from: 'start',
       owner_ids: ['k1'],
       batch_size: 5,
     });
@@ -86,7 +87,12 @@ describe('sinks across crashes, and to NATS JetStream (docs/reference.md §11)',
     const receiver = await new SinkReceiver().start();
     receivers.push(receiver);
     receiver.always = { status: 503 };
-    const created = await post(baseUrl, '/api/v1/sinks', { kind: 'http', url: receiver.url, owner_ids: ['k2'] });
+    const created = await post(baseUrl, '/api/v1/sinks', {
+      kind: 'http',
+      url: receiver.url,
+      from: 'start',
+      owner_ids: ['k2'],
+    });
     receiver.secrets = [created.json.data.secret];
     const id = created.json.data.id;
     const inserted = await insertChanges(app.database.url, distinct('k2', 6));
@@ -125,6 +131,7 @@ describe('sinks across crashes, and to NATS JetStream (docs/reference.md §11)',
     ]);
     const created = await post(baseUrl, '/api/v1/sinks', {
       kind: 'nats',
+      from: 'start',
       stream,
       subject_prefix: prefix,
       owner_ids: ['n1'],

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { insertChanges, newestByResource } from './support/change-log-factory.js';
 import { DaemonProcess } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
-import { api, API_TOKEN, RunningDaemon, startDaemon } from './support/http.js';
+import { api, API_TOKEN, LOOPBACK_NETWORKS, RunningDaemon, startDaemon } from './support/http.js';
 import { settledSink, SinkReceiver } from './support/sink-receiver.js';
 
 /**
@@ -39,7 +39,7 @@ function expectConverged(receiver: SinkReceiver, expected: Map<string, Json>): v
 }
 
 async function createSink(url: string, receiver: SinkReceiver, body: Json): Promise<Json> {
-  const created = await post(url, '/api/v1/sinks', { kind: 'http', url: receiver.url, ...body });
+  const created = await post(url, '/api/v1/sinks', { kind: 'http', url: receiver.url, from: 'start', ...body });
   expect(created.status).toBe(201);
   receiver.secrets = [created.json.data.secret];
   return created.json.data;
@@ -59,7 +59,7 @@ describe('the sink dispatcher across daemons, and a sink behind the compaction h
   });
 
   it('a standby daemon takes the dispatcher over when the active one dies: every change arrives, never two batches at once', async () => {
-    const first = await startDaemon();
+    const first = await startDaemon({ SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS });
     const dir = await mkdtemp(path.join(tmpdir(), 'menu-sync-standby-'));
     let second: DaemonProcess | undefined;
     try {
@@ -101,7 +101,7 @@ describe('the sink dispatcher across daemons, and a sink behind the compaction h
     let app: RunningDaemon;
 
     beforeAll(async () => {
-      app = await startDaemon({ CHANGES_RETENTION: '1s' });
+      app = await startDaemon({ CHANGES_RETENTION: '1s', SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS });
     }, 120_000);
 
     afterAll(async () => {

@@ -2,7 +2,16 @@ import { Webhook } from 'standardwebhooks';
 import { runCli } from './support/cli.js';
 import { insertChanges, newestByResource, sqlQuery } from './support/change-log-factory.js';
 import { eventually } from './support/eventually.js';
-import { Answer, api, API_TOKEN, deliver, RunningDaemon, scrape, startDaemon } from './support/http.js';
+import {
+  Answer,
+  api,
+  API_TOKEN,
+  deliver,
+  LOOPBACK_NETWORKS,
+  RunningDaemon,
+  scrape,
+  startDaemon,
+} from './support/http.js';
 import { SinkReceiver } from './support/sink-receiver.js';
 import { webhookEvent } from './support/webhook-events.js';
 
@@ -59,14 +68,14 @@ describe('HTTP sinks against the real daemon (docs/reference.md §11)', () => {
     return started;
   };
   async function createSink(target: SinkReceiver, body: Json = {}): Promise<Json> {
-    const answer = await post(app, '/api/v1/sinks', { kind: 'http', url: target.url, ...body });
+    const answer = await post(app, '/api/v1/sinks', { kind: 'http', url: target.url, from: 'start', ...body });
     expect(answer.status).toBe(201);
     target.secrets = [answer.json.data.secret];
     return answer.json.data;
   }
 
   beforeAll(async () => {
-    app = await startDaemon();
+    app = await startDaemon({ SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS });
   });
 
   afterAll(async () => {
@@ -359,7 +368,20 @@ describe('HTTP sinks against the real daemon (docs/reference.md §11)', () => {
     const inserted = await insertChanges(app.database.url, plan('c1', 3, 1));
 
     const added = await runCli(
-      ['sinks', 'add', '--kind', 'http', '--url', target.url, '--owner-ids', 'c1', '--batch-size', '2'],
+      [
+        'sinks',
+        'add',
+        '--kind',
+        'http',
+        '--url',
+        target.url,
+        '--owner-ids',
+        'c1',
+        '--batch-size',
+        '2',
+        '--from',
+        'start',
+      ],
       env,
       undefined,
       120000,

@@ -67,6 +67,19 @@ export async function postJson(path, body) {
   return response.status === 204 ? null : response.json();
 }
 
+/**
+ * What this tab's token may do: "admin", or "read" (a read: entry of API_TOKENS, which may only
+ * read). A daemon without /api/v1/whoami predates read tokens: every token there is an admin's.
+ */
+export async function getRole() {
+  try {
+    return (await getJson('/api/v1/whoami')).role;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return 'admin';
+    throw error;
+  }
+}
+
 /** The exact bytes of an event, opened in a new tab (a link cannot carry the bearer token). */
 export async function openRaw(position) {
   const response = await send(`/api/v1/events/${position}/raw`);

@@ -37,6 +37,7 @@ function apply(state, change) {
 // --- 1. From an HTTP sink -------------------------------------------------------------------------
 // Create the sink:  curl -X POST $MENU_SYNC/api/v1/sinks -H 'content-type: application/json' \
 //                     -d '{"kind":"http","url":"http://127.0.0.1:8080/hook"}'
+// (the daemon run with SINK_ALLOWED_NETWORKS=127.0.0.0/8: sinks reach no loopback address otherwise)
 // and start this with the "secret" of the answer: WEBHOOK_SECRET=whsec_... node consumer.js webhook
 async function webhook() {
   const secrets = (process.env.WEBHOOK_SECRET ?? '').split(/[\s,]+/).filter(Boolean); // two during a rotation

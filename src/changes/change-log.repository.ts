@@ -6,7 +6,8 @@ import type { SqlSession } from '../database/postgres-connection.js';
 import type { ApiResource } from '../projection/api-resource.js';
 import { Change, ChangeEntry, ChangeFilter, ChangePage, ChangePosition, START } from './change.js';
 
-interface RawChange {
+/** A change_log row as read with the columns of `changeColumns`. */
+export interface RawChange {
   seq: string;
   transaction_id: string;
   change_id: string;
@@ -18,7 +19,10 @@ interface RawChange {
   at: Date;
 }
 
-const COLUMNS = `seq::text AS seq, transaction_id::text AS transaction_id, change_id, type, id, owner_id, op, resource, at`;
+/** The columns a reader selects from change_log under `alias`, for `toEntry`. */
+export const changeColumns = (alias: string) =>
+  `${alias}.seq::text AS seq, ${alias}.transaction_id::text AS transaction_id, ${alias}.change_id, ${alias}.type, ${alias}.id, ${alias}.owner_id, ${alias}.op, ${alias}.resource, ${alias}.at`;
+const COLUMNS = changeColumns('c');
 
 /**
  * The newest change a snapshot sees (no row: the log is empty), as text columns `transaction_id`
@@ -142,7 +146,7 @@ export class ChangeLogRepository {
   }
 }
 
-function toEntry(row: RawChange): ChangeEntry {
+export function toEntry(row: RawChange): ChangeEntry {
   const r = row.resource;
   // jsonb sorts keys; the API's order is restored here.
   const resource: ApiResource = {

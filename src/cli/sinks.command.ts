@@ -80,6 +80,7 @@ interface AddFlags {
   timeoutMs?: number | string;
   stream?: string;
   subjectPrefix?: string;
+  from?: string;
 }
 
 /** `menu-sync sinks add --kind http --url URL …`: prints the sink with its secret (shown only now). */
@@ -100,6 +101,7 @@ export class SinksAddCommand extends CommandRunner {
         timeout_ms: flags.timeoutMs,
         stream: flags.stream,
         subject_prefix: flags.subjectPrefix,
+        from: flags.from,
       };
       const plain = Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
       const dto = (await validation.transform(plain, { type: 'body', metatype: CreateSinkDto })) as CreateSinkDto;
@@ -146,6 +148,14 @@ export class SinksAddCommand extends CommandRunner {
   parseSubjectPrefix(value: string): string {
     return value;
   }
+
+  @Option({
+    flags: '--from <from>',
+    description: 'snapshot (default: the current state, then the changes after it), start, now, or a changes cursor',
+  })
+  parseFrom(value: string): string {
+    return value;
+  }
 }
 
 @SubCommand({ name: 'list', description: 'List the sinks with their cursor, state, lag and last error' })
@@ -162,7 +172,7 @@ export class SinksListCommand extends CommandRunner {
 @SubCommand({
   name: 'replay',
   arguments: '<id>',
-  description: 'Deliver again from the start (default) or after a changes cursor',
+  description: 'Deliver again from the start (default), the current state (snapshot), now, or after a changes cursor',
 })
 export class SinksReplayCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
@@ -179,7 +189,7 @@ export class SinksReplayCommand extends CommandRunner {
     });
   }
 
-  @Option({ flags: '--from <cursor>', description: '"start" or a changes cursor' })
+  @Option({ flags: '--from <from>', description: 'start (default), snapshot, now, or a changes cursor' })
   parseFrom(value: string): string {
     return value;
   }

@@ -1,23 +1,25 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { AppConfig } from '../config/app-config.js';
-import { UnauthorizedError } from './app-error.js';
+import { ApiRole, AppConfig } from '../config/app-config.js';
+import { ForbiddenError, UnauthorizedError } from './app-error.js';
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
+const READS = new Set(['GET', 'HEAD']);
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
 /**
- * `/api` access (docs/reference.md §5): a bearer token from API_TOKENS; with none configured, loopback
- * clients only. Tokens are compared as digests in constant time.
+ * `/api` access (docs/reference.md §5, §12): a bearer token from API_TOKENS; with none configured, loopback
+ * clients only. Tokens are compared as digests in constant time. A `read:` token may only read
+ * (GET, HEAD); anything else it asks is a 403 that changes nothing.
  */
 @Injectable()
 export class ApiTokenGuard implements CanActivate {
-  private readonly tokens: Buffer[];
+  private readonly tokens: Array<{ digest: Buffer; role: ApiRole }>;
 
   constructor(config: AppConfig) {
-    this.tokens = config.API_TOKENS.map(digest);
+    this.tokens = config.apiTokens.map(({ token, role }) => ({ digest: digest(token), role }));
   }
 
   canActivate(context: ExecutionContext): boolean {
@@ -25,18 +27,39 @@ export class ApiTokenGuard implements CanActivate {
     return true;
   }
 
-  /** Throws UnauthorizedError unless the request may use the API (also for routes outside Nest's pipeline). */
+  /**
+   * Throws UnauthorizedError unless the request may use the API, ForbiddenError if its token may
+   * not do what it asks (also for routes outside Nest's pipeline).
+   */
   check(request: FastifyRequest): void {
+    if (this.role(request) === 'read' && !this.readOnly(request)) {
+      throw new ForbiddenError(
+        'This token may only read (API_TOKENS entry read:…): use an admin token to change anything.',
+      );
+    }
+  }
+
+  /** The role of the request's token (admin for loopback clients when API_TOKENS is not set); throws UnauthorizedError. */
+  role(request: FastifyRequest): ApiRole {
     if (this.tokens.length === 0) {
-      if (LOOPBACK.test(request.socket.remoteAddress ?? '')) return;
+      if (LOOPBACK.test(request.socket.remoteAddress ?? '')) return 'admin';
       throw new UnauthorizedError('API_TOKENS is not set, so the API answers loopback clients only.');
     }
     const token = this.presented(request);
     if (token === undefined) throw new UnauthorizedError('A bearer token is required (Authorization: Bearer <token>).');
     const presented = digest(token);
-    if (!this.tokens.some((candidate) => timingSafeEqual(candidate, presented))) {
-      throw new UnauthorizedError('The bearer token is not valid.');
+    // Every candidate is compared, so the time taken does not tell which one matched.
+    let role: ApiRole | undefined;
+    for (const candidate of this.tokens) {
+      if (timingSafeEqual(candidate.digest, presented) && role !== 'admin') role = candidate.role;
     }
+    if (role === undefined) throw new UnauthorizedError('The bearer token is not valid.');
+    return role;
+  }
+
+  /** What a read token may do: read. */
+  protected readOnly(request: FastifyRequest): boolean {
+    return READS.has(request.method);
   }
 
   protected presented(request: FastifyRequest): string | undefined {
@@ -47,12 +70,17 @@ export class ApiTokenGuard implements CanActivate {
 /**
  * Starting a connection (`GET /auth/connect`) is an operator's act: the `/api` rule, with the token
  * also taken from `?api_token=` since a browser following a link sends no header. Without it,
- * anyone reaching the port could link their own account and have its data logged for good.
+ * anyone reaching the port could link their own account and have its data logged for good. A read
+ * token may not: it links an account, though by a GET.
  */
 @Injectable()
 export class ConnectStartGuard extends ApiTokenGuard {
   protected override presented(request: FastifyRequest): string | undefined {
     const query = (request.query as Record<string, unknown> | undefined)?.api_token;
     return super.presented(request) ?? (typeof query === 'string' && query !== '' ? query : undefined);
+  }
+
+  protected override readOnly(): boolean {
+    return false;
   }
 }

@@ -32,6 +32,12 @@ export class UnauthorizedError extends AppError {
   }
 }
 
+export class ForbiddenError extends AppError {
+  constructor(detail: string) {
+    super('forbidden', 403, 'Forbidden', detail);
+  }
+}
+
 export class ServiceUnavailableError extends AppError {
   constructor(
     detail: string,

@@ -98,6 +98,21 @@ describe('loadConfig', () => {
     expect(JSON.stringify(config.dump())).not.toMatch(/s3cr3t|pw-|AAAA|BwcH/);
   });
 
+  it('API_TOKENS: read:<token> may only read, admin:<token> and a bare token may do everything (§12)', () => {
+    const tokens = 'read:reader-0123456789abcdef,admin:admin-0123456789abcdef,bare-0123456789abcdef';
+    expect(loadConfig({ API_TOKENS: tokens }).apiTokens).toEqual([
+      { role: 'read', token: 'reader-0123456789abcdef' },
+      { role: 'admin', token: 'admin-0123456789abcdef' },
+      { role: 'admin', token: 'bare-0123456789abcdef' },
+    ]);
+    // The token after the prefix is what must be long enough.
+    for (const entry of ['read:0123456789a', 'admin:short', '0123456789abcde']) {
+      expect(problems({ API_TOKENS: entry })).toEqual([
+        'API_TOKENS: API_TOKENS entries must be tokens of at least 16 characters, each optionally prefixed read: or admin:',
+      ]);
+    }
+  });
+
   it('CHANGES_TYPES: the menu types by default, API or type names, none for off; CHANGES_RETENTION as a duration', () => {
     expect(loadConfig({}).changeTypes).toEqual(['collection', 'product', 'trait', 'trait_option']);
     expect(loadConfig({ CHANGES_TYPES: 'products,orders,store' }).changeTypes).toEqual(['product', 'order', 'store']);

@@ -11,11 +11,27 @@ import {
   Max,
   Min,
   MinLength,
+  IsArray,
+  Validate,
   validateSync,
   ValidateIf,
   ValidationError,
+  ValidatorConstraint,
+  ValidatorConstraintInterface,
 } from 'class-validator';
 import { SPEC_EVENT_NAMES } from '../domain/event-names.js';
+import { Network, parseNetwork } from './networks.js';
+
+@ValidatorConstraint({ name: 'isNetwork' })
+class IsNetwork implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return typeof value === 'string' && parseNetwork(value) !== undefined;
+  }
+
+  defaultMessage(): string {
+    return 'SINK_ALLOWED_NETWORKS must list CIDRs such as 127.0.0.0/8,::1/128 (an address, /, a prefix length)';
+  }
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -67,6 +83,12 @@ const durationMs = (value: string) => {
 };
 
 const pgUrl = /^postgres(ql)?:\/\/.+/;
+
+export type ApiRole = 'read' | 'admin';
+export interface ApiToken {
+  role: ApiRole;
+  token: string;
+}
 
 /** Names of the variables whose values are secrets: masked in every dump. */
 export const SECRET_VARIABLES = new Set([
@@ -154,10 +176,21 @@ export class AppConfig {
   @ArrayMaxSize(100)
   WEBHOOK_KEYS: string[] = [];
 
+  /** Bearer tokens of `/api`; `read:<token>` may only read, `admin:<token>` or a bare token may do everything (§12). */
   @Transform(list)
   @IsString({ each: true })
-  @MinLength(16, { each: true, message: 'API_TOKENS entries must be at least 16 characters' })
+  @Matches(/^(?:(?:read|admin):.{16,}|(?!read:|admin:).{16,})$/s, {
+    each: true,
+    message: 'API_TOKENS entries must be tokens of at least 16 characters, each optionally prefixed read: or admin:',
+  })
   API_TOKENS: string[] = [];
+
+  get apiTokens(): ApiToken[] {
+    return this.API_TOKENS.map((entry) => {
+      const [, role, token] = /^(?:(read|admin):)?(.*)$/s.exec(entry)!;
+      return { role: role === 'read' ? 'read' : 'admin', token };
+    });
+  }
 
   @ValidateIf((config: AppConfig) => config.DATABASE_URL !== undefined || config.TOKEN_ENCRYPTION_KEY !== undefined)
   @Matches(/^[A-Za-z0-9+/]{43}=$/, {
@@ -271,6 +304,19 @@ export class AppConfig {
     message: 'NATS_URL must be a NATS server URL such as nats://127.0.0.1:4222',
   })
   NATS_URL?: string;
+
+  /**
+   * Networks http and table sinks may reach besides public unicast addresses (docs/reference.md §12):
+   * comma-separated CIDRs, e.g. `127.0.0.0/8,::1/128`; empty: none.
+   */
+  @Transform(list)
+  @IsArray()
+  @Validate(IsNetwork, { each: true })
+  SINK_ALLOWED_NETWORKS: string[] = [];
+
+  get sinkAllowedNetworks(): Network[] {
+    return this.SINK_ALLOWED_NETWORKS.map((cidr) => parseNetwork(cidr)!);
+  }
 
   get sinkFailingAfterMs(): number {
     return durationMs(this.SINK_FAILING_AFTER);

@@ -118,6 +118,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly sinkEgressRefused = new Counter({
+    name: 'menu_sync_sink_egress_refused_total',
+    help: 'Connections of a sink the egress guard refused (an address outside public unicast and SINK_ALLOWED_NETWORKS)',
+    labelNames: ['sink'] as const,
+    registers: [this.registry],
+  });
+
   readonly sinksFailing = new Gauge({
     name: 'menu_sync_sinks_failing',
     help: 'Sinks failing for longer than SINK_FAILING_AFTER',

@@ -8,6 +8,7 @@ import { DEMO_USER_ID } from '../emulator/oauth/oauth-server.service.js';
 import { DEMO_STORE_ID } from '../emulator/state/emulator-state.service.js';
 import { PinoNestLogger } from '../observability/logger.js';
 import { UpstreamSettings } from '../upstream/upstream-settings.js';
+import type { EgressGuard } from '../sinks/egress-guard.js';
 import type { SinksService } from '../sinks/sinks.service.js';
 import { CatalogueReceiver } from './catalogue-receiver.js';
 
@@ -48,7 +49,7 @@ export class Sandbox {
     return new Sandbox(
       emulator,
       UpstreamSettings.emulator(config, emulator.url, [DEMO_STORE_ID], clientId, clientSecret),
-      config.API_TOKENS[0],
+      config.apiTokens.find((entry) => entry.role === 'admin')?.token,
     );
   }
 
@@ -86,10 +87,13 @@ export class Sandbox {
 
   /**
    * The catalogue mirror in the sandbox (docs/reference.md §11): an in-process receiver as an http sink,
-   * fed from the start of the change log; sinks of earlier sandbox runs are removed.
+   * fed from the current state of the menu on; sinks of earlier sandbox runs are removed.
    */
-  async startCatalogue(sinks: SinksService, dataDir: string): Promise<void> {
+  async startCatalogue(sinks: SinksService, egress: EgressGuard, dataDir: string): Promise<void> {
     this.catalogue = await CatalogueReceiver.start(dataDir);
+    // Loopback for this receiver alone: the egress guard still refuses every other local address.
+    const { hostname, port } = new URL(this.catalogue.url);
+    egress.allowEndpoint(hostname, Number(port));
     for (const sink of (await sinks.list()).data) {
       if (sink.kind === 'http' && /^http:\/\/127\.0\.0\.1:\d+\/sandbox-catalogue$/.test(sink.url ?? ''))
         await sinks.remove(sink.id);

@@ -1,10 +1,15 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Webhook } from 'standardwebhooks';
+import { Agent, buildConnector, request } from 'undici';
+import { MetricsService } from '../observability/metrics.service.js';
 import { parseRetryAfter } from './backoff.js';
 import type { DeliveryOutcome, TargetAnswer } from './delivery.js';
+import { defaultPort, EgressGuard, EgressRefusedError } from './egress-guard.js';
 import { responseHead } from './redact.js';
 
 export interface HttpBatch {
+  /** The sink's id, for the egress metric. */
+  sinkId: string;
   url: string;
   webhookId: string;
   /** The JSON body, exactly as signed. */
@@ -19,17 +24,44 @@ export interface HttpBatch {
  * POSTs one batch signed per Standard Webhooks (by the `standardwebhooks` library): one
  * `v1,<sig>` per secret, space-separated, so a receiver holding either secret of a rotation
  * verifies it. The timestamp is the attempt's; the id is the batch's.
+ *
+ * Every connection goes through the egress guard (docs/reference.md §12): its connector resolves
+ * the host, judges every address, and connects to the one judged (TLS still names the host).
+ * Redirects are not followed: a 3XX is an answer like any other non-2XX.
  */
 @Injectable()
-export class HttpSinkClient {
+export class HttpSinkClient implements OnModuleDestroy {
+  private readonly agent: Agent;
+
+  constructor(
+    guard: EgressGuard,
+    private readonly metrics: MetricsService,
+  ) {
+    const connect = buildConnector({});
+    this.agent = new Agent({
+      connect: (options, callback) => {
+        const port = Number(options.port || defaultPort(options.protocol));
+        guard.resolveAllowed(options.hostname, port).then(
+          (address) => connect({ ...options, hostname: address }, callback),
+          (error: Error) => callback(error, null),
+        );
+      },
+    });
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.agent.close();
+  }
+
   async send(batch: HttpBatch, now = new Date()): Promise<DeliveryOutcome> {
     const signature = batch.secrets
       .map((secret) => new Webhook(secret).sign(batch.webhookId, now, batch.body))
       .join(' ');
-    let response: Response;
-    let answer: TargetAnswer;
+    let answer: TargetAnswer & { status: number };
+    let retryAfter: string | string[] | undefined;
     try {
-      response = await fetch(batch.url, {
+      const response = await request(batch.url, {
+        dispatcher: this.agent,
         method: 'POST',
         headers: {
           'content-type': 'application/json',
@@ -39,38 +71,45 @@ export class HttpSinkClient {
           'user-agent': 'menu-sync',
         },
         body: batch.body,
-        redirect: 'manual',
         signal: batch.signal
           ? AbortSignal.any([AbortSignal.timeout(batch.timeoutMs), batch.signal])
           : AbortSignal.timeout(batch.timeoutMs),
       });
-      answer = { status: response.status, response: responseHead(await readBody(response)) };
+      answer = { status: response.statusCode, response: responseHead(await readBody(response.body)) };
+      retryAfter = response.headers['retry-after'];
     } catch (error) {
       const name = (error as Error)?.name;
       if (batch.signal?.aborted) return { kind: 'retry', error: 'interrupted by shutdown' };
+      if (error instanceof EgressRefusedError) {
+        this.metrics.sinkEgressRefused.inc({ sink: batch.sinkId });
+        return { kind: 'retry', error: error.message };
+      }
       if (name === 'TimeoutError' || name === 'AbortError')
         return { kind: 'retry', error: `no answer within ${batch.timeoutMs} ms` };
       return { kind: 'retry', error: `network error: ${describeNetworkError(error)}` };
     }
-    if (response.status >= 200 && response.status < 300) return { kind: 'ok', ...answer };
-    if (response.status === 410)
-      return { kind: 'gone', error: 'the target answered 410 Gone: the sink is disabled', ...answer };
+    const status = answer.status;
+    if (status >= 200 && status < 300) return { kind: 'ok', ...answer };
+    if (status === 410) return { kind: 'gone', error: 'the target answered 410 Gone: the sink is disabled', ...answer };
     return {
       ...answer,
       kind: 'retry',
-      error: `the target answered ${response.status}`,
-      retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), now.getTime()),
+      error:
+        status >= 300 && status < 400
+          ? `the target answered ${status}, a redirect, which sinks do not follow`
+          : `the target answered ${status}`,
+      retryAfterMs: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : (retryAfter ?? null), now.getTime()),
     };
   }
 }
 
 /** The whole body is read, so the connection can serve the next batch; a body cut short counts as empty. */
-async function readBody(response: Response): Promise<Uint8Array> {
-  return new Uint8Array(await response.arrayBuffer().catch(() => new ArrayBuffer(0)));
+async function readBody(body: { arrayBuffer(): Promise<ArrayBuffer> }): Promise<Uint8Array> {
+  return new Uint8Array(await body.arrayBuffer().catch(() => new ArrayBuffer(0)));
 }
 
-/** The cause's code and message, never the URL (it may hold credentials). */
+/** The error's code and message, never the URL (it may hold credentials). */
 function describeNetworkError(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
-  return cause?.code ?? cause?.message ?? (error as Error)?.message ?? 'unknown';
+  const failure = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+  return failure?.cause?.code ?? failure?.code ?? failure?.cause?.message ?? failure?.message ?? 'unknown';
 }

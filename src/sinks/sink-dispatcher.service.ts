@@ -11,6 +11,7 @@ import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
 import { SinkAttemptsService } from './sink-attempts.service.js';
 import { SinkRepository } from './sink.repository.js';
+import { SinkSnapshots } from './sink-start.js';
 import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
 
 /** Any constant: one dispatcher per database (docs/reference.md §11). */
@@ -49,6 +50,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     @InjectDataSource() dataSource: DataSource,
     private readonly repository: SinkRepository,
     private readonly changeLog: ChangeLogRepository,
+    private readonly snapshots: SinkSnapshots,
     private readonly http: HttpSinkClient,
     private readonly nats: NatsSinkClient,
     private readonly metrics: MetricsService,
@@ -139,6 +141,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     return {
       repository: this.repository,
       changeLog: this.changeLog,
+      snapshots: this.snapshots,
       http: this.http,
       nats: this.nats,
       metrics: this.metrics,

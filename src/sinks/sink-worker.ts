@@ -11,10 +11,12 @@ import { NatsSinkClient } from './nats-sink.client.js';
 import type { SinkAttemptsService } from './sink-attempts.service.js';
 import { Sink, stateAfterFailure } from './sink.js';
 import { SinkRepository } from './sink.repository.js';
+import { inSnapshot, SinkSnapshots } from './sink-start.js';
 
 export interface SinkWorkerDeps {
   repository: SinkRepository;
   changeLog: ChangeLogRepository;
+  snapshots: SinkSnapshots;
   http: HttpSinkClient;
   nats: NatsSinkClient;
   metrics: MetricsService;
@@ -106,6 +108,10 @@ export class SinkWorker {
       this.stopController.abort();
       return 0;
     }
+    if (sink.snapshotTo !== null && !inSnapshot(sink)) {
+      await this.deps.snapshots.finish(sink);
+      sink = { ...sink, snapshotTo: null };
+    }
     const now = Date.now();
     if (sink.nextAttemptAt !== null && sink.nextAttemptAt.getTime() > now) {
       return Math.min(sink.nextAttemptAt.getTime() - now, 1000);
@@ -128,7 +134,9 @@ export class SinkWorker {
       }
       return this.woken ? 0 : this.deps.idlePollMs;
     }
-    return this.deliver(sink, batch, batch.length === sink.batchSize);
+    // A snapshot's batch is recorded before it is sent, as a short one: compaction may take a change
+    // out of the snapshot meanwhile, and a retry must still send the batch it sent under that id.
+    return this.deliver(sink, batch, batch.length === sink.batchSize && !inSnapshot(sink));
   }
 
   /**
@@ -264,6 +272,7 @@ export class SinkWorker {
       });
     }
     return this.deps.http.send({
+      sinkId: sink.id,
       url: sink.url!,
       webhookId: batchWebhookId(sink.id, sink.epoch, sink.cursor, last),
       body: JSON.stringify({ data: newestPerResource(changes) }),
@@ -292,9 +301,10 @@ export class SinkWorker {
     }
   }
 
-  /** The page after the sink's cursor, of the changes it follows. */
+  /** The page after the sink's cursor, of the changes it follows (of its snapshot first, if any). */
   private read(sink: Sink): Promise<ChangePage> {
     const types = sink.types ?? this.deps.defaultTypes;
+    if (inSnapshot(sink)) return this.deps.snapshots.readAfter(sink, types);
     return this.deps.changeLog.readAfter(sink.cursor, {
       limit: sink.batchSize,
       types,

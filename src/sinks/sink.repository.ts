@@ -3,7 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { SecretCipher } from '../common/secret-cipher.js';
 import type { ChangePosition } from '../changes/change.js';
+import type { SqlSession } from '../database/postgres-connection.js';
 import type { Sink, SinkFailure, SinkKind, SinkState } from './sink.js';
+import { inSnapshot, SinkFrom, startSink } from './sink-start.js';
 
 interface SinkRow {
   id: string;
@@ -26,6 +28,8 @@ interface SinkRow {
   epoch: number;
   inflight_xid: string | null;
   inflight_seq: string | null;
+  snapshot_xid: string | null;
+  snapshot_seq: string | null;
   secret: Buffer | null;
   previous_secret: Buffer | null;
   previous_secret_expires_at: Date | null;
@@ -44,6 +48,9 @@ export interface NewSink {
   batchSize: number;
   timeoutMs: number;
   secret: string | null;
+  /** Where it starts; `defaultTypes`: what it follows when `types` is null. */
+  from: SinkFrom;
+  defaultTypes: readonly string[];
 }
 
 export interface SinkChanges {
@@ -56,8 +63,9 @@ export interface SinkChanges {
   state?: 'active' | 'disabled';
 }
 
-const SELECT = `SELECT *, cursor_xid::text AS cursor_xid, inflight_xid::text AS inflight_xid FROM sinks`;
-const RETURNING = `RETURNING *, cursor_xid::text AS cursor_xid, inflight_xid::text AS inflight_xid`;
+const XIDS = `cursor_xid::text AS cursor_xid, inflight_xid::text AS inflight_xid, snapshot_xid::text AS snapshot_xid`;
+const SELECT = `SELECT *, ${XIDS} FROM sinks`;
+const RETURNING = `RETURNING *, ${XIDS}`;
 const pos = (position: ChangePosition) => [position.transactionId, position.seq];
 
 const aad = (id: string, column: 'secret' | 'previous_secret') => `sink:${id}:${column}`;
@@ -70,10 +78,20 @@ export class SinkRepository {
     private readonly cipher: SecretCipher,
   ) {}
 
+  /** The new sink, started from `from` in the same transaction (so no delivery starts anywhere else). */
   async create(input: NewSink): Promise<Sink> {
-    const [row] = await this.dataSource.query(
+    return this.dataSource.transaction(async (manager) => {
+      await this.insert(manager, input);
+      await startSink(manager, input.id, input.from, input.types ?? input.defaultTypes, input.ownerIds);
+      const [row]: SinkRow[] = await manager.query(`${SELECT} WHERE id = $1`, [input.id]);
+      return this.toSink(row);
+    });
+  }
+
+  private async insert(db: SqlSession, input: NewSink): Promise<void> {
+    await db.query(
       `INSERT INTO sinks (id, kind, url, stream, subject_prefix, types, owner_ids, batch_size, timeout_ms, secret)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ${RETURNING}`,
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
       [
         input.id,
         input.kind,
@@ -87,7 +105,6 @@ export class SinkRepository {
         input.secret === null ? null : this.cipher.seal(input.secret, aad(input.id, 'secret')),
       ],
     );
-    return this.toSink(row);
   }
 
   async find(id: string): Promise<Sink | null> {
@@ -142,16 +159,15 @@ export class SinkRepository {
     return count > 0;
   }
 
-  /** Moves the cursor, drops any batch in flight and clears the backoff; a disabled sink stays disabled. */
-  async replay(id: string, cursor: ChangePosition): Promise<Sink | null> {
-    const [rows] = await this.dataSource.query(
-      `UPDATE sinks SET cursor_xid = $2, cursor_seq = $3, inflight_xid = NULL, inflight_seq = NULL, attempts = 0, epoch = epoch + 1,
-         next_attempt_at = NULL, failing_since = NULL, state = CASE WHEN state = 'disabled' THEN state ELSE 'active' END,
-         updated_at = now()
-       WHERE id = $1 ${RETURNING}`,
-      [id, ...pos(cursor)],
-    );
-    return rows[0] === undefined ? null : this.toSink(rows[0]);
+  /** Starts the sink again from `from` (see startSink); `types`: what it follows when it names none. */
+  async replay(id: string, from: SinkFrom, defaultTypes: readonly string[]): Promise<Sink | null> {
+    return this.dataSource.transaction(async (manager) => {
+      const [row]: SinkRow[] = await manager.query(`${SELECT} WHERE id = $1 FOR UPDATE`, [id]);
+      if (row === undefined) return null;
+      await startSink(manager, id, from, row.types ?? defaultTypes, row.owner_ids);
+      const [started]: SinkRow[] = await manager.query(`${SELECT} WHERE id = $1`, [id]);
+      return this.toSink(started);
+    });
   }
 
   /** A new secret; the current one becomes the previous one until `previousExpiresAt`. */
@@ -237,11 +253,19 @@ export class SinkRepository {
 
   /** Changes after the sink's cursor that it follows and its target has not acknowledged (counted up to `cap`). */
   async lag(
-    sink: Pick<Sink, 'cursor'>,
+    sink: Pick<Sink, 'id' | 'cursor' | 'snapshotTo'>,
     types: readonly string[],
     ownerIds: readonly string[] | null,
     cap = 1_000_000,
   ): Promise<number> {
+    // Walking a snapshot: what is left of it, then every change after its boundary.
+    if (inSnapshot(sink)) {
+      const [row]: Array<{ n: number }> = await this.dataSource.query(
+        `SELECT count(*)::int AS n FROM sink_snapshot_entries WHERE sink_id = $1 AND (transaction_id, seq) > ($2::xid8, $3::bigint)`,
+        [sink.id, ...pos(sink.cursor)],
+      );
+      return row.n + (await this.lag({ ...sink, cursor: sink.snapshotTo!, snapshotTo: null }, types, ownerIds, cap));
+    }
     const [row]: Array<{ lag: number }> = await this.dataSource.query(
       `SELECT count(*)::int AS lag FROM (
          SELECT 1 FROM change_log c
@@ -285,6 +309,10 @@ export class SinkRepository {
         row.inflight_xid === null || row.inflight_seq === null
           ? null
           : { transactionId: row.inflight_xid, seq: row.inflight_seq },
+      snapshotTo:
+        row.snapshot_xid === null || row.snapshot_seq === null
+          ? null
+          : { transactionId: row.snapshot_xid, seq: row.snapshot_seq },
       secret: open(row.secret, 'secret'),
       previousSecret:
         row.previous_secret_expires_at !== null && row.previous_secret_expires_at > new Date()

@@ -36,6 +36,8 @@ export interface Sink {
   attempts: number;
   /** Replays so far: part of every webhook-id, so a replayed batch is not taken for a duplicate. */
   epoch: number;
+  /** Started from `snapshot`: the boundary up to which its cursor walks the snapshot (sink-start.ts); else null. */
+  snapshotTo: ChangePosition | null;
   /** The end of the batch being retried (its webhook-id depends on it). */
   inflight: ChangePosition | null;
   secret: string | null;

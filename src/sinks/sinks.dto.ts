@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
@@ -6,7 +7,6 @@ import {
   IsInt,
   IsOptional,
   IsString,
-  IsUrl,
   Matches,
   Max,
   MaxLength,
@@ -16,9 +16,10 @@ import {
 } from 'class-validator';
 import { RESOURCE_TABLES } from '../projection/resource-tables.js';
 import { SINK_KINDS } from './sink.js';
+import { SINK_FROM_MESSAGE } from './sink-start.js';
+import { IsHttpUrl } from './sink-url.js';
 
 export const CHANGE_TYPES = Object.keys(RESOURCE_TABLES);
-const URL_OPTIONS = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
 const TYPES_MESSAGE = `types must list resource types (${CHANGE_TYPES.join(', ')})`;
 
 class SinkFilterDto {
@@ -69,7 +70,7 @@ export class CreateSinkDto extends SinkFilterDto {
 
   @ApiPropertyOptional({ description: 'http: where batches are POSTed' })
   @ValidateIf((dto: CreateSinkDto) => dto.kind === 'http' || dto.url !== undefined)
-  @IsUrl(URL_OPTIONS, { message: 'url must be an http(s) URL' })
+  @IsHttpUrl({ message: 'url must be an http(s) URL' })
   @MaxLength(2000, { message: 'url must be an http(s) URL of at most 2000 characters' })
   url?: string;
 
@@ -84,12 +85,29 @@ export class CreateSinkDto extends SinkFilterDto {
     message: 'subject_prefix must be NATS subject tokens separated by dots',
   })
   subject_prefix?: string;
+
+  @SinkFrom()
+  @IsOptional()
+  from?: string;
+}
+
+/** `from` of a sink's creation and of a replay (docs/reference.md §12); a cursor is decoded by parseSinkFrom. */
+function SinkFrom(required = false): PropertyDecorator {
+  return applyDecorators(
+    (required ? ApiProperty : ApiPropertyOptional)({
+      description:
+        'Where it starts: "snapshot" (the current state of every live resource it follows, then the changes after it), "start" (every change the log keeps), "now" (only later changes), or a changes cursor (the changes after it)',
+      ...(required ? {} : { default: 'snapshot' }),
+    }),
+    IsString({ message: SINK_FROM_MESSAGE }),
+    Matches(/^[A-Za-z0-9_-]{1,400}$/, { message: SINK_FROM_MESSAGE }),
+  );
 }
 
 export class UpdateSinkDto extends SinkFilterDto {
   @ApiPropertyOptional({ description: 'http: where batches are POSTed' })
   @IsOptional()
-  @IsUrl(URL_OPTIONS, { message: 'url must be an http(s) URL' })
+  @IsHttpUrl({ message: 'url must be an http(s) URL' })
   @MaxLength(2000, { message: 'url must be an http(s) URL of at most 2000 characters' })
   url?: string;
 
@@ -103,10 +121,6 @@ export class UpdateSinkDto extends SinkFilterDto {
 }
 
 export class ReplaySinkDto {
-  @ApiProperty({
-    description: '"start", or a changes cursor (next_cursor / changes_cursor) to deliver the changes after',
-  })
-  @IsString({ message: 'from must be "start" or a changes cursor' })
-  @Matches(/^(start|[A-Za-z0-9_-]{1,400})$/, { message: 'from must be "start" or a changes cursor' })
+  @SinkFrom(true)
   from!: string;
 }

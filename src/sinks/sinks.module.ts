@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { SecretCipherModule } from '../common/secret-cipher.module.js';
 import { ChangesModule } from '../changes/changes.module.js';
+import { EgressGuard } from './egress-guard.js';
 import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
 import { SinkAttemptsController } from './sink-attempts.controller.js';
@@ -8,14 +9,15 @@ import { SinkAttemptsRepository } from './sink-attempts.repository.js';
 import { SinkAttemptsService } from './sink-attempts.service.js';
 import { SinkDispatcherService } from './sink-dispatcher.service.js';
 import { SinkRepository } from './sink.repository.js';
+import { SinkSnapshots } from './sink-start.js';
 import { SinksController } from './sinks.controller.js';
 import { SinksService } from './sinks.service.js';
 
 /** Sink management only (the CLI): no dispatcher. */
 @Module({
   imports: [SecretCipherModule, ChangesModule],
-  providers: [SinkRepository, SinksService],
-  exports: [SinksService, SinkRepository],
+  providers: [SinkRepository, SinkSnapshots, SinksService, EgressGuard],
+  exports: [SinksService, SinkRepository, SinkSnapshots, EgressGuard],
 })
 export class SinkStoreModule {}
 

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
-import { START } from '../changes/change.js';
-import { decodeChangeCursor } from '../changes/change-cursor.js';
 import { BadRequestError } from '../common/app-error.js';
 import { AppConfig } from '../config/app-config.js';
 import {
@@ -13,9 +11,11 @@ import {
   SECRET_OVERLAP_MS,
   Sink,
 } from './sink.js';
+import { EgressGuard } from './egress-guard.js';
 import { SINKS_CHANGED } from './sink-dispatcher.service.js';
 import { generateSinkSecret } from './sink-secret.js';
 import { SinkRepository } from './sink.repository.js';
+import { parseSinkFrom } from './sink-start.js';
 import { toSinkView, SinkView } from './sink-view.js';
 import { CreateSinkDto, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
 import { SinkNotFoundError, SinkUnprocessableError } from './sinks.errors.js';
@@ -27,6 +27,7 @@ export class SinksService {
     private readonly repository: SinkRepository,
     private readonly config: AppConfig,
     private readonly events: EventEmitter2,
+    private readonly egress: EgressGuard,
   ) {}
 
   /** The new sink, with its secret (http): the only time it is shown, besides a rotation. */
@@ -42,6 +43,7 @@ export class SinksService {
         dto.stream !== undefined ? 'stream' : 'subject_prefix',
       );
     }
+    if (dto.url !== undefined) await this.checkEgress(dto.url);
     const secret = dto.kind === 'http' ? generateSinkSecret() : null;
     const sink = await this.repository.create({
       id: randomUUID(),
@@ -54,6 +56,8 @@ export class SinksService {
       batchSize: dto.batch_size ?? DEFAULT_BATCH_SIZE,
       timeoutMs: dto.timeout_ms ?? DEFAULT_TIMEOUT_MS,
       secret,
+      from: parseSinkFrom(dto.from ?? 'snapshot'),
+      defaultTypes: this.config.changeTypes,
     });
     this.events.emit(SINKS_CHANGED);
     return { data: { ...(await this.view(sink)), ...(secret === null ? {} : { secret }) } };
@@ -71,6 +75,7 @@ export class SinksService {
   async update(id: string, dto: UpdateSinkDto): Promise<{ data: SinkView }> {
     const sink = await this.find(id);
     if (dto.url !== undefined && sink.kind !== 'http') throw new BadRequestError('url is only for http sinks', 'url');
+    if (dto.url !== undefined) await this.checkEgress(dto.url);
     const updated = await this.repository.update(id, {
       url: dto.url,
       types: dto.types === undefined ? undefined : [...new Set(dto.types)],
@@ -90,11 +95,13 @@ export class SinksService {
     this.events.emit(SINKS_CHANGED);
   }
 
-  /** Delivers again from the start or after a cursor; a cursor older than the log keeps starts over with the current state. */
+  /**
+   * Delivers again from `from` (docs/reference.md §12: the current state, the start, now, or after
+   * a cursor); a cursor older than the log keeps starts over with the current state.
+   */
   async replay(id: string, dto: ReplaySinkDto): Promise<{ data: SinkView }> {
     checkId(id);
-    const from = dto.from === 'start' ? START : decodeChangeCursor(dto.from, 'from');
-    const sink = await this.repository.replay(id, from);
+    const sink = await this.repository.replay(id, parseSinkFrom(dto.from), this.config.changeTypes);
     if (sink === null) throw new SinkNotFoundError(id);
     this.events.emit(SINKS_CHANGED);
     return { data: await this.view(sink) };
@@ -109,6 +116,17 @@ export class SinksService {
     if (rotated === null) throw new SinkNotFoundError(id);
     this.events.emit(SINKS_CHANGED);
     return { data: { ...(await this.view(rotated)), secret } };
+  }
+
+  /** 422 when the URL's host is, or resolves to, an address the egress guard refuses (docs/reference.md §12). */
+  private async checkEgress(url: string): Promise<void> {
+    const refused = await this.egress.checkUrl(url);
+    if (refused !== undefined) {
+      throw new SinkUnprocessableError(
+        `url reaches ${refused.address} (${refused.range}), which sinks may not reach unless SINK_ALLOWED_NETWORKS includes it`,
+        'url',
+      );
+    }
   }
 
   private async find(id: string): Promise<Sink> {

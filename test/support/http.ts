@@ -9,6 +9,8 @@ import { DaemonProcess } from './daemon-process.js';
 /** Secrets of the daemons started here: random, so a test can search the logs for them. */
 export const WEBHOOK_KEY = `test-webhook-key-${randomBytes(16).toString('hex')}`;
 export const API_TOKEN = `test-api-token-${randomBytes(16).toString('hex')}`;
+/** SINK_ALLOWED_NETWORKS for daemons whose sinks deliver to receivers on loopback (the egress guard refuses it otherwise). */
+export const LOOPBACK_NETWORKS = '127.0.0.0/8,::1/128';
 
 export interface RunningDaemon {
   url: string;

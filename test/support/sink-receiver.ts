@@ -39,10 +39,11 @@ export class SinkReceiver {
   private server?: Server;
   url = '';
 
-  async start(port = 0): Promise<this> {
+  async start(port = 0, host = '127.0.0.1'): Promise<this> {
     this.server = createServer((request, response) => void this.handle(request, response));
-    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    await new Promise<void>((resolve) => this.server!.listen(port, host, resolve));
+    const name = host.includes(':') ? `[${host}]` : host;
+    this.url = `http://${name}:${(this.server.address() as AddressInfo).port}/hook`;
     return this;
   }
 

@@ -1,6 +1,6 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
-import { ApiError, getJson, postJson, tokenStore } from '../api.js';
+import { ApiError, getJson, getRole, postJson, tokenStore } from '../api.js';
 import { count, duration, fromNow, when } from '../format.js';
 import { Async, Badge, Empty, Panel, Stat, usePoll } from '../ui.js';
 
@@ -28,6 +28,9 @@ export function Overview() {
   const sinks = usePoll(loadSinks, REFRESH_MS);
   const runs = usePoll(() => getJson('/api/v1/reconcile/runs').then((body) => body.data.slice(0, 5)), 5000);
   const quarantine = usePoll(() => getJson('/api/v1/quarantine').then((body) => body.data.length), 5000);
+  // Write actions are shown to an admin token only; until the role is known, to none.
+  const role = usePoll(getRole, 60_000);
+  const canWrite = role.data === 'admin';
 
   const lag = projections.data?.reduce((sum, item) => sum + item.lag, 0);
   const parkedCount = projections.data?.reduce((sum, item) => sum + item.parked, 0);
@@ -67,16 +70,16 @@ export function Overview() {
       />
     </div>
     <div class="grid">
-      <${Connections} state=${connections} />
+      <${Connections} state=${connections} canWrite=${canWrite} />
       <${Projections} state=${projections} parked=${parked} />
       <${ReconcileRuns} state=${runs} />
-      <${Sinks} state=${sinks} />
+      <${Sinks} state=${sinks} canWrite=${canWrite} />
     </div>`;
 }
 
-function Connections({ state }) {
+function Connections({ state, canWrite }) {
   return html`
-    <${Panel} title="Connections" id="connections" wide aside=${html`<a class="button" href=${connectHref()}>Connect an account</a>`}>
+    <${Panel} title="Connections" id="connections" wide aside=${canWrite ? html`<a class="button" href=${connectHref()}>Connect an account</a>` : null}>
       <${Async} state=${state} what="connections"
         empty=${html`<${Empty} title="No account connected">Connect the platform account whose menus should be mirrored.</${Empty}>`}>
         ${(data) =>
@@ -186,7 +189,7 @@ function Projections({ state, parked }) {
     </${Panel}>`;
 }
 
-function Sinks({ state }) {
+function Sinks({ state, canWrite }) {
   const [message, setMessage] = useState();
   const replay = async (sink) => {
     if (!confirm(`Deliver every change again to sink ${String(sink.id).slice(0, 8)}, from the start?`)) return;
@@ -240,7 +243,9 @@ function Sinks({ state }) {
                           <td title=${when(sink.next_attempt_at)}>
                             ${sink.next_attempt_at ? fromNow(sink.next_attempt_at) : '—'}
                           </td>
-                          <td><button type="button" onClick=${() => replay(sink)}>Replay</button></td>
+                          <td>
+                            ${canWrite ? html`<button type="button" onClick=${() => replay(sink)}>Replay</button>` : null}
+                          </td>
                         </tr>
                         <tr class="sink-attempts">
                           <td></td>
