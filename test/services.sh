@@ -74,8 +74,13 @@ if [ ${#packages[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   # A failed update still leaves the lists and cached packages that may do.
   apt-get update -qq -o DPkg::Lock::Timeout=300 >/dev/null || say "apt-get update failed; trying the lists at hand"
-  apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 "${packages[@]}" >/dev/null ||
+  apt_log=$(mktemp)
+  if ! apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 "${packages[@]}" >"$apt_log" 2>&1; then
+    tail -n 20 "$apt_log" >&2
+    rm -f "$apt_log"
     cannot "install ${packages[*]} with apt-get"
+  fi
+  rm -f "$apt_log"
 fi
 
 # wait_for SECONDS COMMAND...: true as soon as the command is.
