@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1.7
 # Production image: an external PostgreSQL (DATABASE_URL) is expected; the embedded one is for laptops.
+# Node 24 LTS: docs/runtime.md says why.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -11,7 +12,7 @@ COPY migrations ./migrations
 COPY console ./console
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 # No built-in emulator in production: without UPSTREAM_* set, the daemon ingests hand-registered
 # webhooks (WEBHOOK_KEYS) only. Set SANDBOX=true to try the image with the emulator.
 ENV NODE_ENV=production \

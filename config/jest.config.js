@@ -8,7 +8,9 @@ const common = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: `${rootDir}/tsconfig.json` }] },
-  testEnvironment: 'node',
+  // Framework log lines show under a failing test only (config/jest-environment.js).
+  testEnvironment: '<rootDir>/config/jest-environment.js',
+  setupFilesAfterEnv: ['<rootDir>/test/support/quiet-logs.ts'],
 };
 
 export default {
