@@ -41,15 +41,21 @@ export class ReconcileService {
   ) {}
 
   async run(trigger: string, filter: ReconcileFilter = {}, { waitMs = 0 }: RunOptions = {}): Promise<ReconcileRun> {
+    // The span of the run's work, in the lock: runs never overlap in their reports.
     let startedAt = new Date();
+    let finishedAt: Date | undefined;
     const context: RunContext = { runId: randomUUID(), errors: [], notes: [], stores: [] };
     let outcome: RunOutcome | undefined;
     let bug: { error: unknown } | undefined;
     try {
-      const work = (waitedMs: number) => {
+      const work = async (waitedMs: number) => {
         startedAt = new Date();
         if (waitedMs > 0) context.notes.push(`waited ${formatSeconds(waitedMs)} s for the run in progress`);
-        return this.reconcileAll(context, filter);
+        try {
+          return await this.reconcileAll(context, filter);
+        } finally {
+          finishedAt = new Date();
+        }
       };
       if ((await this.repository.exclusively(work, waitMs)) === undefined) {
         outcome = 'skipped';
@@ -70,7 +76,7 @@ export class ReconcileService {
     const run = await this.repository.saveRun({
       trigger,
       started_at: startedAt.toISOString(),
-      finished_at: new Date().toISOString(),
+      finished_at: (finishedAt ?? new Date()).toISOString(),
       outcome: outcome ?? outcomeOf(context),
       stores: context.stores,
       errors: context.errors,
