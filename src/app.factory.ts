@@ -96,7 +96,7 @@ export async function createHttpApp({
 
 /**
  * The operator's console: static files under /console/ (no token needed to load them; the data
- * they fetch from /api takes one), and / leads there.
+ * they fetch from /api takes one), and / and /console lead there.
  */
 function serveConsole(app: NestFastifyApplication): void {
   if (existsSync(`${CONSOLE_DIR}index.html`)) {
@@ -112,10 +112,13 @@ function serveConsole(app: NestFastifyApplication): void {
       },
     } as never);
   }
-  app
-    .getHttpAdapter()
-    .getInstance()
-    .get('/', (_request, reply) => reply.redirect('/console/', 302));
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.get('/', (_request, reply) => reply.redirect('/console/', 302));
+  // The console's pages are relative to /console/: a link to /console is led there, its query kept.
+  fastify.get('/console', (request, reply) => {
+    const query = request.raw.url!.indexOf('?');
+    return reply.redirect(`/console/${query < 0 ? '' : request.raw.url!.slice(query)}`, 302);
+  });
 }
 
 function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: Pino, metrics: MetricsService): void {

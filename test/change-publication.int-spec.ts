@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource } from './support/database.js';
+import { newLogEntry } from './support/event-log.js';
 import { catchUp } from './support/projection.js';
 import { EventLogRepository } from '../src/event-log/event-log.repository.js';
 import type { NewLogEntry } from '../src/event-log/log-entry.js';
@@ -25,7 +25,6 @@ interface Spec {
 }
 
 function logEntry(spec: Spec): NewLogEntry {
-  const eventType = `${spec.type}.${spec.kind === 'broken' ? 'updated' : spec.kind}`;
   const included =
     spec.kind === 'destroyed' || spec.kind === 'broken'
       ? []
@@ -37,35 +36,15 @@ function logEntry(spec: Spec): NewLogEntry {
             relationships: { traits: { data: [{ id: '1', type: 'trait' }] } },
           },
         ];
-  const payload = JSON.stringify({
-    data: {
-      id: spec.eventId,
-      type: 'webhook_event',
-      attributes: { id: spec.seq, created_at: spec.createdAt, event_type: eventType },
-      relationships: { subject: { data: { id: spec.subjectId, type: spec.type } } },
-    },
-    included,
-  });
-  return {
+  return newLogEntry({
     eventId: spec.eventId,
-    eventType,
+    eventType: `${spec.type}.${spec.kind === 'broken' ? 'updated' : spec.kind}`,
     subjectType: spec.type,
     subjectId: spec.subjectId,
-    ownerId: '42',
     occurredAt: spec.createdAt,
-    eventSeq: spec.seq === null ? null : String(spec.seq),
-    source: 'webhook',
-    handled: true,
-    receivedAt: new Date(),
-    keyId: 'env:1',
-    contentType: 'application/json',
-    payload,
-    rawBody: null,
-    rawSealed: false,
-    rawKey: null,
-    rawKeyAt: null,
-    sha256: createHash('sha256').update(payload).digest(),
-  };
+    seq: spec.seq,
+    included,
+  });
 }
 
 const anEvent: fc.Arbitrary<Spec> = fc.record({

@@ -185,9 +185,22 @@ describe("operations: menu-sync status, the console's endpoints, LOG_FORMAT", ()
     expect((await api(daemon.url, '/api/v1/owners', null)).status).toBe(401);
   }, 180_000);
 
-  it('serves the console at /console/ and sends / there', async () => {
+  it('serves the console at /console/ and sends / and /console there', async () => {
     const root = await fetch(`${daemon.url}/`, { redirect: 'manual' });
     expect([root.status, root.headers.get('location')]).toEqual([302, '/console/']);
+    const bare = await fetch(`${daemon.url}/console`, { redirect: 'manual' });
+    expect([bare.status, bare.headers.get('location')]).toEqual([302, '/console/']);
+    const withQuery = await fetch(`${daemon.url}/console?owner=42&at=2024-05-01T10%3A00%3A00Z`, { redirect: 'manual' });
+    expect([withQuery.status, withQuery.headers.get('location')]).toEqual([
+      302,
+      '/console/?owner=42&at=2024-05-01T10%3A00%3A00Z',
+    ]);
+    const followed = await fetch(`${daemon.url}/console`);
+    expect([followed.status, followed.url, followed.headers.get('content-type')]).toEqual([
+      200,
+      `${daemon.url}/console/`,
+      expect.stringMatching(/^text\/html/),
+    ]);
     const page = await fetch(`${daemon.url}/console/`);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);

@@ -1,4 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
+import pg from 'pg';
+import { SINGLE_LOCKS } from '../src/database/advisory-locks.js';
 import type { RunningEmulator } from '../src/emulator/emulator.factory.js';
 import type { TokenAnswer } from '../src/emulator/oauth/oauth-server.service.js';
 import {
@@ -11,7 +13,7 @@ import {
   Reply,
 } from './emulator/emulator-client.js';
 import { changesAfter } from './support/changes.js';
-import { CliResult, describeRun, runCli } from './support/cli.js';
+import { CliResult, describeRun, runCli, spawnCli } from './support/cli.js';
 import { connect, startDaemonOn } from './support/connect.js';
 import { eventually } from './support/eventually.js';
 import { api, deliver, RunningDaemon } from './support/http.js';
@@ -58,11 +60,23 @@ const change = async (method: string, path: string, body?: unknown): Promise<Jso
 const setFaults = (faults: Record<string, unknown>) => change('POST', '/_emulator/faults', faults);
 const ids = (list: Json[]): string[] => list.map((resource) => resource.id);
 
-async function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
+/** The daemon's environment, for a command beside it. */
+function cliEnv(extraEnv: Record<string, string> = {}): Record<string, string> {
   const env = { ...daemon.process.env, ...extraEnv };
   delete env.PATH;
   delete env.HOME;
-  return runCli(args, env, daemon.process.cwd);
+  return env;
+}
+
+async function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
+  return runCli(args, cliEnv(extraEnv), daemon.process.cwd);
+}
+
+/** The run `menu-sync reconcile` printed (`{"data": run}`, indented JSON on stdout). */
+function printedRun(result: CliResult): Json {
+  const document = /^\{\n[\s\S]*?^\}$/m.exec(result.stdout);
+  if (!document) throw new Error(`no JSON document in the output:\n${describeRun(result)}`);
+  return JSON.parse(document[0]).data;
 }
 
 /** `menu-sync reconcile [args]`: expects the exit code, returns the run it printed (`{"data": run}`, indented JSON on stdout). */
@@ -72,9 +86,7 @@ async function reconcile(expectedCode = 0, args: string[] = [], extraEnv: Record
     code: expectedCode,
     run: '',
   });
-  const document = /^\{\n[\s\S]*?^\}$/m.exec(result.stdout);
-  if (!document) throw new Error(`no JSON document in the output:\n${describeRun(result)}`);
-  return JSON.parse(document[0]).data;
+  return printedRun(result);
 }
 
 /**
@@ -584,6 +596,17 @@ describe('an upstream answering 500 or garbage to the snapshot', () => {
     await expectInSync();
     expect((await api(daemon.url, `/api/v1/trait_options/${destroyedOption}`)).status).toBe(410);
   });
+
+  it("a store's duration_ms covers its snapshot fetch and the retries of it", async () => {
+    // Two 429s with Retry-After: 1 s: the fetch waits at least 2 s before its answers.
+    await setFaults({ api_failures: 2, api_error_status: 429 });
+    const run = await reconcile();
+    expect(run.outcome).toBe('ok');
+    expect(run.stores).toHaveLength(1);
+    expect(run.stores[0]).toMatchObject({ store_id: STORE, events_appended: 0, errors: [] });
+    expect(run.stores[0].duration_ms).toBeGreaterThanOrEqual(2000);
+    expect(Date.parse(run.finished_at) - Date.parse(run.started_at)).toBeGreaterThanOrEqual(run.stores[0].duration_ms);
+  });
 });
 
 describe('an implausible snapshot', () => {
@@ -716,6 +739,62 @@ describe("stores: a --store filter, another owner's store in STORE_IDS, an owner
     expect((await getProduct(created)).attributes.title).toBe('Second kitchen soup');
     expect((await api(daemon.url, `/api/v1/products/${gone}`)).status).toBe(200);
   });
+});
+
+describe('reconcile commands started while a run is in progress', () => {
+  let holder: pg.Client;
+  const waiting = async (): Promise<number> =>
+    (
+      await holder.query(
+        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND objsubid = 1 AND NOT granted`,
+        [SINGLE_LOCKS.reconcile],
+      )
+    ).rows[0].n;
+
+  beforeEach(async () => {
+    // The test holds the reconcile lock, as a long run in another process would.
+    holder = new pg.Client({ connectionString: daemon.database.url });
+    await holder.connect();
+    await holder.query('SELECT pg_advisory_lock($1::bigint)', [SINGLE_LOCKS.reconcile]);
+  });
+
+  afterEach(async () => {
+    await holder.end();
+  });
+
+  it('wait for it, then run one after another, and all exit 0', async () => {
+    const commands = Array.from({ length: 5 }, () => spawnCli(['reconcile'], cliEnv(), daemon.process.cwd));
+    await eventually(async () => expect(await waiting()).toBe(5), 60_000, 100);
+    const released = Date.now();
+    await holder.query('SELECT pg_advisory_unlock($1::bigint)', [SINGLE_LOCKS.reconcile]);
+    const results = await Promise.all(commands.map((command) => command.wait(120_000)));
+    expect(results.map((result) => (result.code === 0 ? 0 : describeRun(result)))).toEqual([0, 0, 0, 0, 0]);
+    const runs = results.map(printedRun);
+    expect(runs.map((run) => [run.outcome, run.errors])).toEqual(runs.map(() => ['ok', []]));
+    for (const run of runs)
+      expect(run.notes).toContainEqual(expect.stringMatching(/^waited \d+(\.\d)? s for the run in progress$/));
+    // One at a time: each started after the lock was released, and none while another ran.
+    const spans = runs
+      .map((run) => [Date.parse(run.started_at), Date.parse(run.finished_at)])
+      .sort(([a], [b]) => a - b);
+    expect(spans[0][0]).toBeGreaterThanOrEqual(released - 1000);
+    for (let i = 1; i < spans.length; i++) expect(spans[i][0]).toBeGreaterThanOrEqual(spans[i - 1][1]);
+  }, 240_000);
+
+  it('past --wait, give up with exit 1, a report saying why, and a message', async () => {
+    const result = await cli(['reconcile', '--wait', '1']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'menu-sync reconcile: another reconcile run was still in progress after 1 s; nothing done (wait longer with --wait SECONDS)',
+    );
+    const run = printedRun(result);
+    expect(run).toMatchObject({
+      outcome: 'skipped',
+      stores: [],
+      errors: ['another reconcile run was still in progress after 1 s of waiting'],
+    });
+    expect(Date.parse(run.finished_at) - Date.parse(run.started_at)).toBeGreaterThanOrEqual(1000);
+  }, 120_000);
 });
 
 describe('a connection whose grant the platform revoked', () => {

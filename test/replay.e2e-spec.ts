@@ -2,8 +2,6 @@ import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import pg from 'pg';
 import { fold, ResourceState } from '../src/domain/evolve.js';
-import { toWebhookEvent } from '../src/projection/from-log-entry.js';
-import type { WebhookEvent } from '../src/domain/webhook-event.js';
 import { CliProcess, CliResult, describeRun, runCli, spawnCli } from './support/cli.js';
 import { Answer, api, deliver, RunningDaemon, startDaemon } from './support/http.js';
 import {
@@ -22,6 +20,7 @@ import {
   user,
 } from './support/menu-events.js';
 import { eventually } from './support/eventually.js';
+import { readLog } from './support/event-log.js';
 
 /**
  * docs/reference.md §4 and §8: `menu-sync replay` rebuilds the projections from the whole log into shadow
@@ -382,31 +381,6 @@ function fromState(state: ResourceState): Comparable {
     occurred_at: state.version.occurredAt.getTime(),
     position: state.position,
   };
-}
-
-/** Every event in the log, as the projection code types them (entries outside the spec left out). */
-async function readLog(client: pg.Client): Promise<{ events: WebhookEvent[]; entries: number }> {
-  const { rows } = await client.query(
-    `SELECT position::text AS position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at,
-            event_seq::text AS event_seq, payload::text AS payload
-       FROM event_log ORDER BY position`,
-  );
-  const events: WebhookEvent[] = [];
-  for (const row of rows) {
-    const event = toWebhookEvent({
-      eventId: row.event_id,
-      eventType: row.event_type,
-      subjectType: row.subject_type,
-      subjectId: row.subject_id,
-      ownerId: row.owner_id,
-      occurredAt: row.occurred_at,
-      eventSeq: row.event_seq,
-      position: Number(row.position),
-      payload: row.payload,
-    });
-    if (event !== null) events.push(event);
-  }
-  return { events, entries: rows.length };
 }
 
 async function readModel(client: pg.Client): Promise<Map<string, Comparable>> {

@@ -1,5 +1,4 @@
 import { DynamicModule, INestApplicationContext, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { OAuthModule } from '../oauth/oauth.module.js';
 import { UpstreamNotConfiguredError } from '../upstream/upstream.errors.js';
@@ -7,12 +6,11 @@ import { AppError } from '../common/app-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
 import { DatabaseModule } from '../database/database.module.js';
-import { openDatabase } from '../database/database-target.js';
-import { migrateDatabase } from '../database/migrate.js';
 import { ObservabilityModule } from '../observability/observability.module.js';
 import { ReconcileModule } from '../reconcile/reconcile.module.js';
 import { UpstreamSettings } from '../upstream/upstream-settings.js';
 import { UpstreamSettingsModule } from '../upstream/upstream-settings.module.js';
+import { withDaemonContext } from './daemon-database.js';
 
 /** What the connection commands need: the connect flow, subscriptions and reconcile on the daemon's database, no HTTP. */
 @Module({})
@@ -45,18 +43,7 @@ export async function runConnectionCommand(
 ): Promise<void> {
   try {
     if (!config.hasUpstream) throw new UpstreamNotConfiguredError();
-    const database = await openDatabase(config, { attach: true });
-    try {
-      if (config.MIGRATIONS_RUN) await migrateDatabase(database.url);
-      const app = await NestFactory.createApplicationContext(ConnectionCommandsModule.register(config, database.url));
-      try {
-        await work(app);
-      } finally {
-        await app.close();
-      }
-    } finally {
-      await database.close();
-    }
+    await withDaemonContext(config, (url) => ConnectionCommandsModule.register(config, url), work);
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     process.stderr.write(`menu-sync ${command}: ${error.detail}\n`);

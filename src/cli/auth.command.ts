@@ -6,6 +6,7 @@ import { AppConfig } from '../config/app-config.js';
 import { ReconcileService } from '../reconcile/reconcile.service.js';
 import { printJson, runConnectionCommand } from './auth-context.js';
 import { connectionOption, integerOption } from './option-parsers.js';
+import { RECONCILE_WAIT_SECONDS } from './reconcile.command.js';
 
 /** `menu-sync auth url`: the spec's out-of-band flow, first step. */
 @SubCommand({
@@ -55,7 +56,9 @@ export class AuthExchangeCommand extends CommandRunner {
         return;
       }
       // Reconcile right after a connection is made (reference §8): the daemon does it for connections made through it.
-      const run = await app.get(ReconcileService).run('connection', { connectionId: connection.id });
+      const run = await app
+        .get(ReconcileService)
+        .run('connection', { connectionId: connection.id }, { waitMs: RECONCILE_WAIT_SECONDS * 1000 });
       const appended = run.stores.reduce((sum, store) => sum + store.events_appended, 0);
       process.stderr.write(
         `menu-sync auth exchange: reconcile ${run.outcome}, ${appended} event(s) appended${

@@ -1,13 +1,11 @@
 import type { Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
-import { createDataSource } from '../database/data-source.factory.js';
-import { openDatabase } from '../database/database-target.js';
-import { migrateDatabase } from '../database/migrate.js';
 import { PROJECTIONS, projectionByName, ProjectionDefinition } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
 import { ProjectionStatusRepository } from '../projection/projection-status.repository.js';
 import { RebuildProgress, RebuildService } from '../replay/rebuild.service.js';
 import { ShadowSchemaRepository } from '../replay/shadow-schema.repository.js';
+import { withDaemonDataSource } from './daemon-database.js';
 import { progressReporter } from './progress.js';
 
 /** `--projection NAME|all` → the projections, or undefined for an unknown name. */
@@ -20,30 +18,17 @@ export function selectProjections(name: string | undefined): ProjectionDefinitio
 export const PROJECTION_NAMES = ['all', ...PROJECTIONS.map((projection) => projection.name)].join('|');
 
 /** Runs `work` with a RebuildService on the daemon's database (attaching to a running embedded one). */
-export async function withRebuildService<T>(
-  config: AppConfig,
-  work: (rebuild: RebuildService) => Promise<T>,
-): Promise<T> {
-  const database = await openDatabase(config, { attach: true });
-  try {
-    if (config.MIGRATIONS_RUN) await migrateDatabase(database.url);
-    const dataSource = createDataSource({ url: database.url, poolSize: 3 });
-    await dataSource.initialize();
-    try {
-      return await work(
-        new RebuildService(
-          dataSource,
-          new ProjectionRepository(config.changeTypes),
-          new ProjectionStatusRepository(dataSource),
-          new ShadowSchemaRepository(),
-        ),
-      );
-    } finally {
-      await dataSource.destroy();
-    }
-  } finally {
-    await database.close();
-  }
+export function withRebuildService<T>(config: AppConfig, work: (rebuild: RebuildService) => Promise<T>): Promise<T> {
+  return withDaemonDataSource(config, 3, (dataSource) =>
+    work(
+      new RebuildService(
+        dataSource,
+        new ProjectionRepository(config.changeTypes),
+        new ProjectionStatusRepository(dataSource),
+        new ShadowSchemaRepository(),
+      ),
+    ),
+  );
 }
 
 /**

@@ -3,14 +3,22 @@ import { Command, CommandRunner, Option } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
 import { ReconcileService } from '../reconcile/reconcile.service.js';
 import { printJson, runConnectionCommand } from './auth-context.js';
-import { connectionOption } from './option-parsers.js';
+import { connectionOption, integerOption } from './option-parsers.js';
+
+/** How long a command waits by default for a reconcile run in progress before it gives up. */
+export const RECONCILE_WAIT_SECONDS = 300;
 
 interface ReconcileFlags {
   connection?: number;
   store?: string;
+  wait?: number;
 }
 
-/** `menu-sync reconcile [--connection ID] [--store ID]`: one run now; prints its report; exit 0 only when it is `ok`. */
+/**
+ * `menu-sync reconcile [--connection ID] [--store ID] [--wait SECONDS]`: one run now, after the
+ * run in progress if there is one (a cron job's run never just gives way to another); prints its
+ * report; exit 0 only when it is `ok`.
+ */
 @Command({
   name: 'reconcile',
   description: 'Compare the mirror with the upstream now and append the differences to the event log',
@@ -22,10 +30,15 @@ export class ReconcileCommand extends CommandRunner {
 
   async run(_: string[], flags: ReconcileFlags): Promise<void> {
     await runConnectionCommand('reconcile', this.config, async (app) => {
+      const waitSeconds = flags.wait ?? RECONCILE_WAIT_SECONDS;
       const run = await app
         .get(ReconcileService)
-        .run('command', { connectionId: flags.connection, storeId: flags.store });
+        .run('command', { connectionId: flags.connection, storeId: flags.store }, { waitMs: waitSeconds * 1000 });
       printJson({ data: run });
+      if (run.outcome === 'skipped')
+        process.stderr.write(
+          `menu-sync reconcile: another reconcile run was still in progress after ${waitSeconds} s; nothing done (wait longer with --wait SECONDS)\n`,
+        );
       if (run.outcome !== 'ok') process.exitCode = 1;
     });
   }
@@ -33,6 +46,14 @@ export class ReconcileCommand extends CommandRunner {
   @Option({ flags: '-c, --connection <id>', description: 'only this connection (an id from GET /api/v1/connections)' })
   parseConnection(value: string): number {
     return connectionOption(value);
+  }
+
+  @Option({
+    flags: '-w, --wait <seconds>',
+    description: `how long to wait for a reconcile run in progress before giving up with exit 1 (default ${RECONCILE_WAIT_SECONDS}; 0: do not wait)`,
+  })
+  parseWait(value: string): number {
+    return integerOption(value, '--wait', 0, 86_400);
   }
 
   @Option({

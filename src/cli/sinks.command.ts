@@ -1,5 +1,4 @@
-import { DynamicModule, INestApplicationContext, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { DynamicModule, Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { AppError } from '../common/app-error.js';
@@ -7,13 +6,12 @@ import { createValidationPipe } from '../common/validation.pipe.js';
 import { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
 import { DatabaseModule } from '../database/database.module.js';
-import { openDatabase } from '../database/database-target.js';
-import { migrateDatabase } from '../database/migrate.js';
 import { CreateSinkDto, ReplaySinkDto } from '../sinks/sinks.dto.js';
 import { SinkNotFoundError } from '../sinks/sinks.errors.js';
 import { SinkStoreModule } from '../sinks/sinks.module.js';
 import { SinksService } from '../sinks/sinks.service.js';
 import { printJson } from './auth-context.js';
+import { withDaemonContext } from './daemon-database.js';
 
 /** Sink management on the daemon's database; the running daemon's dispatcher picks changes up within a second. */
 @Module({})
@@ -41,20 +39,11 @@ async function runSinkCommand(
   work: (sinks: SinksService) => Promise<void>,
 ): Promise<void> {
   try {
-    const database = await openDatabase(config, { attach: true });
-    try {
-      if (config.MIGRATIONS_RUN) await migrateDatabase(database.url);
-      const app: INestApplicationContext = await NestFactory.createApplicationContext(
-        SinkCommandsModule.register(config, database.url),
-      );
-      try {
-        await work(app.get(SinksService));
-      } finally {
-        await app.close();
-      }
-    } finally {
-      await database.close();
-    }
+    await withDaemonContext(
+      config,
+      (url) => SinkCommandsModule.register(config, url),
+      (app) => work(app.get(SinksService)),
+    );
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     const field = typeof error.extra.field === 'string' ? ` (${error.extra.field})` : '';

@@ -1,14 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
-import { createDataSource } from '../database/data-source.factory.js';
-import { openDatabase } from '../database/database-target.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import { PROJECTIONS } from '../projection/projection-definitions.js';
 import { ProjectionStatusRepository } from '../projection/projection-status.repository.js';
 import { ReconcileRepository } from '../reconcile/reconcile.repository.js';
 import { needsAttention, StatusSnapshot } from '../observability/status-report.js';
 import { StatusRepository } from '../observability/status.repository.js';
+import { withDaemonDataSource } from './daemon-database.js';
 import { formatStatus } from './status-screen.js';
 import { integerOption } from './option-parsers.js';
 
@@ -48,11 +47,11 @@ export class StatusCommand extends CommandRunner {
   }
 
   private async snapshot(intervalMs: number): Promise<StatusSnapshot> {
-    const database = await openDatabase(this.config, { attach: true });
-    try {
-      const dataSource = createDataSource({ url: database.url, poolSize: 2 });
-      await dataSource.initialize();
-      try {
+    // A look only: status never changes the database, not even to migrate it.
+    return withDaemonDataSource(
+      this.config,
+      2,
+      async (dataSource) => {
         const projections = new ProjectionStatusRepository(dataSource);
         const log = new EventLogRepository(dataSource);
         const status = new StatusRepository(dataSource);
@@ -94,12 +93,9 @@ export class StatusCommand extends CommandRunner {
           },
           quarantined,
         };
-      } finally {
-        await dataSource.destroy();
-      }
-    } finally {
-      await database.close();
-    }
+      },
+      { migrate: false },
+    );
   }
 
   @Option({ flags: '--json', description: 'print the status as JSON (for scripts)' })

@@ -1,31 +1,19 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
+import { newLogEntry } from '../../test/support/event-log.js';
 import { EventLogRepository } from './event-log.repository.js';
 import { LOG_START, LogCheckpoint, NewLogEntry } from './log-entry.js';
 
 function entry(eventId: string = randomUUID()): NewLogEntry {
-  const payload = JSON.stringify({ data: { id: eventId } });
-  return {
+  return newLogEntry({
     eventId,
     eventType: 'product.updated',
-    subjectType: 'product',
     subjectId: '1',
-    ownerId: '42',
     occurredAt: '2024-05-01T10:00:00.000Z',
-    eventSeq: '1',
-    source: 'webhook',
-    handled: true,
-    receivedAt: new Date(),
-    keyId: 'env:1',
-    contentType: 'application/json',
-    payload,
-    rawBody: null,
-    rawSealed: false,
-    rawKey: null,
-    rawKeyAt: null,
-    sha256: createHash('sha256').update(payload).digest(),
-  };
+    seq: 1,
+    payload: JSON.stringify({ data: { id: eventId } }),
+  });
 }
 
 describe('EventLogRepository (PostgreSQL)', () => {

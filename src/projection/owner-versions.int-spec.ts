@@ -1,6 +1,7 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
+import { newLogEntry } from '../../test/support/event-log.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import type { NewLogEntry } from '../event-log/log-entry.js';
 import { MENU_PROJECTION } from './projection-definitions.js';
@@ -10,37 +11,15 @@ import { MENU_RESOURCE_TYPES } from './published-changes.js';
 
 /** A product.created/updated entry of `ownerId`, at `minute` past midnight (later = newer). */
 function productEvent(id: string, ownerId: string, minute: number, kind = 'updated'): NewLogEntry {
-  const createdAt = new Date(Date.UTC(2024, 0, 1, 0, minute)).toISOString();
-  const eventId = randomUUID();
-  const payload = JSON.stringify({
-    data: {
-      id: eventId,
-      type: 'webhook_event',
-      attributes: { id: null, created_at: createdAt, event_type: `product.${kind}` },
-      relationships: { subject: { data: { id, type: 'product' } } },
-    },
-    included: [{ id, type: 'product', attributes: { title: `${id} of ${ownerId}` }, relationships: {} }],
-  });
-  return {
-    eventId,
+  return newLogEntry({
+    eventId: randomUUID(),
     eventType: `product.${kind}`,
-    subjectType: 'product',
     subjectId: id,
     ownerId,
-    occurredAt: createdAt,
-    eventSeq: null,
-    source: 'webhook',
-    handled: true,
-    receivedAt: new Date(),
-    keyId: 'env:1',
-    contentType: 'application/json',
-    payload,
-    rawBody: null,
-    rawSealed: false,
-    rawKey: null,
-    rawKeyAt: null,
-    sha256: createHash('sha256').update(payload).digest(),
-  };
+    occurredAt: new Date(Date.UTC(2024, 0, 1, 0, minute)).toISOString(),
+    seq: null,
+    included: [{ id, type: 'product', attributes: { title: `${id} of ${ownerId}` }, relationships: {} }],
+  });
 }
 
 /**

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
 import { catchUp } from '../../test/support/projection.js';
+import { newLogEntry } from '../../test/support/event-log.js';
 import { ProjectionStatusRepository } from './projection-status.repository.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import type { LogEntry, NewLogEntry } from '../event-log/log-entry.js';
@@ -49,35 +49,15 @@ function logEntry(spec: Spec): NewLogEntry {
       : destroyed
         ? []
         : [resource(spec.subjectType, spec.subjectId, { traits: { data: [{ id: '1', type: 'trait' }] } })];
-  const payload = JSON.stringify({
-    data: {
-      id: spec.eventId,
-      type: 'webhook_event',
-      attributes: { id: spec.seq, created_at: spec.createdAt, event_type: spec.eventType },
-      relationships: { subject: { data: { id: spec.subjectId, type: spec.subjectType } } },
-    },
-    included,
-  });
-  return {
+  return newLogEntry({
     eventId: spec.eventId,
     eventType: spec.eventType,
     subjectType: spec.subjectType,
     subjectId: spec.subjectId,
-    ownerId: '42',
     occurredAt: spec.createdAt,
-    eventSeq: spec.seq === null ? null : String(spec.seq),
-    source: 'webhook',
-    handled: true,
-    receivedAt: new Date(),
-    keyId: 'env:1',
-    contentType: 'application/json',
-    payload,
-    rawBody: null,
-    rawSealed: false,
-    rawKey: null,
-    rawKeyAt: null,
-    sha256: createHash('sha256').update(payload).digest(),
-  };
+    seq: spec.seq,
+    included,
+  });
 }
 
 const menuType = fc.constantFrom('collection', 'product', 'trait', 'trait_option');

@@ -1,7 +1,8 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, QueryRunner } from 'typeorm';
+import { LeaseLoop, LeaseState } from '../common/lease-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { AdvisoryLease } from '../database/advisory-lease.js';
 import { advisoryLocks } from '../database/advisory-locks.js';
@@ -21,10 +22,8 @@ const POLL_MS = 1000;
 const COALESCE_MS = 20;
 const BUSY_COALESCE_MS = 250;
 const BUSY_PAGE_ENTRIES = 500;
-const STANDBY_POLL_MS = 2000;
-const RETRY_MS = 1000;
 
-export type ProjectorState = 'starting' | 'running' | 'standby' | 'stopped' | 'failing' | 'disabled';
+export type ProjectorState = LeaseState | 'disabled';
 
 /**
  * The catch-up loop. It holds a session advisory lock on a dedicated connection and applies every
@@ -35,12 +34,8 @@ export type ProjectorState = 'starting' | 'running' | 'standby' | 'stopped' | 'f
 @Injectable()
 export class ProjectorService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(ProjectorService.name);
-  private readonly lease: AdvisoryLease;
-  private stopping = false;
-  private loop?: Promise<void>;
-  private wake?: () => void;
-  private pendingWake = false;
-  state: ProjectorState = 'starting';
+  private readonly loop: LeaseLoop;
+  private disabled = false;
 
   constructor(
     @InjectDataSource() dataSource: DataSource,
@@ -48,90 +43,51 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
   ) {
-    this.lease = new AdvisoryLease(dataSource, PROJECTOR_LOCK, (runner) => repository.prepare(runner));
+    this.loop = new LeaseLoop(new AdvisoryLease(dataSource, PROJECTOR_LOCK, (runner) => repository.prepare(runner)), {
+      role: 'projector',
+      logger: this.logger,
+      whileHeld: (runner) => this.project(runner),
+    });
+  }
+
+  get state(): ProjectorState {
+    return this.disabled ? 'disabled' : this.loop.state;
   }
 
   onApplicationBootstrap(): void {
-    if (!this.config.PROJECTOR_ENABLED) {
-      this.state = 'disabled';
-      return;
-    }
-    this.loop = this.run();
+    if (this.config.PROJECTOR_ENABLED) this.loop.start();
+    else this.disabled = true;
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    this.stopping = true;
-    this.wake?.();
-    await this.loop;
-    if (this.state !== 'disabled') this.state = 'stopped';
+    await this.loop.stop();
   }
 
   @OnEvent(LOG_APPENDED)
   onAppended(): void {
-    this.pendingWake = true;
-    this.wake?.();
+    this.loop.alarm.wake();
   }
 
-  private async run(): Promise<void> {
-    while (!this.stopping) {
-      try {
-        if (!(await this.acquire())) {
-          this.state = 'standby';
-          await this.sleep(STANDBY_POLL_MS);
-          continue;
-        }
-        this.state = 'running';
-        while (!this.stopping) {
-          this.pendingWake = false;
-          const applied = await this.applyAll();
-          if (applied === 0) {
-            if (!this.pendingWake) await this.sleep(POLL_MS);
-          } else if (applied < PAGE_ENTRIES) {
-            await new Promise((resolve) =>
-              setTimeout(resolve, applied >= BUSY_PAGE_ENTRIES ? BUSY_COALESCE_MS : COALESCE_MS),
-            );
-          }
-        }
-      } catch (error) {
-        this.state = 'failing';
-        this.logger.error({ msg: 'projector failed; retrying', err: error });
-        await this.release();
-        await this.sleep(RETRY_MS);
-      }
+  private async project(runner: QueryRunner): Promise<void> {
+    const alarm = this.loop.alarm;
+    while (!this.loop.stopping) {
+      // A delivery appended while the pages are applied may lie past them: it is not slept over.
+      alarm.takeWake();
+      const applied = await this.applyAll(runner);
+      if (applied === 0) await alarm.sleep(POLL_MS);
+      else if (applied < PAGE_ENTRIES) await alarm.pause(applied >= BUSY_PAGE_ENTRIES ? BUSY_COALESCE_MS : COALESCE_MS);
     }
-    await this.release();
   }
 
-  private async applyAll(): Promise<number> {
+  private async applyAll(runner: QueryRunner): Promise<number> {
     let entries = 0;
     for (const projection of PROJECTIONS) {
-      const page = await this.repository.applyPage(this.lease.runner!, projection, PAGE_ENTRIES);
+      const page = await this.repository.applyPage(runner, projection, PAGE_ENTRIES);
       entries += page.entries;
       if (page.parked > 0) this.logger.warn({ msg: 'parked events', projection: projection.name, count: page.parked });
       if (page.entries > 0)
         this.metrics.projectionPosition.set({ projection: projection.name }, Number(page.checkpoint.position));
     }
     return entries;
-  }
-
-  private async acquire(): Promise<boolean> {
-    const locked = await this.lease.tryAcquire();
-    if (locked) this.logger.log('this daemon is the active projector');
-    return locked;
-  }
-
-  private release(): Promise<void> {
-    return this.lease.release();
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    });
   }
 }

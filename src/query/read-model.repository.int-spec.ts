@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource } from '../../test/support/database.js';
 import { eventually } from '../../test/support/eventually.js';
 import { catchUp } from '../../test/support/projection.js';
+import { newLogEntry } from '../../test/support/event-log.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
 import type { LogEntry, NewLogEntry } from '../event-log/log-entry.js';
@@ -78,35 +78,16 @@ function logEntry(given: Spec): NewLogEntry {
     },
   };
   const included = spec.kind === 'destroyed' || spec.missing ? [] : [resource];
-  const payload = JSON.stringify({
-    data: {
-      id: spec.eventId,
-      type: 'webhook_event',
-      attributes: { id: spec.seq, created_at: spec.at, event_type: `${spec.type}.${spec.kind}` },
-      relationships: { subject: { data: { id: spec.id, type: spec.type } } },
-    },
-    included,
-  });
-  return {
+  return newLogEntry({
     eventId: spec.eventId,
     eventType: `${spec.type}.${spec.kind}`,
     subjectType: spec.type,
     subjectId: spec.id,
     ownerId: ownerOf(spec.id),
     occurredAt: spec.at,
-    eventSeq: spec.seq === null ? null : String(spec.seq),
-    source: 'webhook',
-    handled: true,
-    receivedAt: new Date(),
-    keyId: 'env:1',
-    contentType: 'application/json',
-    payload,
-    rawBody: null,
-    rawSealed: false,
-    rawKey: null,
-    rawKeyAt: null,
-    sha256: createHash('sha256').update(payload).digest(),
-  };
+    seq: spec.seq,
+    included,
+  });
 }
 
 const sortKey = (id: string) => (/^[0-9]{1,30}$/.test(id) ? `0${id.padStart(30, '0')}` : `1${id}`);

@@ -59,7 +59,8 @@ export class ConnectionReconciler {
       );
       return;
     }
-    const snapshots = await this.fetchStores(connection, storeIds, context);
+    const fetchMs = new Map<string, number>();
+    const snapshots = await this.fetchStores(connection, storeIds, fetchMs, context);
     if (snapshots === undefined) return;
     if (snapshots.length === 0) {
       // With --store, another connection may own it (ReconcileService says so when none does).
@@ -69,19 +70,31 @@ export class ConnectionReconciler {
         );
       return;
     }
-    await this.applyDifferences(connection, owner, snapshots, destroysRefused(storeFilter, snapshots), context);
+    await this.applyDifferences(
+      connection,
+      owner,
+      snapshots,
+      { refused: destroysRefused(storeFilter, snapshots), fetchMs },
+      context,
+    );
   }
 
-  /** The snapshots of the stores that are this connection's; undefined when the connection needs reauthorization. */
+  /**
+   * The snapshots of the stores that are this connection's, each fetch's time (its retries
+   * included) in `fetchMs`; undefined when the connection needs reauthorization.
+   */
   private async fetchStores(
     connection: Connection,
     storeIds: string[],
+    fetchMs: Map<string, number>,
     context: RunContext,
   ): Promise<StoreSnapshot[] | undefined> {
     const snapshots: StoreSnapshot[] = [];
     for (const storeId of storeIds) {
+      const started = Date.now();
       try {
         snapshots.push(await this.fetcher.fetch(connection, storeId));
+        fetchMs.set(storeId, Date.now() - started);
       } catch (error) {
         if (error instanceof StoreNotOfConnectionError) {
           // STORE_IDS applies to every connection: another owner's store is no fault of this run.
@@ -98,12 +111,15 @@ export class ConnectionReconciler {
     return snapshots;
   }
 
-  /** Compares every type over the fetched stores and appends the differences at once. */
+  /**
+   * Compares every type over the fetched stores and appends the differences at once. A store's
+   * duration is its fetch and this work, which its differences share with the other stores'.
+   */
   private async applyDifferences(
     connection: Connection,
     owner: string,
     snapshots: StoreSnapshot[],
-    refused: string | undefined,
+    { refused, fetchMs }: { refused: string | undefined; fetchMs: Map<string, number> },
     context: RunContext,
   ): Promise<void> {
     const started = Date.now();
@@ -135,7 +151,8 @@ export class ConnectionReconciler {
       }
       await this.append(differences, reports);
     } finally {
-      for (const report of reports.values()) report.duration_ms = Date.now() - started;
+      for (const report of reports.values())
+        report.duration_ms = (fetchMs.get(report.store_id) ?? 0) + Date.now() - started;
     }
   }
 

@@ -15,6 +15,7 @@ export interface StoreReport {
   errors: string[];
   /** Decisions worth knowing, e.g. destroys left out of an implausible snapshot. */
   notes: string[];
+  /** The store's snapshot fetch, its retries included, and the comparison and append. */
   duration_ms: number;
 }
 

@@ -5,6 +5,8 @@ import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import type { ReconcileRun, RunOutcome } from './reconcile-report.js';
 
 const RECONCILE_LOCK = advisoryLocks.single('reconcile');
+/** SQLSTATE of a lock wait past lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03';
 /** How many of the newest log positions ownerSeenOn searches. */
 const OWNER_SEARCH_WINDOW = 100_000;
 
@@ -14,19 +16,43 @@ export class ReconcileRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   /**
-   * Runs `work` holding the reconcile lock, or returns undefined at once when another run holds it.
-   * The lock is a session lock: when unlocking fails, the connection is destroyed, not pooled with it.
+   * Runs `work` holding the reconcile lock, with how long it waited for it. When another run holds
+   * the lock, waits up to `waitMs` for it (0: not at all), then returns undefined. The lock is a
+   * session lock: when unlocking fails, the connection is destroyed, not pooled with it.
    */
-  async exclusively<T>(work: () => Promise<T>): Promise<T | undefined> {
+  async exclusively<T>(work: (waitedMs: number) => Promise<T>, waitMs = 0): Promise<T | undefined> {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
     let locked = false;
     try {
       [{ result: locked }] = await runner.query(...lockQuery('pg_try_advisory_lock', RECONCILE_LOCK));
+      let waitedMs = 0;
+      if (!locked && waitMs > 0) {
+        const started = Date.now();
+        // Held until known otherwise: the wait may fail after PostgreSQL granted the lock.
+        locked = true;
+        locked = await this.waitForLock(runner, waitMs);
+        waitedMs = Date.now() - started;
+      }
       if (!locked) return undefined;
-      return await work();
+      return await work(waitedMs);
     } finally {
       await this.release(runner, locked);
+    }
+  }
+
+  /** Waits in PostgreSQL's queue for the lock, so that runs waiting together take their turns in order. */
+  private async waitForLock(runner: QueryRunner, waitMs: number): Promise<boolean> {
+    await runner.startTransaction();
+    try {
+      await runner.query(`SELECT set_config('lock_timeout', $1, true)`, [`${Math.ceil(waitMs)}ms`]);
+      await runner.query(...lockQuery('pg_advisory_lock', RECONCILE_LOCK));
+      await runner.commitTransaction();
+      return true;
+    } catch (error) {
+      await runner.rollbackTransaction();
+      if ((error as { driverError?: { code?: string } }).driverError?.code === LOCK_NOT_AVAILABLE) return false;
+      throw error;
     }
   }
 

@@ -15,8 +15,9 @@ const SHUTDOWN_WAIT_MS = 5000;
  * When reconcile runs in the daemon: on RECONCILE_CRON (`off` disables it) and once right after a
  * connection is made. Runs in this process queue one after another; a tick while a scheduled run
  * still waits in the queue is dropped, so ticks cannot pile up behind runs longer than the
- * interval (connection-triggered runs always queue). Across processes the reconcile lock makes a
- * concurrent run report `skipped`.
+ * interval (connection-triggered runs always queue). A run that finds another process's run in
+ * progress reports `skipped` at once: waiting for it would hold the daemon's shutdown (commands
+ * wait instead, see `menu-sync reconcile --wait`).
  */
 @Injectable()
 export class ReconcileScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {

@@ -14,6 +14,11 @@ export interface ReconcileFilter {
   storeId?: string;
 }
 
+export interface RunOptions {
+  /** How long to wait for a run in progress (in any process) before reporting `skipped`; 0: not at all. */
+  waitMs?: number;
+}
+
 /**
  * Heals what webhooks missed (docs/reference.md §8): with the projector caught up and parked events
  * retried, each active connection is reconciled (ConnectionReconciler: its stores fetched from the
@@ -35,15 +40,30 @@ export class ReconcileService {
     private readonly metrics: MetricsService,
   ) {}
 
-  async run(trigger: string, filter: ReconcileFilter = {}): Promise<ReconcileRun> {
-    const startedAt = new Date();
+  async run(trigger: string, filter: ReconcileFilter = {}, { waitMs = 0 }: RunOptions = {}): Promise<ReconcileRun> {
+    // The span of the run's work, in the lock: runs never overlap in their reports.
+    let startedAt = new Date();
+    let finishedAt: Date | undefined;
     const context: RunContext = { runId: randomUUID(), errors: [], notes: [], stores: [] };
     let outcome: RunOutcome | undefined;
     let bug: { error: unknown } | undefined;
     try {
-      if ((await this.repository.exclusively(() => this.reconcileAll(context, filter))) === undefined) {
+      const work = async (waitedMs: number) => {
+        startedAt = new Date();
+        if (waitedMs > 0) context.notes.push(`waited ${formatSeconds(waitedMs)} s for the run in progress`);
+        try {
+          return await this.reconcileAll(context, filter);
+        } finally {
+          finishedAt = new Date();
+        }
+      };
+      if ((await this.repository.exclusively(work, waitMs)) === undefined) {
         outcome = 'skipped';
-        context.errors.push('another reconcile run is in progress');
+        context.errors.push(
+          waitMs > 0
+            ? `another reconcile run was still in progress after ${formatSeconds(waitMs)} s of waiting`
+            : 'another reconcile run is in progress',
+        );
       }
     } catch (error) {
       outcome = 'failed';
@@ -56,7 +76,7 @@ export class ReconcileService {
     const run = await this.repository.saveRun({
       trigger,
       started_at: startedAt.toISOString(),
-      finished_at: new Date().toISOString(),
+      finished_at: (finishedAt ?? new Date()).toISOString(),
       outcome: outcome ?? outcomeOf(context),
       stores: context.stores,
       errors: context.errors,
@@ -139,6 +159,10 @@ function outcomeOf(context: RunContext): RunOutcome {
   const clean = context.stores.filter((store) => store.errors.length === 0).length;
   if (context.errors.length === 0 && clean === context.stores.length) return 'ok';
   return clean > 0 ? 'partial' : 'failed';
+}
+
+function formatSeconds(ms: number): string {
+  return String(Math.round(ms / 100) / 10);
 }
 
 function messageOf(error: unknown): string {

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
 import { eventually } from '../../test/support/eventually.js';
 import { catchUp } from '../../test/support/projection.js';
+import { newLogEntry } from '../../test/support/event-log.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { Change, START } from '../changes/change.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
@@ -14,36 +14,14 @@ import { RebuildService } from './rebuild.service.js';
 import { ShadowSchemaRepository } from './shadow-schema.repository.js';
 
 function created(type: string, id: string, title: string, at: string): NewLogEntry {
-  const eventId = `${type}-${id}-${title}`;
-  const payload = JSON.stringify({
-    data: {
-      id: eventId,
-      type: 'webhook_event',
-      attributes: { id: 1, created_at: at, event_type: `${type}.created` },
-      relationships: { subject: { data: { id, type } } },
-    },
+  return newLogEntry({
+    eventId: `${type}-${id}-${title}`,
+    eventType: `${type}.created`,
+    subjectId: id,
+    occurredAt: at,
+    seq: 1,
     included: [{ id, type, attributes: { title }, relationships: {} }],
   });
-  return {
-    eventId,
-    eventType: `${type}.created`,
-    subjectType: type,
-    subjectId: id,
-    ownerId: '42',
-    occurredAt: at,
-    eventSeq: '1',
-    source: 'webhook',
-    handled: true,
-    receivedAt: new Date(),
-    keyId: 'env:1',
-    contentType: 'application/json',
-    payload,
-    rawBody: null,
-    rawSealed: false,
-    rawKey: null,
-    rawKeyAt: null,
-    sha256: createHash('sha256').update(payload).digest(),
-  };
 }
 
 describe('a replay swap publishes exactly what it changes (PostgreSQL)', () => {

@@ -1,8 +1,9 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, QueryRunner } from 'typeorm';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
+import { LeaseLoop, LeaseState } from '../common/lease-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { AdvisoryLease } from '../database/advisory-lease.js';
 import { advisoryLocks } from '../database/advisory-locks.js';
@@ -23,10 +24,7 @@ export const SINKS_CHANGED = 'sinks.changed';
 const HEAD_POLL_MS = 50;
 /** How often the list of sinks is read again (sinks made through another daemon). */
 const REFRESH_MS = 1000;
-const STANDBY_POLL_MS = 2000;
-const RETRY_MS = 1000;
-
-export type DispatcherState = 'starting' | 'running' | 'standby' | 'stopped' | 'failing';
+export type DispatcherState = LeaseState;
 
 /**
  * Holds the dispatcher lock on a dedicated connection, as the projector does: while it is held
@@ -38,13 +36,8 @@ export type DispatcherState = 'starting' | 'running' | 'standby' | 'stopped' | '
 export class SinkDispatcherService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(SinkDispatcherService.name);
   private readonly workers = new Map<string, SinkWorker>();
-  private readonly lease: AdvisoryLease;
-  private stopping = false;
-  private loop?: Promise<void>;
-  private wakeUp?: () => void;
-  private refreshRequested = true;
+  private readonly loop: LeaseLoop;
   private lastHead = -1;
-  state: DispatcherState = 'starting';
 
   constructor(
     @InjectDataSource() dataSource: DataSource,
@@ -57,62 +50,50 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     private readonly config: AppConfig,
     private readonly attempts: SinkAttemptsService,
   ) {
-    this.lease = new AdvisoryLease(dataSource, SINK_DISPATCHER_LOCK);
+    this.loop = new LeaseLoop(new AdvisoryLease(dataSource, SINK_DISPATCHER_LOCK), {
+      role: 'sink dispatcher',
+      logger: this.logger,
+      whileHeld: (runner) => this.dispatch(runner),
+      afterHeld: () => this.stopWorkers(),
+    });
+  }
+
+  get state(): DispatcherState {
+    return this.loop.state;
   }
 
   onApplicationBootstrap(): void {
-    this.loop = this.run();
+    this.loop.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    this.stopping = true;
-    this.wakeUp?.();
-    await this.loop;
-    this.state = 'stopped';
+    await this.loop.stop();
   }
 
   @OnEvent(SINKS_CHANGED)
   onSinksChanged(): void {
-    this.refreshRequested = true;
     for (const worker of this.workers.values()) worker.wake();
-    this.wakeUp?.();
+    this.loop.alarm.wake();
   }
 
-  private async run(): Promise<void> {
-    while (!this.stopping) {
-      try {
-        if (!(await this.acquire())) {
-          this.state = 'standby';
-          await this.sleep(STANDBY_POLL_MS);
-          continue;
-        }
-        this.state = 'running';
-        let refreshedAt = 0;
-        while (!this.stopping) {
-          if (this.refreshRequested || Date.now() - refreshedAt >= REFRESH_MS) {
-            this.refreshRequested = false;
-            refreshedAt = Date.now();
-            await this.lease.runner!.query('SELECT 1');
-            await this.refresh();
-          }
-          if (this.workers.size > 0) {
-            await this.wakeOnNewChanges();
-            await this.sleep(HEAD_POLL_MS);
-          } else {
-            // No sink, nobody to wake: the next look is the next refresh (or a sink made here, which wakes this).
-            await this.sleep(Math.max(0, REFRESH_MS - (Date.now() - refreshedAt)));
-          }
-        }
-      } catch (error) {
-        this.state = 'failing';
-        this.logger.error({ msg: 'sink dispatcher failed; retrying', err: error });
-        await this.stopWorkers();
-        await this.release();
-        await this.sleep(RETRY_MS);
+  /** While the lease is held: the sinks read again when woken (a sink changed) and every REFRESH_MS. */
+  private async dispatch(runner: QueryRunner): Promise<void> {
+    const alarm = this.loop.alarm;
+    let refreshedAt = 0;
+    while (!this.loop.stopping) {
+      if (alarm.takeWake() || Date.now() - refreshedAt >= REFRESH_MS) {
+        refreshedAt = Date.now();
+        await runner.query('SELECT 1');
+        await this.refresh();
+      }
+      if (this.workers.size > 0) {
+        await this.wakeOnNewChanges();
+        await alarm.sleep(HEAD_POLL_MS);
+      } else {
+        // No sink, nobody to wake: the next look is the next refresh (or a sink made here, which wakes this).
+        await alarm.sleep(Math.max(0, REFRESH_MS - (Date.now() - refreshedAt)));
       }
     }
-    await this.stopWorkers();
-    await this.release();
   }
 
   /** Starts a worker for each deliverable sink without one, stops those of sinks gone or disabled. */
@@ -157,27 +138,5 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     this.workers.clear();
     await Promise.all(workers.map((worker) => worker.stop()));
     await this.attempts.flush();
-  }
-
-  private async acquire(): Promise<boolean> {
-    const locked = await this.lease.tryAcquire();
-    if (locked) this.logger.log('this daemon is the active sink dispatcher');
-    return locked;
-  }
-
-  private release(): Promise<void> {
-    return this.lease.release();
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakeUp = done;
-    });
   }
 }

@@ -4,6 +4,7 @@ import { START } from '../changes/change.js';
 import { compactedAway, comparePositions } from '../changes/change-cursor.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { MetricsService } from '../observability/metrics.service.js';
+import { WakeableSleep } from '../common/wakeable-sleep.js';
 import { backoffDelayMs } from './backoff.js';
 import { batchWebhookId, DeliveryOutcome, newestPerResource } from './delivery.js';
 import { HttpSinkClient } from './http-sink.client.js';
@@ -45,8 +46,7 @@ const readKey = (sink: Sink) => JSON.stringify([sink.cursor, sink.epoch, sink.ba
 export class SinkWorker {
   private readonly logger = new Logger(SinkWorker.name);
   private readonly stopController = new AbortController();
-  private wakeUp?: () => void;
-  private woken = false;
+  private readonly alarm = new WakeableSleep();
   private lagMeasuredAt = 0;
   private lagTookMs = 0;
   private known: Sink | null = null;
@@ -64,13 +64,12 @@ export class SinkWorker {
 
   /** New changes, or the sink was changed: look again now. */
   wake(): void {
-    this.woken = true;
-    this.wakeUp?.();
+    this.alarm.wake();
   }
 
   stop(): Promise<void> {
     this.stopController.abort();
-    this.wakeUp?.();
+    this.alarm.stop();
     return this.done;
   }
 
@@ -82,10 +81,10 @@ export class SinkWorker {
     while (!this.stopped) {
       try {
         const wait = await this.step();
-        if (wait > 0) await this.sleep(wait);
+        if (wait > 0) await this.alarm.sleep(wait);
       } catch (error) {
         this.logger.error({ msg: 'sink delivery loop failed; retrying', sink: this.sinkId, err: error });
-        await this.sleep(1000);
+        await this.alarm.sleep(1000);
       }
     }
     await this.settle().catch((error) =>
@@ -96,9 +95,8 @@ export class SinkWorker {
   /** One round; answers how long to wait before the next (0: at once). */
   private async step(): Promise<number> {
     // The row the last acknowledgement returned is current unless the sink was changed since (wake).
-    const known = this.woken ? null : this.known;
+    const known = this.alarm.takeWake() ? null : this.known;
     this.known = null;
-    this.woken = false;
     let sink = known;
     if (sink === null) {
       await this.settle();
@@ -132,7 +130,7 @@ export class SinkWorker {
         this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false);
         return 0;
       }
-      return this.woken ? 0 : this.deps.idlePollMs;
+      return this.alarm.isWoken ? 0 : this.deps.idlePollMs;
     }
     // A snapshot's batch is recorded before it is sent, as a short one: compaction may take a change
     // out of the snapshot meanwhile, and a retry must still send the batch it sent under that id.
@@ -340,18 +338,5 @@ export class SinkWorker {
     this.lagMeasuredAt = Date.now();
     this.lagTookMs = this.lagMeasuredAt - started;
     this.deps.metrics.sinkLag.set({ sink: sink.id }, this.lastLag);
-  }
-
-  private sleep(ms: number): Promise<void> {
-    if (this.stopped || this.woken) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeUp = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakeUp = done;
-    });
   }
 }

@@ -2,8 +2,7 @@ import { Agent, request } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
 import pg from 'pg';
 import { fold, ResourceState } from '../../src/domain/evolve.js';
-import { toWebhookEvent } from '../../src/projection/from-log-entry.js';
-import type { WebhookEvent } from '../../src/domain/webhook-event.js';
+import { readLog } from '../support/event-log.js';
 import { api } from '../support/http.js';
 import type { Json } from '../support/menu-events.js';
 
@@ -188,31 +187,6 @@ export async function projections(
   const answer = await api(url, '/api/v1/projections', token);
   if (answer.status !== 200) throw new Error(`GET /api/v1/projections answered ${answer.status}`);
   return answer.json.data;
-}
-
-/** Every logged event as the projection code types them. */
-export async function readLog(client: pg.Client): Promise<{ events: WebhookEvent[]; entries: number }> {
-  const { rows } = await client.query(
-    `SELECT position::text AS position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at,
-            event_seq::text AS event_seq, payload::text AS payload
-       FROM event_log ORDER BY position`,
-  );
-  const events: WebhookEvent[] = [];
-  for (const row of rows) {
-    const event = toWebhookEvent({
-      eventId: row.event_id,
-      eventType: row.event_type,
-      subjectType: row.subject_type,
-      subjectId: row.subject_id,
-      ownerId: row.owner_id,
-      occurredAt: row.occurred_at,
-      eventSeq: row.event_seq,
-      position: Number(row.position),
-      payload: row.payload,
-    });
-    if (event !== null) events.push(event);
-  }
-  return { events, entries: rows.length };
 }
 
 interface Shown {
