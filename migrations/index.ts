@@ -8,6 +8,7 @@ import { Sinks1764300000000 } from './1764300000000-sinks.js';
 import { ChangeIdUnindexed1764400000000 } from './1764400000000-change-id-unindexed.js';
 import { AsOfTail1764500000000 } from './1764500000000-as-of-tail.js';
 import { LogEntriesPrefetched1764600000000 } from './1764600000000-log-entries-prefetched.js';
+import { TableSinks1764900000000 } from './1764900000000-table-sinks.js';
 
 /** Every migration, in order. A new migration is added here as well. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   ChangeIdUnindexed1764400000000,
   AsOfTail1764500000000,
   LogEntriesPrefetched1764600000000,
+  TableSinks1764900000000,
 ];

@@ -11,6 +11,7 @@ import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
 import { SinkRepository } from './sink.repository.js';
 import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
+import { TableSinksClient } from './tables/table-sinks.client.js';
 
 /** Any constant: one dispatcher per database (CONTRACT §11). */
 export const SINK_DISPATCHER_LOCK = advisoryLocks.single('sinkDispatcher');
@@ -50,6 +51,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     private readonly changeLog: ChangeLogRepository,
     private readonly http: HttpSinkClient,
     private readonly nats: NatsSinkClient,
+    private readonly tables: TableSinksClient,
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
   ) {
@@ -139,6 +141,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
       changeLog: this.changeLog,
       http: this.http,
       nats: this.nats,
+      tables: this.tables,
       metrics: this.metrics,
       failingAfterMs: this.config.sinkFailingAfterMs,
       defaultTypes: this.config.changeTypes,

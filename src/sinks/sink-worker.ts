@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Change, ChangeEntry, ChangePage, ChangePosition } from '../changes/change.js';
+import type { ChangeEntry, ChangePage, ChangePosition } from '../changes/change.js';
 import { START } from '../changes/change.js';
 import { compactedAway, comparePositions } from '../changes/change-cursor.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
@@ -10,12 +10,15 @@ import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
 import { Sink, stateAfterFailure } from './sink.js';
 import { SinkRepository } from './sink.repository.js';
+import { TableSinksClient } from './tables/table-sinks.client.js';
+import { isTableKind } from './tables/table-target.js';
 
 export interface SinkWorkerDeps {
   repository: SinkRepository;
   changeLog: ChangeLogRepository;
   http: HttpSinkClient;
   nats: NatsSinkClient;
+  tables: TableSinksClient;
   metrics: MetricsService;
   failingAfterMs: number;
   defaultTypes: readonly string[];
@@ -49,6 +52,8 @@ export class SinkWorker {
   private ahead: ReadAhead | null = null;
   private recording: Promise<Sink | null> | null = null;
   private lastLag = -1;
+  /** A table sink resumes from its target's cursor: on start and after every failure (docs/reference.md §12). */
+  private targetUnread = true;
   readonly done: Promise<void>;
 
   constructor(
@@ -87,6 +92,7 @@ export class SinkWorker {
     await this.settle().catch((error) =>
       this.logger.error({ msg: 'sink cursor move failed', sink: this.sinkId, err: error }),
     );
+    await this.deps.tables.release(this.sinkId);
   }
 
   /** One round; answers how long to wait before the next (0: at once). */
@@ -108,6 +114,7 @@ export class SinkWorker {
     if (sink.nextAttemptAt !== null && sink.nextAttemptAt.getTime() > now) {
       return Math.min(sink.nextAttemptAt.getTime() - now, 1000);
     }
+    if (isTableKind(sink.kind) && this.targetUnread) return this.resumeFromTarget(sink);
     await this.measureLag(sink);
     const ahead = this.ahead;
     this.ahead = null;
@@ -148,11 +155,7 @@ export class SinkWorker {
     // A failed read ahead answers null: the next round reads again.
     const ahead = full ? { key: readKey(next), page: this.read(next).catch(() => null) } : null;
     const started = process.hrtime.bigint();
-    const outcome = await this.send(
-      sink,
-      batch.map((entry) => entry.change),
-      last,
-    );
+    const outcome = await this.send(sink, batch, last);
     this.deps.metrics.sinkDeliverySeconds.observe({ sink: sink.id }, Number(process.hrtime.bigint() - started) / 1e9);
     // The cursor move of the batch before (if still being written) comes first: compare-and-set
     // from where it left the cursor. If it found the cursor moved (a replay), this batch's is void.
@@ -197,11 +200,26 @@ export class SinkWorker {
     return this.backOff(sink, outcome, last);
   }
 
+  /** Takes the target's cursor when the target holds one of this replay epoch that differs from the sink's. */
+  private async resumeFromTarget(sink: Sink): Promise<number> {
+    const read = await this.deps.tables.targetCursor(sink);
+    if ('failure' in read)
+      return this.backOff(sink, read.failure as Extract<DeliveryOutcome, { kind: 'retry' }>, sink.inflight);
+    this.targetUnread = false;
+    const target = read.cursor;
+    if (target === null || target.epoch !== sink.epoch || comparePositions(target.cursor, sink.cursor) === 0) return 0;
+    if (!(await this.settle())) return 0;
+    this.logger.log({ msg: "table sink resumes from its target's cursor", sink: sink.id });
+    this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, target.cursor, false);
+    return 0;
+  }
+
   private async backOff(
     sink: Sink,
     outcome: Extract<DeliveryOutcome, { kind: 'retry' }>,
-    last: ChangePosition,
+    last: ChangePosition | null,
   ): Promise<number> {
+    this.targetUnread = true;
     const now = new Date();
     const attempt = sink.attempts + 1;
     const delay = backoffDelayMs(attempt, Math.random, outcome.retryAfterMs);
@@ -226,7 +244,9 @@ export class SinkWorker {
     return Math.min(delay, 1000);
   }
 
-  private send(sink: Sink, changes: Change[], last: ChangePosition): Promise<DeliveryOutcome> {
+  private send(sink: Sink, batch: ChangeEntry[], last: ChangePosition): Promise<DeliveryOutcome> {
+    const changes = batch.map((entry) => entry.change);
+    if (isTableKind(sink.kind)) return this.deps.tables.apply(sink, sink.types ?? this.deps.defaultTypes, batch);
     if (sink.kind === 'nats') {
       return this.deps.nats.publish({
         stream: sink.stream!,

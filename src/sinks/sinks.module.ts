@@ -7,6 +7,7 @@ import { SinkDispatcherService } from './sink-dispatcher.service.js';
 import { SinkRepository } from './sink.repository.js';
 import { SinksController } from './sinks.controller.js';
 import { SinksService } from './sinks.service.js';
+import { TableSinksClient } from './tables/table-sinks.client.js';
 
 /** Sink management only (the CLI): no dispatcher. */
 @Module({
@@ -20,7 +21,7 @@ export class SinkStoreModule {}
 @Module({
   imports: [SinkStoreModule, ChangesModule],
   controllers: [SinksController],
-  providers: [HttpSinkClient, NatsSinkClient, SinkDispatcherService],
+  providers: [HttpSinkClient, NatsSinkClient, TableSinksClient, SinkDispatcherService],
   exports: [SinkDispatcherService],
 })
 export class SinksModule {}

@@ -1,0 +1,238 @@
+import { randomUUID } from 'node:crypto';
+import { sqlQuery } from './support/change-log-factory.js';
+import { eventually } from './support/eventually.js';
+import { api, API_TOKEN, deliver, RunningDaemon, startDaemon } from './support/http.js';
+import { createMysqlTarget, mysqlColumns, MysqlTarget } from './support/mariadb.js';
+import {
+  at,
+  collection,
+  destroyedEvent,
+  menuEvent,
+  order,
+  orderEvent,
+  orderProduct,
+  product,
+  store,
+  trait,
+  traitOption,
+  user,
+} from './support/menu-events.js';
+import { createPostgresTarget, postgresColumns, PostgresTarget } from './support/postgres-target.js';
+import { expectRowMatches, json, TABLE_TYPES } from './support/table-sinks.js';
+
+type Json = any;
+
+const TABLES = TABLE_TYPES;
+
+const post = (app: RunningDaemon, path: string, body: unknown) =>
+  api(app.url, path, API_TOKEN, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+
+/**
+ * Events of one owner (ids offset by `base`, so owners never share an id): a menu with orders,
+ * updates, destroys, a duplicate delivery and an update older than the one already applied.
+ */
+function ownerEvents(ownerId: string, base: number): Json[] {
+  let minute = 0;
+  const meta = () => ({ at: at(minute++), ownerId });
+  const id = (n: number) => String(base + n);
+  const events: Json[] = [
+    menuEvent('created', product(id(10), { traitIds: [id(20)] }), meta()),
+    menuEvent('created', product(id(11), { cents: 1200 }), meta()),
+    menuEvent('created', product(id(12)), meta()),
+    menuEvent('created', trait(id(20), { optionIds: [id(30), id(31)] }), meta()),
+    menuEvent('created', traitOption(id(30), { traitId: id(20), isDefault: true }), meta()),
+    menuEvent('created', traitOption(id(31), { traitId: id(20) }), meta()),
+    menuEvent('created', collection(id(1), { productIds: [id(10), id(11), id(12)] }), meta()),
+  ];
+  const parts = (status: string) => ({
+    user: user(id(9)),
+    order: order(id(40), { orderProductIds: [id(41)], storeId: id(50), userId: id(9), status, note: `for ${ownerId}` }),
+    orderProducts: [orderProduct(id(41), { productId: id(10), quantity: 2 })],
+    store: store(id(50), { title: `Store of ${ownerId}` }),
+  });
+  events.push(orderEvent('created', parts('pending'), meta()));
+  const renamed = menuEvent('updated', product(id(10), { title: 'Renamed', traitIds: [id(20)] }), meta());
+  events.push(renamed, renamed);
+  const stale = menuEvent('updated', product(id(11), { title: 'Stale' }), { at: at(-5), ownerId });
+  events.push(menuEvent('updated', product(id(11), { title: 'Newest', available: false }), meta()), stale);
+  events.push(destroyedEvent('product', id(12), meta()), destroyedEvent('trait_option', id(31), meta()));
+  events.push(menuEvent('updated', collection(id(1), { productIds: [id(11), id(10)] }), meta()));
+  events.push(orderEvent('updated', parts('accepted'), meta()));
+  return events;
+}
+
+describe('table sinks: PostgreSQL and MySQL targets kept equal to the API (docs/reference.md §12)', () => {
+  let app: RunningDaemon;
+  let pgTarget: PostgresTarget;
+  let myTarget: MysqlTarget;
+  const owners = [
+    `tables-a-${randomUUID().slice(0, 6)}`,
+    `tables-b-${randomUUID().slice(0, 6)}`,
+    `tables-c-${randomUUID().slice(0, 6)}`,
+  ];
+
+  beforeAll(async () => {
+    [pgTarget, myTarget] = await Promise.all([createPostgresTarget(), createMysqlTarget()]);
+    app = await startDaemon({
+      SINK_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128',
+      CHANGES_TYPES: Object.values(TABLES).join(','),
+      SINK_FAILING_AFTER: '2s',
+    });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await pgTarget?.drop();
+    await myTarget?.drop();
+  });
+
+  /** The API's live resources of one owner and type. */
+  async function apiResources(ownerId: string, type: string): Promise<Json[]> {
+    const answer = await api(app.url, `/api/v1/${TABLES[type]}?owner_id=${ownerId}&limit=1000`);
+    expect(answer.status).toBe(200);
+    return answer.json.data;
+  }
+
+  /** Waits until the sink has delivered every change, then compares each of its tables with the API. */
+  async function expectEqualToApi(
+    sinkId: string,
+    rowsOf: (table: string) => Promise<Json[]>,
+    columnsOf: (table: string) => Promise<string[]>,
+  ): Promise<void> {
+    await eventually(
+      async () => {
+        const projections = (await api(app.url, '/api/v1/projections')).json.data;
+        expect(projections.every((projection: Json) => projection.lag === 0)).toBe(true);
+        const sink = (await api(app.url, `/api/v1/sinks/${sinkId}`)).json.data;
+        expect([sink.lag, sink.state, sink.last_error]).toEqual([0, 'active', null]);
+      },
+      60_000,
+      100,
+    );
+    for (const [type, table] of Object.entries(TABLES)) {
+      const columns = await columnsOf(table);
+      const rows = await rowsOf(table);
+      for (const ownerId of owners) {
+        const expected = await apiResources(ownerId, type);
+        const mine = rows.filter((row) => row.owner_id === ownerId);
+        expect(mine.map((row) => String(row.id)).sort()).toEqual(expected.map((resource) => resource.id).sort());
+        const byId = new Map(mine.map((row) => [String(row.id), row]));
+        for (const resource of expected) expectRowMatches(byId.get(resource.id), resource, columns);
+      }
+    }
+  }
+
+  it('refuses table sinks with a bad url, schema or table_prefix, naming the field', async () => {
+    for (const [body, field] of [
+      [{ kind: 'postgres', url: 'http://127.0.0.1:1/x' }, 'url'],
+      [{ kind: 'mysql', url: pgTarget.url }, 'url'],
+      [{ kind: 'mysql', url: 'mysql://u:p@127.0.0.1:3306/' }, 'url'],
+      [{ kind: 'postgres', url: pgTarget.url, schema: 'Bad-Name' }, 'schema'],
+      [{ kind: 'postgres', url: pgTarget.url, schema: 'x"; DROP TABLE sinks; --' }, 'schema'],
+      [{ kind: 'mysql', url: myTarget.url, table_prefix: 'a`b' }, 'table_prefix'],
+      [{ kind: 'postgres', url: pgTarget.url, table_prefix: 'shop_' }, 'table_prefix'],
+      [{ kind: 'mysql', url: myTarget.url, schema: 'shop' }, 'schema'],
+    ] as const) {
+      const answer = await post(app, '/api/v1/sinks', body);
+      expect([answer.status, answer.json.field]).toEqual([400, field]);
+      expect(answer.text).not.toContain(pgTarget.password);
+      expect(answer.text).not.toContain(encodeURIComponent(pgTarget.password));
+    }
+    expect((await api(app.url, '/api/v1/sinks')).json.data).toEqual([]);
+  });
+
+  it('keeps a PostgreSQL schema and MySQL tables equal to the API across owners, updates, destroys, duplicates and stale events', async () => {
+    const pgSink = await post(app, '/api/v1/sinks', {
+      kind: 'postgres',
+      url: pgTarget.url,
+      schema: 'catalogue',
+      batch_size: 7,
+    });
+    expect(pgSink.status).toBe(201);
+    expect(pgSink.json.data).toMatchObject({
+      kind: 'postgres',
+      url: `postgres://${pgTarget.role}:***@127.0.0.1:5432/${pgTarget.database}`,
+      schema: 'catalogue',
+      batch_size: 7,
+    });
+    expect(pgSink.json.data.secret).toBeUndefined();
+    const mySink = await post(app, '/api/v1/sinks', {
+      kind: 'mysql',
+      url: myTarget.url,
+      table_prefix: 'shop_',
+      batch_size: 5,
+    });
+    expect(mySink.status).toBe(201);
+    expect(mySink.json.data).toMatchObject({
+      kind: 'mysql',
+      url: `mysql://${myTarget.user}:***@127.0.0.1:3306/${myTarget.database}`,
+      table_prefix: 'shop_',
+    });
+
+    for (const [index, ownerId] of owners.entries()) {
+      for (const event of ownerEvents(ownerId, (index + 1) * 1000)) {
+        const answer = await deliver(app.url, event);
+        expect([200, 202]).toContain(answer.status);
+      }
+    }
+
+    await expectEqualToApi(
+      pgSink.json.data.id,
+      async (table) => (await pgTarget.admin.query(`SELECT * FROM catalogue.${table}`)).rows,
+      (table) => postgresColumns(pgTarget, 'catalogue', table),
+    );
+    await expectEqualToApi(
+      mySink.json.data.id,
+      async (table) => (await myTarget.admin.query(`SELECT * FROM shop_${table}`))[0] as Json[],
+      (table) => mysqlColumns(myTarget, `shop_${table}`),
+    );
+
+    // What the tables hold, spelled out for one owner.
+    const products = await pgTarget.admin.query(
+      `SELECT id, title, available, traits_ids FROM catalogue.products WHERE owner_id = $1 ORDER BY id`,
+      [owners[0]],
+    );
+    expect(products.rows).toEqual([
+      { id: '1010', title: 'Renamed', available: true, traits_ids: ['1020'] },
+      { id: '1011', title: 'Newest', available: false, traits_ids: [] },
+    ]);
+    const [orders] = await myTarget.admin.query(
+      `SELECT id, status, note, store_ids FROM shop_orders WHERE owner_id = ?`,
+      [owners[1]],
+    );
+    expect((orders as Json[]).map((row) => ({ ...row, store_ids: json(row.store_ids) }))).toEqual([
+      { id: '2040', status: 'accepted', note: `for ${owners[1]}`, store_ids: ['2050'] },
+    ]);
+    const collections = await pgTarget.admin.query(
+      `SELECT products_ids FROM catalogue.collections WHERE owner_id = $1`,
+      [owners[2]],
+    );
+    expect(collections.rows).toEqual([{ products_ids: ['3011', '3010'] }]);
+
+    // The URL's password: never in an answer, nor in clear in the daemon's database, nor in its logs.
+    const listed = await api(app.url, '/api/v1/sinks');
+    expect(listed.json.data.map((sink: Json) => sink.url)).toEqual([pgSink.json.data.url, mySink.json.data.url]);
+    const stored = await sqlQuery(
+      app.database.url,
+      `SELECT url, url_sealed, schema, table_prefix FROM sinks ORDER BY created_at`,
+    );
+    expect(stored.map((row) => [row.url, row.schema, row.table_prefix])).toEqual([
+      [pgSink.json.data.url, 'catalogue', null],
+      [mySink.json.data.url, null, 'shop_'],
+    ]);
+    for (const [row, password] of [
+      [stored[0], pgTarget.password],
+      [stored[1], myTarget.password],
+    ] as const) {
+      expect(row.url_sealed.includes(Buffer.from(password))).toBe(false);
+      expect(row.url_sealed.includes(Buffer.from(encodeURIComponent(password)))).toBe(false);
+      expect(listed.text).not.toContain(encodeURIComponent(password));
+      expect(app.process.logs).not.toContain(encodeURIComponent(password));
+      expect(app.process.logs).not.toContain(password);
+    }
+  }, 240_000);
+});
