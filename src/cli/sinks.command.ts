@@ -80,6 +80,8 @@ interface AddFlags {
   timeoutMs?: number | string;
   stream?: string;
   subjectPrefix?: string;
+  schema?: string;
+  tablePrefix?: string;
 }
 
 /** `menu-sync sinks add --kind http --url URL …`: prints the sink with its secret (shown only now). */
@@ -100,6 +102,8 @@ export class SinksAddCommand extends CommandRunner {
         timeout_ms: flags.timeoutMs,
         stream: flags.stream,
         subject_prefix: flags.subjectPrefix,
+        schema: flags.schema,
+        table_prefix: flags.tablePrefix,
       };
       const plain = Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
       const dto = (await validation.transform(plain, { type: 'body', metatype: CreateSinkDto })) as CreateSinkDto;
@@ -107,12 +111,15 @@ export class SinksAddCommand extends CommandRunner {
     });
   }
 
-  @Option({ flags: '--kind <kind>', description: 'http (default) or nats' })
+  @Option({ flags: '--kind <kind>', description: 'http (default), nats, postgres or mysql' })
   parseKind(value: string): string {
     return value;
   }
 
-  @Option({ flags: '--url <url>', description: 'http: where batches are POSTed' })
+  @Option({
+    flags: '--url <url>',
+    description: 'http: where batches are POSTed; postgres, mysql: the target database (postgres://… / mysql://…)',
+  })
   parseUrl(value: string): string {
     return value;
   }
@@ -132,7 +139,7 @@ export class SinksAddCommand extends CommandRunner {
     return integer(value);
   }
 
-  @Option({ flags: '--timeout-ms <n>', description: 'http: answer timeout (default 15000)' })
+  @Option({ flags: '--timeout-ms <n>', description: 'http: answer timeout; tables: statement timeout (default 15000)' })
   parseTimeout(value: string): number | string {
     return integer(value);
   }
@@ -144,6 +151,16 @@ export class SinksAddCommand extends CommandRunner {
 
   @Option({ flags: '--subject-prefix <prefix>', description: 'nats: subject prefix (default menu)' })
   parseSubjectPrefix(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--schema <name>', description: 'postgres: the schema of the tables (default menu_sync)' })
+  parseSchema(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--table-prefix <prefix>', description: "mysql: the tables' name prefix (default menu_sync_)" })
+  parseTablePrefix(value: string): string {
     return value;
   }
 }

@@ -82,6 +82,8 @@ export class SinksService {
     const sink = await this.find(id);
     if (dto.url !== undefined && sink.kind === 'nats')
       throw new BadRequestError('url is only for http and table sinks', 'url');
+    if (dto.url !== undefined && sink.kind === 'http' && !/^https?:/i.test(dto.url))
+      throw new BadRequestError('url must be an http(s) URL', 'url');
     const tableUrl = dto.url !== undefined && isTableKind(sink.kind) ? tableUrlFor(sink.kind, dto.url) : undefined;
     const updated = await this.repository.update(id, {
       url: tableUrl === undefined ? dto.url : maskTableUrl(tableUrl),
