@@ -340,6 +340,34 @@ describe('table sinks: PostgreSQL and MySQL targets kept equal to the API (docs/
       expect((await runCli(['sinks', 'remove', id], env, undefined, 120_000)).code).toBe(0);
   }, 300_000);
 
+  it("disabling a table sink closes its pool: no connection of the sink's user is left in either target", async () => {
+    const connections = async () => {
+      const { rows } = await pgTarget.admin.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1`,
+        [pgTarget.role],
+      );
+      const [processes] = await myTarget.admin.query(
+        `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = ?`,
+        [myTarget.user],
+      );
+      return [rows[0].n, Number((processes as Json[])[0].n)];
+    };
+    const sinks = (await api(app.url, '/api/v1/sinks')).json.data as Json[];
+    expect(sinks.map((sink) => sink.kind).sort()).toEqual(['mysql', 'postgres', 'postgres']);
+    const [pgOpen, myOpen] = await connections();
+    expect(pgOpen).toBeGreaterThanOrEqual(1);
+    expect(myOpen).toBeGreaterThanOrEqual(1);
+    for (const sink of sinks) {
+      const answer = await api(app.url, `/api/v1/sinks/${sink.id}`, API_TOKEN, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ state: 'disabled' }),
+      });
+      expect(answer.json.data.state).toBe('disabled');
+    }
+    await eventually(async () => expect(await connections()).toEqual([0, 0]), 15_000, 100);
+  });
+
   it('a SIGKILL of the daemon during a 3,000-change backlog: after a restart both targets equal the newest changes, none applied twice', async () => {
     const owner = `durable-${randomUUID().slice(0, 6)}`;
     const pgSink = await post(app, '/api/v1/sinks', {
