@@ -10,6 +10,7 @@ import { AsOfTail1764500000000 } from './1764500000000-as-of-tail.js';
 import { LogEntriesPrefetched1764600000000 } from './1764600000000-log-entries-prefetched.js';
 import { SinkEgressFrom1764700000000 } from './1764700000000-sink-egress-from.js';
 import { SinkAttempts1764800000000 } from './1764800000000-sink-attempts.js';
+import { TableSinks1764900000000 } from './1764900000000-table-sinks.js';
 
 /** Every migration, in order. A new migration is added here as well. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   LogEntriesPrefetched1764600000000,
   SinkEgressFrom1764700000000,
   SinkAttempts1764800000000,
+  TableSinks1764900000000,
 ];

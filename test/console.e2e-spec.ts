@@ -69,7 +69,11 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     await chmod(dir, 0o755);
     daemon = await DaemonProcess.start({
       cwd: dir,
-      env: { API_TOKENS: `${TOKEN},read:${READ_TOKEN}`, WEBHOOK_KEYS: WEBHOOK_KEY },
+      env: {
+        API_TOKENS: `${TOKEN},read:${READ_TOKEN}`,
+        WEBHOOK_KEYS: WEBHOOK_KEY,
+        SINK_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128',
+      },
       readyTimeoutMs: FIRST_READY_MS,
     });
     const [connection] = await eventually(
@@ -261,6 +265,29 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     await page.locator(`tr[data-position="${soupEvents[0]}"]`).click();
     await fate.filter({ hasText: `Superseded by a newer version (event #${soupEvents[1]})` }).waitFor();
     await expect(page.locator('pre.payload').first().textContent()).resolves.toContain('"Soup of the day"');
+  }, 60_000);
+
+  it('Overview shows a table sink by its kind and its URL, the password masked', async () => {
+    // Port 1 and an owner nobody has: the sink can deliver nothing.
+    const created = await api('/api/v1/sinks', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        kind: 'postgres',
+        url: 'postgres://shop:console-hidden-pw@127.0.0.1:1/catalogue',
+        owner_ids: ['nobody'],
+      }),
+    });
+    expect(created.status).toBe(201);
+    await open('overview');
+    const row = page.locator('#sinks tbody tr', { hasText: 'PostgreSQL' });
+    await row.waitFor({ timeout: 15_000 });
+    await expect(row.locator('td').nth(1).textContent()).resolves.toBe(
+      'PostgreSQL postgres://shop:***@127.0.0.1:1/catalogue (schema menu_sync)',
+    );
+    await expect(page.content()).resolves.not.toContain('console-hidden-pw');
+    await shot('table-sink');
+    expect((await api(`/api/v1/sinks/${created.json.data.id}`, { method: 'DELETE' })).status).toBe(204);
   }, 60_000);
 
   it('Activity charts deliveries and lag; every page reads at phone width', async () => {

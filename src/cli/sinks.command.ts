@@ -70,6 +70,8 @@ interface AddFlags {
   stream?: string;
   subjectPrefix?: string;
   from?: string;
+  schema?: string;
+  tablePrefix?: string;
 }
 
 /** `menu-sync sinks add --kind http --url URL …`: prints the sink with its secret (shown only now). */
@@ -91,6 +93,8 @@ export class SinksAddCommand extends CommandRunner {
         stream: flags.stream,
         subject_prefix: flags.subjectPrefix,
         from: flags.from,
+        schema: flags.schema,
+        table_prefix: flags.tablePrefix,
       };
       const plain = Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
       const dto = (await validation.transform(plain, { type: 'body', metatype: CreateSinkDto })) as CreateSinkDto;
@@ -98,12 +102,15 @@ export class SinksAddCommand extends CommandRunner {
     });
   }
 
-  @Option({ flags: '--kind <kind>', description: 'http (default) or nats' })
+  @Option({ flags: '--kind <kind>', description: 'http (default), nats, postgres or mysql' })
   parseKind(value: string): string {
     return value;
   }
 
-  @Option({ flags: '--url <url>', description: 'http: where batches are POSTed' })
+  @Option({
+    flags: '--url <url>',
+    description: 'http: where batches are POSTed; postgres, mysql: the target database (postgres://… / mysql://…)',
+  })
   parseUrl(value: string): string {
     return value;
   }
@@ -123,7 +130,7 @@ export class SinksAddCommand extends CommandRunner {
     return integer(value);
   }
 
-  @Option({ flags: '--timeout-ms <n>', description: 'http: answer timeout (default 15000)' })
+  @Option({ flags: '--timeout-ms <n>', description: 'http: answer timeout; tables: statement timeout (default 15000)' })
   parseTimeout(value: string): number | string {
     return integer(value);
   }
@@ -143,6 +150,16 @@ export class SinksAddCommand extends CommandRunner {
     description: 'snapshot (default: the current state, then the changes after it), start, now, or a changes cursor',
   })
   parseFrom(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--schema <name>', description: 'postgres: the schema of the tables (default menu_sync)' })
+  parseSchema(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--table-prefix <prefix>', description: "mysql: the tables' name prefix (default menu_sync_)" })
+  parseTablePrefix(value: string): string {
     return value;
   }
 }

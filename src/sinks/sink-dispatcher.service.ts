@@ -14,6 +14,7 @@ import { SinkAttemptsService } from './sink-attempts.service.js';
 import { SinkRepository } from './sink.repository.js';
 import { SinkSnapshots } from './sink-start.js';
 import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
+import { TableSinksClient } from './tables/table-sinks.client.js';
 
 /** Any constant: one dispatcher per database (docs/reference.md §11). */
 export const SINK_DISPATCHER_LOCK = advisoryLocks.single('sinkDispatcher');
@@ -46,6 +47,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     private readonly snapshots: SinkSnapshots,
     private readonly http: HttpSinkClient,
     private readonly nats: NatsSinkClient,
+    private readonly tables: TableSinksClient,
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
     private readonly attempts: SinkAttemptsService,
@@ -125,6 +127,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
       snapshots: this.snapshots,
       http: this.http,
       nats: this.nats,
+      tables: this.tables,
       metrics: this.metrics,
       attempts: this.attempts,
       failingAfterMs: this.config.sinkFailingAfterMs,

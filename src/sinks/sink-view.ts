@@ -5,7 +5,10 @@ import type { Sink } from './sink.js';
 export interface SinkView {
   id: string;
   kind: Sink['kind'];
+  /** postgres, mysql: with the password masked (`postgres://user:***@host/db`). */
   url?: string;
+  schema?: string;
+  table_prefix?: string;
   stream?: string;
   subject_prefix?: string;
   types: readonly string[];
@@ -27,16 +30,27 @@ export interface SinkView {
 
 const iso = (date: Date | null) => (date === null ? null : date.toISOString());
 
+function kindFields(sink: Sink): Partial<SinkView> {
+  switch (sink.kind) {
+    case 'http':
+      return {
+        url: sink.url!,
+        previous_secret_expires_at: sink.previousSecret === null ? null : iso(sink.previousSecretExpiresAt),
+      };
+    case 'nats':
+      return { stream: sink.stream!, subject_prefix: sink.subjectPrefix! };
+    case 'postgres':
+      return { url: sink.url!, schema: sink.schema! };
+    case 'mysql':
+      return { url: sink.url!, table_prefix: sink.tablePrefix! };
+  }
+}
+
 export function toSinkView(sink: Sink, lag: number, defaultTypes: readonly string[]): SinkView {
   return {
     id: sink.id,
     kind: sink.kind,
-    ...(sink.kind === 'http'
-      ? {
-          url: sink.url!,
-          previous_secret_expires_at: sink.previousSecret === null ? null : iso(sink.previousSecretExpiresAt),
-        }
-      : { stream: sink.stream!, subject_prefix: sink.subjectPrefix! }),
+    ...kindFields(sink),
     types: sink.types ?? defaultTypes,
     owner_ids: sink.ownerIds,
     batch_size: sink.batchSize,

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Change, ChangeEntry, ChangePage, ChangePosition } from '../changes/change.js';
+import type { ChangeEntry, ChangePage, ChangePosition } from '../changes/change.js';
 import { START } from '../changes/change.js';
 import { compactedAway, comparePositions } from '../changes/change-cursor.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
@@ -13,6 +13,8 @@ import type { SinkAttemptsService } from './sink-attempts.service.js';
 import { Sink, stateAfterFailure } from './sink.js';
 import { SinkRepository } from './sink.repository.js';
 import { inSnapshot, SinkSnapshots } from './sink-start.js';
+import { TableSinksClient } from './tables/table-sinks.client.js';
+import { isTableKind } from './tables/table-target.js';
 
 export interface SinkWorkerDeps {
   repository: SinkRepository;
@@ -20,6 +22,7 @@ export interface SinkWorkerDeps {
   snapshots: SinkSnapshots;
   http: HttpSinkClient;
   nats: NatsSinkClient;
+  tables: TableSinksClient;
   metrics: MetricsService;
   attempts: Pick<SinkAttemptsService, 'record'>;
   failingAfterMs: number;
@@ -53,6 +56,8 @@ export class SinkWorker {
   private ahead: ReadAhead | null = null;
   private recording: Promise<Sink | null> | null = null;
   private lastLag = -1;
+  /** A table sink resumes from its target's cursor: on start and after every failure (docs/reference.md §12). */
+  private targetUnread = true;
   readonly done: Promise<void>;
 
   constructor(
@@ -90,6 +95,7 @@ export class SinkWorker {
     await this.settle().catch((error) =>
       this.logger.error({ msg: 'sink cursor move failed', sink: this.sinkId, err: error }),
     );
+    await this.deps.tables.release(this.sinkId);
   }
 
   /** One round; answers how long to wait before the next (0: at once). */
@@ -114,6 +120,7 @@ export class SinkWorker {
     if (sink.nextAttemptAt !== null && sink.nextAttemptAt.getTime() > now) {
       return Math.min(sink.nextAttemptAt.getTime() - now, 1000);
     }
+    if (isTableKind(sink.kind) && this.targetUnread) return this.resumeFromTarget(sink);
     await this.measureLag(sink);
     const ahead = this.ahead;
     this.ahead = null;
@@ -156,11 +163,7 @@ export class SinkWorker {
     // A failed read ahead answers null: the next round reads again.
     const ahead = full ? { key: readKey(next), page: this.read(next).catch(() => null) } : null;
     const started = process.hrtime.bigint();
-    const outcome = await this.send(
-      sink,
-      batch.map((entry) => entry.change),
-      last,
-    );
+    const outcome = await this.send(sink, batch, last);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.deps.metrics.sinkDeliverySeconds.observe({ sink: sink.id }, seconds);
     if (!this.stopped || outcome.kind === 'ok') this.recordAttempt(sink, batch, outcome, seconds);
@@ -207,11 +210,26 @@ export class SinkWorker {
     return this.backOff(sink, outcome, last);
   }
 
+  /** Takes the target's cursor when the target holds one of this replay epoch that differs from the sink's. */
+  private async resumeFromTarget(sink: Sink): Promise<number> {
+    const read = await this.deps.tables.targetCursor(sink);
+    if ('failure' in read)
+      return this.backOff(sink, read.failure as Extract<DeliveryOutcome, { kind: 'retry' }>, sink.inflight);
+    this.targetUnread = false;
+    const target = read.cursor;
+    if (target === null || target.epoch !== sink.epoch || comparePositions(target.cursor, sink.cursor) === 0) return 0;
+    if (!(await this.settle())) return 0;
+    this.logger.log({ msg: "table sink resumes from its target's cursor", sink: sink.id });
+    this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, target.cursor, false);
+    return 0;
+  }
+
   private async backOff(
     sink: Sink,
     outcome: Extract<DeliveryOutcome, { kind: 'retry' }>,
-    last: ChangePosition,
+    last: ChangePosition | null,
   ): Promise<number> {
+    this.targetUnread = true;
     const now = new Date();
     const attempt = sink.attempts + 1;
     const delay = backoffDelayMs(attempt, Math.random, outcome.retryAfterMs);
@@ -254,7 +272,9 @@ export class SinkWorker {
     });
   }
 
-  private send(sink: Sink, changes: Change[], last: ChangePosition): Promise<DeliveryOutcome> {
+  private send(sink: Sink, batch: ChangeEntry[], last: ChangePosition): Promise<DeliveryOutcome> {
+    const changes = batch.map((entry) => entry.change);
+    if (isTableKind(sink.kind)) return this.deps.tables.apply(sink, sink.types ?? this.deps.defaultTypes, batch);
     if (sink.kind === 'nats') {
       return this.deps.nats.publish({
         stream: sink.stream!,

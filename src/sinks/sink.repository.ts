@@ -11,6 +11,9 @@ interface SinkRow {
   id: string;
   kind: SinkKind;
   url: string | null;
+  url_sealed: Buffer | null;
+  schema: string | null;
+  table_prefix: string | null;
   stream: string | null;
   subject_prefix: string | null;
   types: string[] | null;
@@ -41,6 +44,10 @@ export interface NewSink {
   id: string;
   kind: SinkKind;
   url: string | null;
+  /** postgres, mysql: the URL with its password, sealed here; `url` is then the masked one. */
+  targetUrl?: string | null;
+  schema?: string | null;
+  tablePrefix?: string | null;
   stream: string | null;
   subjectPrefix: string | null;
   types: string[] | null;
@@ -55,6 +62,8 @@ export interface NewSink {
 
 export interface SinkChanges {
   url?: string;
+  /** postgres, mysql: the new target URL (sealed), `url` being its masked form. */
+  targetUrl?: string;
   types?: string[] | null;
   ownerIds?: string[] | null;
   batchSize?: number;
@@ -68,7 +77,7 @@ const SELECT = `SELECT *, ${XIDS} FROM sinks`;
 const RETURNING = `RETURNING *, ${XIDS}`;
 const pos = (position: ChangePosition) => [position.transactionId, position.seq];
 
-const aad = (id: string, column: 'secret' | 'previous_secret') => `sink:${id}:${column}`;
+const aad = (id: string, column: 'secret' | 'previous_secret' | 'url') => `sink:${id}:${column}`;
 
 /** Sinks with their secrets sealed at rest: only this repository sees ciphertext. */
 @Injectable()
@@ -90,8 +99,9 @@ export class SinkRepository {
 
   private async insert(db: SqlSession, input: NewSink): Promise<void> {
     await db.query(
-      `INSERT INTO sinks (id, kind, url, stream, subject_prefix, types, owner_ids, batch_size, timeout_ms, secret)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      `INSERT INTO sinks (id, kind, url, stream, subject_prefix, types, owner_ids, batch_size, timeout_ms, secret,
+                          url_sealed, schema, table_prefix)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       [
         input.id,
         input.kind,
@@ -103,6 +113,9 @@ export class SinkRepository {
         input.batchSize,
         input.timeoutMs,
         input.secret === null ? null : this.cipher.seal(input.secret, aad(input.id, 'secret')),
+        input.targetUrl == null ? null : this.cipher.seal(input.targetUrl, aad(input.id, 'url')),
+        input.schema ?? null,
+        input.tablePrefix ?? null,
       ],
     );
   }
@@ -134,6 +147,7 @@ export class SinkRepository {
          batch_size = COALESCE($7, batch_size),
          timeout_ms = COALESCE($8, timeout_ms),
          state = COALESCE($9, state),
+         url_sealed = COALESCE($10, url_sealed),
          attempts = CASE WHEN $9 = 'active' THEN 0 ELSE attempts END,
          next_attempt_at = CASE WHEN $9 = 'active' THEN NULL ELSE next_attempt_at END,
          failing_since = CASE WHEN $9 = 'active' THEN NULL ELSE failing_since END,
@@ -149,6 +163,7 @@ export class SinkRepository {
         changes.batchSize ?? null,
         changes.timeoutMs ?? null,
         changes.state ?? null,
+        changes.targetUrl === undefined ? null : this.cipher.seal(changes.targetUrl, aad(id, 'url')),
       ],
     );
     return rows[0] === undefined ? null : this.toSink(rows[0]);
@@ -279,7 +294,7 @@ export class SinkRepository {
 
   /** A sink whose secrets do not open (TOKEN_ENCRYPTION_KEY changed) has none: it cannot sign, and says so. */
   private toSink(row: SinkRow): Sink {
-    const open = (value: Buffer | null, column: 'secret' | 'previous_secret') => {
+    const open = (value: Buffer | null, column: 'secret' | 'previous_secret' | 'url') => {
       if (value === null) return null;
       try {
         return this.cipher.open(value, aad(row.id, column));
@@ -291,6 +306,9 @@ export class SinkRepository {
       id: row.id,
       kind: row.kind,
       url: row.url,
+      targetUrl: open(row.url_sealed, 'url'),
+      schema: row.schema,
+      tablePrefix: row.table_prefix,
       stream: row.stream,
       subjectPrefix: row.subject_prefix,
       types: row.types,

@@ -1,6 +1,6 @@
 import type { ChangePosition } from '../changes/change.js';
 
-export const SINK_KINDS = ['http', 'nats'] as const;
+export const SINK_KINDS = ['http', 'nats', 'postgres', 'mysql'] as const;
 export type SinkKind = (typeof SINK_KINDS)[number];
 
 export const SINK_STATES = ['active', 'retrying', 'disabled', 'failing'] as const;
@@ -17,7 +17,14 @@ export const SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000;
 export interface Sink {
   id: string;
   kind: SinkKind;
+  /** http: where batches go; postgres, mysql: the target's URL with its password masked. */
   url: string | null;
+  /** postgres, mysql: the target's URL, password included (sealed at rest); null if it cannot be opened. */
+  targetUrl: string | null;
+  /** postgres: the target schema. */
+  schema: string | null;
+  /** mysql: the prefix of the target tables. */
+  tablePrefix: string | null;
   stream: string | null;
   subjectPrefix: string | null;
   /** null: the types of CHANGES_TYPES (AppConfig.changeTypes). */

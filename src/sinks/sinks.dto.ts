@@ -12,14 +12,42 @@ import {
   MaxLength,
   Min,
   MinLength,
+  ValidateBy,
   ValidateIf,
+  ValidationArguments,
 } from 'class-validator';
 import { RESOURCE_TABLES } from '../projection/resource-tables.js';
 import { SINK_KINDS } from './sink.js';
 import { SINK_FROM_MESSAGE } from './sink-start.js';
-import { IsHttpUrl } from './sink-url.js';
+import { isHttpUrl } from './sink-url.js';
+import type { SinkKind } from './sink.js';
+import { isTableKind, parseTableUrl, SCHEMA_PATTERN, TABLE_PREFIX_PATTERN } from './tables/table-target.js';
 
 export const CHANGE_TYPES = Object.keys(RESOURCE_TABLES);
+
+/** Why `url` does not fit the sink's kind (`kind` absent on PATCH: an http(s) URL or a table target's), or null. */
+function sinkUrlProblem(value: unknown, kind: unknown): string | null {
+  if (typeof value !== 'string') return 'url must be an http(s) URL';
+  if (typeof kind === 'string' && isTableKind(kind)) {
+    const target = parseTableUrl(kind, value);
+    return typeof target === 'string' ? target : null;
+  }
+  if (isHttpUrl(value)) return null;
+  if (kind === undefined && /^(postgres|postgresql|mysql):/.test(value)) return null;
+  return 'url must be an http(s) URL';
+}
+function IsSinkUrl() {
+  return ValidateBy({
+    name: 'isSinkUrl',
+    validator: {
+      validate: (value: unknown, args?: ValidationArguments) =>
+        sinkUrlProblem(value, (args?.object as { kind?: unknown }).kind) === null,
+      defaultMessage: (args?: ValidationArguments) =>
+        sinkUrlProblem(args?.value, (args?.object as { kind?: unknown }).kind) ?? 'url must be an http(s) URL',
+    },
+  });
+}
+
 const TYPES_MESSAGE = `types must list resource types (${CHANGE_TYPES.join(', ')})`;
 
 class SinkFilterDto {
@@ -66,13 +94,30 @@ class SinkFilterDto {
 export class CreateSinkDto extends SinkFilterDto {
   @ApiProperty({ enum: SINK_KINDS })
   @IsIn(SINK_KINDS, { message: `kind must be one of ${SINK_KINDS.join(', ')}` })
-  kind!: 'http' | 'nats';
+  kind!: SinkKind;
 
-  @ApiPropertyOptional({ description: 'http: where batches are POSTed' })
-  @ValidateIf((dto: CreateSinkDto) => dto.kind === 'http' || dto.url !== undefined)
-  @IsHttpUrl({ message: 'url must be an http(s) URL' })
+  @ApiPropertyOptional({
+    description:
+      'http: where batches are POSTed; postgres: postgres://user:password@host:port/database; mysql: mysql://user:password@host:port/database (the password is sealed, and shown masked)',
+  })
+  @ValidateIf((dto: CreateSinkDto) => dto.kind === 'http' || isTableKind(dto.kind) || dto.url !== undefined)
+  @IsSinkUrl()
   @MaxLength(2000, { message: 'url must be an http(s) URL of at most 2000 characters' })
   url?: string;
+
+  @ApiPropertyOptional({ default: 'menu_sync', description: 'postgres: the schema of the tables (created if absent)' })
+  @IsOptional()
+  @Matches(SCHEMA_PATTERN, {
+    message: 'schema must be a lowercase identifier (a-z 0-9 _, at most 63, not starting with a digit)',
+  })
+  schema?: string;
+
+  @ApiPropertyOptional({ default: 'menu_sync_', description: "mysql: the prefix of the tables' names" })
+  @IsOptional()
+  @Matches(TABLE_PREFIX_PATTERN, {
+    message: 'table_prefix must be a lowercase identifier (a-z 0-9 _, at most 32, not starting with a digit)',
+  })
+  table_prefix?: string;
 
   @ApiPropertyOptional({ default: 'MENU_SYNC', description: 'nats: the JetStream stream (created if absent)' })
   @IsOptional()
@@ -105,9 +150,9 @@ function SinkFrom(required = false): PropertyDecorator {
 }
 
 export class UpdateSinkDto extends SinkFilterDto {
-  @ApiPropertyOptional({ description: 'http: where batches are POSTed' })
+  @ApiPropertyOptional({ description: 'http: where batches are POSTed; postgres, mysql: the target database' })
   @IsOptional()
-  @IsHttpUrl({ message: 'url must be an http(s) URL' })
+  @IsSinkUrl()
   @MaxLength(2000, { message: 'url must be an http(s) URL of at most 2000 characters' })
   url?: string;
 

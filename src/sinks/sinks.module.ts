@@ -12,6 +12,7 @@ import { SinkRepository } from './sink.repository.js';
 import { SinkSnapshots } from './sink-start.js';
 import { SinksController } from './sinks.controller.js';
 import { SinksService } from './sinks.service.js';
+import { TableSinksClient } from './tables/table-sinks.client.js';
 
 /** Sink management only (the CLI): no dispatcher. */
 @Module({
@@ -25,7 +26,14 @@ export class SinkStoreModule {}
 @Module({
   imports: [SinkStoreModule, ChangesModule],
   controllers: [SinksController, SinkAttemptsController],
-  providers: [HttpSinkClient, NatsSinkClient, SinkDispatcherService, SinkAttemptsRepository, SinkAttemptsService],
+  providers: [
+    HttpSinkClient,
+    NatsSinkClient,
+    TableSinksClient,
+    SinkDispatcherService,
+    SinkAttemptsRepository,
+    SinkAttemptsService,
+  ],
   exports: [SinkDispatcherService],
 })
 export class SinksModule {}

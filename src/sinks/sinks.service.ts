@@ -14,8 +14,16 @@ import {
 import { EgressGuard } from './egress-guard.js';
 import { SINKS_CHANGED } from './sink-dispatcher.service.js';
 import { generateSinkSecret } from './sink-secret.js';
-import { SinkRepository } from './sink.repository.js';
+import { NewSink, SinkRepository } from './sink.repository.js';
 import { parseSinkFrom } from './sink-start.js';
+import {
+  DEFAULT_SCHEMA,
+  DEFAULT_TABLE_PREFIX,
+  isTableKind,
+  maskTableUrl,
+  parseTableUrl,
+  TableSinkKind,
+} from './tables/table-target.js';
 import { toSinkView, SinkView } from './sink-view.js';
 import { CreateSinkDto, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
 import { SinkNotFoundError, SinkUnprocessableError } from './sinks.errors.js';
@@ -32,8 +40,9 @@ export class SinksService {
 
   /** The new sink, with its secret (http): the only time it is shown, besides a rotation. */
   async create(dto: CreateSinkDto): Promise<{ data: SinkView & { secret?: string } }> {
+    checkTableFields(dto);
     if (dto.kind === 'nats') {
-      if (dto.url !== undefined) throw new BadRequestError('url is only for http sinks', 'url');
+      if (dto.url !== undefined) throw new BadRequestError('url is only for http and table sinks', 'url');
       if (this.config.NATS_URL === undefined) {
         throw new SinkUnprocessableError('kind nats needs NATS_URL, which this daemon is not configured with', 'kind');
       }
@@ -48,7 +57,8 @@ export class SinksService {
     const sink = await this.repository.create({
       id: randomUUID(),
       kind: dto.kind,
-      url: dto.kind === 'http' ? dto.url! : null,
+      url: dto.kind === 'nats' ? null : isTableKind(dto.kind) ? maskTableUrl(dto.url!) : dto.url!,
+      ...tableFields(dto),
       stream: dto.kind === 'nats' ? (dto.stream ?? DEFAULT_STREAM) : null,
       subjectPrefix: dto.kind === 'nats' ? (dto.subject_prefix ?? DEFAULT_SUBJECT_PREFIX) : null,
       types: dto.types === undefined ? null : [...new Set(dto.types)],
@@ -74,10 +84,15 @@ export class SinksService {
 
   async update(id: string, dto: UpdateSinkDto): Promise<{ data: SinkView }> {
     const sink = await this.find(id);
-    if (dto.url !== undefined && sink.kind !== 'http') throw new BadRequestError('url is only for http sinks', 'url');
+    if (dto.url !== undefined && sink.kind === 'nats')
+      throw new BadRequestError('url is only for http and table sinks', 'url');
+    if (dto.url !== undefined && sink.kind === 'http' && !/^https?:/i.test(dto.url))
+      throw new BadRequestError('url must be an http(s) URL', 'url');
+    const tableUrl = dto.url !== undefined && isTableKind(sink.kind) ? tableUrlFor(sink.kind, dto.url) : undefined;
     if (dto.url !== undefined) await this.checkEgress(dto.url);
     const updated = await this.repository.update(id, {
-      url: dto.url,
+      url: tableUrl === undefined ? dto.url : maskTableUrl(tableUrl),
+      targetUrl: tableUrl,
       types: dto.types === undefined ? undefined : [...new Set(dto.types)],
       ownerIds: dto.owner_ids === undefined ? undefined : [...new Set(dto.owner_ids)],
       batchSize: dto.batch_size,
@@ -140,6 +155,30 @@ export class SinksService {
     const types = this.config.changeTypes;
     return toSinkView(sink, await this.repository.lag(sink, sink.types ?? types, sink.ownerIds), types);
   }
+}
+
+/** `schema` is for postgres sinks and `table_prefix` for mysql ones only. */
+function checkTableFields(dto: CreateSinkDto): void {
+  if (dto.schema !== undefined && dto.kind !== 'postgres')
+    throw new BadRequestError('schema is only for postgres sinks', 'schema');
+  if (dto.table_prefix !== undefined && dto.kind !== 'mysql')
+    throw new BadRequestError('table_prefix is only for mysql sinks', 'table_prefix');
+}
+
+function tableFields(dto: CreateSinkDto): Pick<NewSink, 'targetUrl' | 'schema' | 'tablePrefix'> {
+  if (!isTableKind(dto.kind)) return {};
+  return {
+    targetUrl: tableUrlFor(dto.kind, dto.url!),
+    schema: dto.kind === 'postgres' ? (dto.schema ?? DEFAULT_SCHEMA) : null,
+    tablePrefix: dto.kind === 'mysql' ? (dto.table_prefix ?? DEFAULT_TABLE_PREFIX) : null,
+  };
+}
+
+/** A table sink's URL, checked against its kind (a PATCH cannot turn a postgres sink into a mysql one). */
+function tableUrlFor(kind: TableSinkKind, url: string): string {
+  const target = parseTableUrl(kind, url);
+  if (typeof target === 'string') throw new BadRequestError(target, 'url');
+  return url;
 }
 
 /** Sink ids are UUIDs; anything else names no sink (and must not reach a uuid column). */

@@ -189,6 +189,20 @@ function Projections({ state, parked }) {
     </${Panel}>`;
 }
 
+/** Where a sink delivers; a table sink's URL comes masked from the API. */
+function sinkTarget(sink) {
+  switch (sink.kind) {
+    case 'nats':
+      return `NATS ${sink.stream ?? ''} ${sink.subject_prefix ?? 'menu'}.>`;
+    case 'postgres':
+      return `PostgreSQL ${sink.url} (schema ${sink.schema})`;
+    case 'mysql':
+      return `MySQL ${sink.url} (tables ${sink.table_prefix}…)`;
+    default:
+      return sink.url;
+  }
+}
+
 function Sinks({ state, canWrite }) {
   const [message, setMessage] = useState();
   const replay = async (sink) => {
@@ -229,9 +243,7 @@ function Sinks({ state, canWrite }) {
                       html` <tr>
                           <td class="mono" title=${sink.id}>${String(sink.id).slice(0, 8)}</td>
                           <td>
-                            <span class="mono"
-                              >${sink.kind === 'nats' ? `NATS ${sink.stream ?? ''} ${sink.subject_prefix ?? 'menu'}.>` : sink.url}</span
-                            >
+                            <span class="mono">${sinkTarget(sink)}</span>
                           </td>
                           <td>
                             <${Badge}

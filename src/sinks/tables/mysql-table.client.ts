@@ -1,0 +1,257 @@
+import { connect } from 'node:net';
+import mysql from 'mysql2/promise';
+import type { Change } from '../../changes/change.js';
+import { changesByType, decodeTargetCursor, encodeTargetCursor, planBatch, TargetCursor } from './table-batch.js';
+import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
+import { allColumns, ColumnKind, TableColumn, TargetTable, targetRow } from './table-columns.js';
+import { CURSORS_TABLE, SchemaTable, schemaWork, sinkTables } from './table-schema.js';
+
+const MYSQL_TYPES: Record<ColumnKind, string> = {
+  text: 'LONGTEXT',
+  integer: 'BIGINT',
+  boolean: 'BOOLEAN',
+  number: 'DOUBLE',
+  timestamp: 'DATETIME(3)',
+  json: 'JSON',
+};
+/** Primary-key columns need a length; binary collation, so ids differing only in case stay two rows. */
+const KEY_TYPE = 'VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin';
+/** ER_NO_SUCH_TABLE: a target the sink has not written yet. */
+const NO_SUCH_TABLE = 'ER_NO_SUCH_TABLE';
+/** Rows per INSERT, so a statement stays far below max_allowed_packet. */
+const ROWS_PER_STATEMENT = 500;
+
+/** Identifiers are checked against TABLE_PREFIX_PATTERN or come from the code; quoted all the same. */
+const quote = (name: string) => `\`${name.replace(/`/g, '``')}\``;
+/** DATETIME(3) holds UTC without a zone: `2024-01-01 09:30:00.000`. */
+const datetime = (iso: string) => new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
+
+export interface MysqlTableOptions extends TableClientOptions {
+  tablePrefix: string;
+}
+
+/**
+ * A MySQL 8 or MariaDB target, through mysql2 (it speaks both servers' protocols, MySQL 8's
+ * caching_sha2_password included). A pool of two connections; the tables are `<prefix><type>` in
+ * the URL's database. A batch is one transaction: the cursor row locked, per table the tombstones
+ * of its rows read, deletes with their tombstones, one multi-row upsert guarded by seq, the cursor moved.
+ */
+export class MysqlTableClient implements TableClient {
+  readonly database = 'MySQL';
+  private readonly pool: mysql.Pool;
+  private readonly prefix: string;
+  private readonly timeoutMs: number;
+  private readonly ensured = new Set<string>();
+
+  constructor(options: MysqlTableOptions) {
+    const { target } = options;
+    this.prefix = options.tablePrefix;
+    this.timeoutMs = options.timeoutMs;
+    this.pool = mysql.createPool({
+      // The socket goes to the checked address; `host` names the server for TLS only.
+      host: target.host,
+      port: target.port,
+      stream: () => connect(target.port, options.address),
+      user: target.user,
+      password: target.password ?? undefined,
+      database: target.database,
+      ssl:
+        target.tls === 'disable'
+          ? undefined
+          : { rejectUnauthorized: target.tls === 'verify', verifyIdentity: target.tls === 'verify' },
+      connectionLimit: 2,
+      maxIdle: 2,
+      idleTimeout: 30_000,
+      connectTimeout: options.timeoutMs,
+      charset: 'utf8mb4',
+      timezone: 'Z',
+      dateStrings: true,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+    });
+  }
+
+  async apply(batch: TableBatch): Promise<ApplyResult> {
+    const tables = sinkTables(batch.types, this.prefix);
+    await this.ensure(batch.types, tables);
+    const connection = await this.pool.getConnection();
+    try {
+      await this.query(connection, `SET SESSION innodb_lock_wait_timeout = ?`, [
+        Math.max(1, Math.ceil(this.timeoutMs / 1000)),
+      ]);
+      await connection.beginTransaction();
+      const [rows] = await this.query(
+        connection,
+        `SELECT \`cursor\`, epoch FROM ${quote(CURSORS_TABLE)} WHERE sink_id = ? FOR UPDATE`,
+        [batch.sinkId],
+      );
+      const found = rows as Array<{ cursor: string; epoch: string }>;
+      const target =
+        found.length === 0 ? null : { cursor: decodeTargetCursor(found[0].cursor), epoch: Number(found[0].epoch) };
+      const plan = planBatch(target, batch.epoch, batch.expected, batch.entries);
+      if (plan.kind !== 'apply') {
+        await connection.rollback();
+        return plan.kind === 'applied' ? { kind: 'already' } : plan;
+      }
+      for (const [type, changes] of changesByType(plan.entries)) {
+        const table = tables.tables.get(type);
+        if (table !== undefined) await this.write(connection, table, tables.tombstones.name, changes);
+      }
+      await this.query(
+        connection,
+        `INSERT INTO ${quote(CURSORS_TABLE)} (sink_id, \`cursor\`, epoch, updated_at) VALUES (?, ?, ?, UTC_TIMESTAMP(3))
+         ON DUPLICATE KEY UPDATE \`cursor\` = VALUES(\`cursor\`), epoch = VALUES(epoch), updated_at = VALUES(updated_at)`,
+        [batch.sinkId, encodeTargetCursor(batch.entries[batch.entries.length - 1].position), batch.epoch],
+      );
+      await connection.commit();
+      return { kind: 'applied' };
+    } catch (error) {
+      await connection.rollback().catch(() => undefined);
+      throw error;
+    } finally {
+      connection.release();
+    }
+  }
+
+  async targetCursor(sinkId: string): Promise<TargetCursor | null> {
+    try {
+      const [rows] = await this.pool.query({
+        sql: `SELECT \`cursor\`, epoch FROM ${quote(CURSORS_TABLE)} WHERE sink_id = ?`,
+        values: [sinkId],
+        timeout: this.timeoutMs,
+      });
+      const found = rows as Array<{ cursor: string; epoch: string }>;
+      return found.length === 0 ? null : { cursor: decodeTargetCursor(found[0].cursor), epoch: Number(found[0].epoch) };
+    } catch (error) {
+      if ((error as { code?: string })?.code === NO_SUCH_TABLE) return null;
+      throw error;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+
+  private query(connection: mysql.PoolConnection, sql: string, values: unknown[] = []) {
+    return connection.query({ sql, values, timeout: this.timeoutMs });
+  }
+
+  /**
+   * A table's part of a batch: upserts whose row has a newer tombstone are left out; deletes
+   * (newer than the row) write their tombstones; the upsert changes a row only when its seq is
+   * newer (seq is assigned last, so every other assignment still sees the stored one).
+   */
+  private async write(
+    connection: mysql.PoolConnection,
+    table: TargetTable & SchemaTable,
+    tombstones: string,
+    changes: Change[],
+  ): Promise<void> {
+    const deletes = changes.filter((change) => change.op === 'delete');
+    let upserts = changes.filter((change) => change.op === 'upsert');
+    if (upserts.length > 0) {
+      const [rows] = await this.query(
+        connection,
+        `SELECT owner_id, id, seq FROM ${quote(tombstones)} WHERE type = ? AND (owner_id, id) IN (${upserts.map(() => '(?, ?)').join(', ')}) FOR UPDATE`,
+        [table.type, ...upserts.flatMap((change) => [change.owner_id ?? '', change.id])],
+      );
+      const buried = new Map(
+        (rows as Array<{ owner_id: string; id: string; seq: string }>).map((row) => [
+          `${row.owner_id}\u0000${row.id}`,
+          Number(row.seq),
+        ]),
+      );
+      upserts = upserts.filter(
+        (change) => (buried.get(`${change.owner_id ?? ''}\u0000${change.id}`) ?? -1) < change.seq,
+      );
+    }
+    if (deletes.length > 0) {
+      await this.query(
+        connection,
+        `INSERT INTO ${quote(tombstones)} (type, owner_id, id, seq) VALUES ${deletes.map(() => '(?, ?, ?, ?)').join(', ')}
+         ON DUPLICATE KEY UPDATE seq = GREATEST(COALESCE(seq, 0), VALUES(seq))`,
+        deletes.flatMap((change) => [table.type, change.owner_id ?? '', change.id, change.seq]),
+      );
+      await this.query(
+        connection,
+        `DELETE FROM ${quote(table.name)} WHERE ${deletes.map(() => '(owner_id = ? AND id = ? AND (seq IS NULL OR seq < ?))').join(' OR ')}`,
+        deletes.flatMap((change) => [change.owner_id ?? '', change.id, change.seq]),
+      );
+    }
+    const written = allColumns(table).filter((column) => column.name !== 'synced_at');
+    const guard = `seq IS NULL OR seq < VALUES(seq)`;
+    const updates = [
+      ...table.columns.map((column) => column.name),
+      'resource',
+      'version_occurred_at',
+      'synced_at',
+      'seq',
+    ]
+      .map((name) => `${quote(name)} = IF(${guard}, VALUES(${quote(name)}), ${quote(name)})`)
+      .join(', ');
+    const placeholders = `(${written.map(() => '?').join(', ')}, UTC_TIMESTAMP(3))`;
+    for (let start = 0; start < upserts.length; start += ROWS_PER_STATEMENT) {
+      const chunk = upserts.slice(start, start + ROWS_PER_STATEMENT);
+      await this.query(
+        connection,
+        `INSERT INTO ${quote(table.name)} (${written.map((column) => quote(column.name)).join(', ')}, synced_at)
+         VALUES ${chunk.map(() => placeholders).join(', ')}
+         ON DUPLICATE KEY UPDATE ${updates}`,
+        chunk.flatMap((change) => this.values(table, written, change)),
+      );
+    }
+  }
+
+  /** A change's values in `columns` order, as mysql2 sends them: JSON as text, timestamps as DATETIME text. */
+  private values(table: TargetTable, columns: TableColumn[], change: Change): unknown[] {
+    const row = targetRow(table, change);
+    const all: Record<string, unknown> = {
+      ...row.values,
+      owner_id: row.owner_id,
+      id: row.id,
+      resource: row.resource,
+      version_occurred_at: row.version_occurred_at,
+      seq: row.seq,
+    };
+    return columns.map((column) => {
+      const value = all[column.name] ?? null;
+      if (value === null) return null;
+      if (column.kind === 'json') return JSON.stringify(value);
+      if (column.kind === 'timestamp') return datetime(value as string);
+      return value;
+    });
+  }
+
+  /** Creates what the target lacks, once per client (MySQL 8 has no ADD COLUMN IF NOT EXISTS: the catalogue is read first). */
+  private async ensure(types: readonly string[], tables: ReturnType<typeof sinkTables>): Promise<void> {
+    const missing = types.filter((type) => !this.ensured.has(type));
+    if (missing.length === 0 && this.ensured.size > 0) return;
+    const wanted = [tables.cursors, tables.tombstones, ...missing.map((type) => tables.tables.get(type)!)];
+    const [rows] = await this.pool.query({
+      sql: `SELECT TABLE_NAME AS table_name, COLUMN_NAME AS column_name FROM information_schema.COLUMNS
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (${wanted.map(() => '?').join(', ')})`,
+      values: wanted.map((table) => table.name),
+      timeout: this.timeoutMs,
+    });
+    const existing = new Map<string, Set<string>>();
+    for (const row of rows as Array<{ table_name: string; column_name: string }>)
+      existing.set(row.table_name, (existing.get(row.table_name) ?? new Set()).add(row.column_name));
+    const work = schemaWork(existing, wanted);
+    const type = (table: SchemaTable, column: TableColumn) =>
+      table.primaryKey.includes(column.name) ? `${KEY_TYPE} NOT NULL` : MYSQL_TYPES[column.kind];
+    for (const { table, columns } of work.create) {
+      const definitions = columns.map((column) => `${quote(column.name)} ${type(table, column)}`);
+      await this.pool.query(
+        `CREATE TABLE IF NOT EXISTS ${quote(table.name)} (${definitions.join(', ')}, PRIMARY KEY (${table.primaryKey.map(quote).join(', ')}))
+         ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      );
+    }
+    for (const { table, column } of work.add) {
+      const schemaTable = wanted.find((candidate) => candidate.name === table)!;
+      await this.pool.query(
+        `ALTER TABLE ${quote(table)} ADD COLUMN ${quote(column.name)} ${type(schemaTable, column)}`,
+      );
+    }
+    for (const name of types) this.ensured.add(name);
+  }
+}

@@ -1,0 +1,228 @@
+import pg from 'pg';
+import type { Change } from '../../changes/change.js';
+import { changesByType, decodeTargetCursor, encodeTargetCursor, planBatch, TargetCursor } from './table-batch.js';
+import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
+import { allColumns, ColumnKind, TableColumn, TargetTable, targetRow } from './table-columns.js';
+import { CURSORS_TABLE, SchemaTable, schemaWork, sinkTables } from './table-schema.js';
+
+const PG_TYPES: Record<ColumnKind, string> = {
+  text: 'text',
+  integer: 'bigint',
+  boolean: 'boolean',
+  number: 'double precision',
+  timestamp: 'timestamptz',
+  json: 'jsonb',
+};
+
+/** undefined_table, invalid_schema_name: a target the sink has not written yet. */
+const UNDEFINED_RELATION = new Set(['42P01', '3F000']);
+
+/** Identifiers are checked against SCHEMA_PATTERN or come from the code; quoted all the same. */
+const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+export interface PostgresTableOptions extends TableClientOptions {
+  schema: string;
+}
+
+/**
+ * A PostgreSQL target: a pool of two connections, the sink's tables in `schema`. A batch is one
+ * transaction: the cursor row locked, one statement per table (deletes, their tombstones and the
+ * upserts, each guarded by seq), the cursor moved.
+ */
+export class PostgresTableClient implements TableClient {
+  readonly database = 'PostgreSQL';
+  private readonly pool: pg.Pool;
+  private readonly schema: string;
+  /** The types whose tables were checked (and created or extended) by this client. */
+  private readonly ensured = new Set<string>();
+
+  constructor(options: PostgresTableOptions) {
+    const { target } = options;
+    this.schema = options.schema;
+    this.pool = new pg.Pool({
+      host: options.address,
+      port: target.port,
+      user: target.user,
+      password: target.password ?? undefined,
+      database: target.database,
+      ssl: target.tls === 'disable' ? false : { servername: target.host, rejectUnauthorized: target.tls === 'verify' },
+      max: 2,
+      idleTimeoutMillis: 30_000,
+      connectionTimeoutMillis: options.timeoutMs,
+      statement_timeout: options.timeoutMs,
+      lock_timeout: options.timeoutMs,
+      application_name: 'menu-sync',
+    });
+    // An idle connection that dies is dropped by the pool; the next batch finds out for itself.
+    this.pool.on('error', () => undefined);
+  }
+
+  async apply(batch: TableBatch): Promise<ApplyResult> {
+    const tables = sinkTables(batch.types, '');
+    await this.ensure(batch.types, tables);
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ cursor: string; epoch: string }>(
+        `SELECT "cursor", epoch FROM ${this.name(tables.cursors.name)} WHERE sink_id = $1 FOR UPDATE`,
+        [batch.sinkId],
+      );
+      const target =
+        rows.length === 0 ? null : { cursor: decodeTargetCursor(rows[0].cursor), epoch: Number(rows[0].epoch) };
+      const plan = planBatch(target, batch.epoch, batch.expected, batch.entries);
+      if (plan.kind !== 'apply') {
+        await client.query('ROLLBACK');
+        return plan.kind === 'applied' ? { kind: 'already' } : plan;
+      }
+      for (const [type, changes] of changesByType(plan.entries)) {
+        const table = tables.tables.get(type);
+        if (table === undefined) continue;
+        await client.query(this.writeStatement(table, tables.tombstones.name), [
+          JSON.stringify(changes.map((change) => this.row(table, change))),
+          type,
+        ]);
+      }
+      await client.query(
+        `INSERT INTO ${this.name(tables.cursors.name)} (sink_id, "cursor", epoch, updated_at) VALUES ($1, $2, $3, now())
+         ON CONFLICT (sink_id) DO UPDATE SET "cursor" = EXCLUDED."cursor", epoch = EXCLUDED.epoch, updated_at = now()`,
+        [batch.sinkId, encodeTargetCursor(batch.entries[batch.entries.length - 1].position), batch.epoch],
+      );
+      await client.query('COMMIT');
+      return { kind: 'applied' };
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** The target's cursor of the sink; null before its first batch (no row, or no table yet). */
+  async targetCursor(sinkId: string): Promise<TargetCursor | null> {
+    try {
+      const { rows } = await this.pool.query<{ cursor: string; epoch: string }>(
+        `SELECT "cursor", epoch FROM ${this.name(CURSORS_TABLE)} WHERE sink_id = $1`,
+        [sinkId],
+      );
+      return rows.length === 0 ? null : { cursor: decodeTargetCursor(rows[0].cursor), epoch: Number(rows[0].epoch) };
+    } catch (error) {
+      if (UNDEFINED_RELATION.has((error as { code?: string })?.code ?? '')) return null;
+      throw error;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+
+  private name(table: string): string {
+    return `${quote(this.schema)}.${quote(table)}`;
+  }
+
+  /** The input row of a change: typed values by column name, absent ones left out (NULL). */
+  private row(table: TargetTable, change: Change): Record<string, unknown> {
+    const row = targetRow(table, change);
+    const values = Object.fromEntries(Object.entries(row.values).filter(([, value]) => value !== null));
+    return {
+      ...values,
+      op: change.op,
+      owner_id: row.owner_id,
+      id: row.id,
+      resource: row.resource,
+      version_occurred_at: row.version_occurred_at,
+      seq: row.seq,
+    };
+  }
+
+  /**
+   * Deletes (newer than the row) with their tombstones, and upserts newer than both the row and
+   * its tombstone: a replayed or resent change never moves a row back, nor brings a deleted one back.
+   */
+  private writeStatement(table: TargetTable & SchemaTable, tombstones: string): string {
+    const written = allColumns(table).filter((column) => column.name !== 'synced_at');
+    const input = [{ name: 'op', kind: 'text' } as TableColumn, ...written]
+      .map((column) => `${quote(column.name)} ${PG_TYPES[column.kind]}`)
+      .join(', ');
+    const names = written.map((column) => quote(column.name));
+    const updates = [
+      ...table.columns.map((column) => column.name),
+      'resource',
+      'version_occurred_at',
+      'seq',
+      'synced_at',
+    ]
+      .map((name) => `${quote(name)} = EXCLUDED.${quote(name)}`)
+      .join(', ');
+    const t = this.name(table.name);
+    const d = this.name(tombstones);
+    return `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(${input})),
+       tombstoned AS (
+         INSERT INTO ${d} AS d (type, owner_id, id, seq) SELECT $2, owner_id, id, seq FROM input WHERE op = 'delete'
+         ON CONFLICT (type, owner_id, id) DO UPDATE SET seq = EXCLUDED.seq WHERE d.seq IS NULL OR d.seq < EXCLUDED.seq
+         RETURNING 1),
+       deleted AS (
+         DELETE FROM ${t} t USING input i
+          WHERE i.op = 'delete' AND t.owner_id = i.owner_id AND t.id = i.id AND (t.seq IS NULL OR t.seq < i.seq)
+         RETURNING 1)
+     INSERT INTO ${t} AS t (${names.join(', ')}, synced_at)
+     SELECT ${names.map((name) => `i.${name}`).join(', ')}, now() FROM input i
+      WHERE i.op = 'upsert'
+        AND NOT EXISTS (SELECT 1 FROM ${d} d WHERE d.type = $2 AND d.owner_id = i.owner_id AND d.id = i.id AND d.seq > i.seq)
+     ON CONFLICT (owner_id, id) DO UPDATE SET ${updates}
+      WHERE t.seq IS NULL OR t.seq < EXCLUDED.seq`;
+  }
+
+  /**
+   * Creates what the target lacks (the schema, the tables of types not seen yet, columns dropped or
+   * not there yet), once per client: a client is discarded after a failure, so the next one looks again.
+   */
+  private async ensure(types: readonly string[], tables: ReturnType<typeof sinkTables>): Promise<void> {
+    const missing = types.filter((type) => !this.ensured.has(type));
+    if (missing.length === 0 && this.ensured.size > 0) return;
+    const wanted = [tables.cursors, tables.tombstones, ...missing.map((type) => tables.tables.get(type)!)];
+    const { schemaExists, existing } = await this.existingColumns();
+    const work = schemaWork(existing, wanted);
+    if (!schemaExists || work.create.length > 0 || work.add.length > 0) {
+      const client = await this.pool.connect();
+      try {
+        await client.query('BEGIN');
+        // Two sinks creating the same schema at once would fail one another's CREATE.
+        await client.query(`SELECT pg_advisory_xact_lock(hashtext('menu_sync_table_sinks'))`);
+        if (!schemaExists) await client.query(`CREATE SCHEMA IF NOT EXISTS ${quote(this.schema)}`);
+        for (const { table, columns } of work.create) {
+          const definitions = columns.map((column) => `${quote(column.name)} ${PG_TYPES[column.kind]}`);
+          await client.query(
+            `CREATE TABLE IF NOT EXISTS ${this.name(table.name)} (${definitions.join(', ')}, PRIMARY KEY (${table.primaryKey.map(quote).join(', ')}))`,
+          );
+        }
+        for (const { table, column } of work.add)
+          await client.query(
+            `ALTER TABLE ${this.name(table)} ADD COLUMN IF NOT EXISTS ${quote(column.name)} ${PG_TYPES[column.kind]}`,
+          );
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+    }
+    for (const type of types) this.ensured.add(type);
+  }
+
+  /** The schema's tables and their columns (read from the catalogue: a role sees them whatever its privileges). */
+  private async existingColumns(): Promise<{ schemaExists: boolean; existing: Map<string, Set<string>> }> {
+    const namespace = await this.pool.query(`SELECT 1 FROM pg_namespace WHERE nspname = $1`, [this.schema]);
+    const { rows } = await this.pool.query<{ table_name: string; column_name: string }>(
+      `SELECT c.relname AS table_name, a.attname AS column_name
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+        WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')`,
+      [this.schema],
+    );
+    const existing = new Map<string, Set<string>>();
+    for (const row of rows)
+      existing.set(row.table_name, (existing.get(row.table_name) ?? new Set()).add(row.column_name));
+    return { schemaExists: namespace.rows.length > 0, existing };
+  }
+}

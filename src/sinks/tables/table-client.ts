@@ -1,0 +1,41 @@
+import type { ChangeEntry, ChangePosition } from '../../changes/change.js';
+import type { TargetCursor } from './table-batch.js';
+import type { TableTarget } from './table-target.js';
+
+/** One batch for a target: its changes after `expected` (the sink's cursor), in reader order. */
+export interface TableBatch {
+  sinkId: string;
+  epoch: number;
+  /** The types the sink follows: each has its table, created before the first write. */
+  types: readonly string[];
+  expected: ChangePosition;
+  entries: ChangeEntry[];
+}
+
+export type ApplyResult =
+  | { kind: 'applied' }
+  /** The target's cursor already covered the batch: nothing was written. */
+  | { kind: 'already' }
+  /** The target's cursor stands before the sink's: nothing was written, the sink resumes from it. */
+  | { kind: 'behind'; target: ChangePosition };
+
+/**
+ * A connection pool to one target database (docs/reference.md §12). `apply` writes a batch and the
+ * sink's cursor in one transaction of the target; what it throws is the database's error.
+ */
+export interface TableClient {
+  /** `PostgreSQL` or `MySQL`: how errors name the target. */
+  readonly database: string;
+  apply(batch: TableBatch): Promise<ApplyResult>;
+  targetCursor(sinkId: string): Promise<TargetCursor | null>;
+  close(): Promise<void>;
+}
+
+/** How a client reaches its target. */
+export interface TableClientOptions {
+  target: TableTarget;
+  /** The address the host resolved to (and the egress guard allowed): the pool connects only to it. */
+  address: string;
+  /** Connection, statement and lock timeouts. */
+  timeoutMs: number;
+}
