@@ -6,16 +6,17 @@ import {
   after,
   ALL_TYPES,
   ChangeFactory,
+  expectEgressRefusedAtConnection,
   expectReplaysNeverMoveBack,
   expectTablesMatch,
   PRODUCT_COLUMNS,
   sampleBatch,
   tableSink,
+  tableSinksClient,
 } from '../../../test/support/table-sinks.js';
 import type { ChangeEntry } from '../../changes/change.js';
 import { encodeChangeCursor } from '../../changes/change-cursor.js';
 import type { Sink } from '../sink.js';
-import { TableSinksClient } from './table-sinks.client.js';
 
 type Json = any;
 
@@ -24,7 +25,7 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
   let target: pg.Client;
   let role: string;
   let password: string;
-  const client = new TableSinksClient();
+  const { client } = tableSinksClient();
 
   const rows = async (table: string, schema = 'menu_sync'): Promise<Json[]> =>
     (await target.query(`SELECT * FROM "${schema}"."${table}" ORDER BY owner_id, id`)).rows;
@@ -191,5 +192,9 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
       expect(text).not.toContain(password);
       expect(text).not.toContain(encodeURIComponent(password));
     }
+  });
+
+  it('the egress guard judges every connection: SINK_ALLOWED_NETWORKS empty refuses loopback, by address or name, status 0, counted', async () => {
+    await expectEgressRefusedAtConnection('postgres', pgTarget.url);
   });
 });
