@@ -354,9 +354,17 @@ describe('table sinks: PostgreSQL and MySQL targets kept equal to the API (docs/
     };
     const sinks = (await api(app.url, '/api/v1/sinks')).json.data as Json[];
     expect(sinks.map((sink) => sink.kind).sort()).toEqual(['mysql', 'postgres', 'postgres']);
-    const [pgOpen, myOpen] = await connections();
-    expect(pgOpen).toBeGreaterThanOrEqual(1);
-    expect(myOpen).toBeGreaterThanOrEqual(1);
+    // A pg pool ends connections idle for 30 s (the CLI test may take that long): a change wakes the pools.
+    await insertChanges(app.database.url, [{ type: 'product', id: 'wake-up', ownerId: owners[0] }]);
+    await eventually(
+      async () => {
+        const [pgOpen, myOpen] = await connections();
+        expect(pgOpen).toBeGreaterThanOrEqual(1);
+        expect(myOpen).toBeGreaterThanOrEqual(1);
+      },
+      15_000,
+      100,
+    );
     for (const sink of sinks) {
       const answer = await api(app.url, `/api/v1/sinks/${sink.id}`, API_TOKEN, {
         method: 'PATCH',

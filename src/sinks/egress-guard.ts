@@ -4,9 +4,12 @@ import { AppConfig } from '../config/app-config.js';
 import type { Network } from '../config/networks.js';
 import { inNetworks, parseAddress, refusedRange } from './egress-ranges.js';
 
+/** The `code` of EgressRefusedError, which survives drivers that copy errors. */
+export const EGRESS_REFUSED = 'EGRESS_REFUSED';
+
 /** A sink's target resolved to an address the egress guard refuses (docs/reference.md §12). */
 export class EgressRefusedError extends Error {
-  readonly code = 'EGRESS_REFUSED';
+  readonly code = EGRESS_REFUSED;
 
   constructor(
     readonly address: string,

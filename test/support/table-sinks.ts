@@ -1,13 +1,47 @@
 import { randomBytes } from 'node:crypto';
 import type { Change, ChangeEntry } from '../../src/changes/change.js';
 import { START } from '../../src/changes/change.js';
+import { loadConfig } from '../../src/config/app-config.js';
+import { MetricsService } from '../../src/observability/metrics.service.js';
+import { EgressGuard } from '../../src/sinks/egress-guard.js';
 import type { Sink } from '../../src/sinks/sink.js';
+import { TableSinksClient } from '../../src/sinks/tables/table-sinks.client.js';
 import { collection, order, orderProduct, product, Resource, store, trait, traitOption } from './menu-events.js';
 
 type Json = any;
 
 /** A password as a test makes them: long, random, and with characters a URL must escape. */
 export const makePassword = () => `pw/${randomBytes(12).toString('hex')}@:x`;
+
+/** The daemon's table sinks client, its egress guard allowing `networks` (loopback by default). */
+export function tableSinksClient(networks = '127.0.0.0/8,::1/128'): {
+  client: TableSinksClient;
+  metrics: MetricsService;
+} {
+  const config = loadConfig({ SINK_ALLOWED_NETWORKS: networks, TOKEN_ENCRYPTION_KEY: 'A'.repeat(43) + '=' });
+  const metrics = new MetricsService();
+  return { client: new TableSinksClient(new EgressGuard(config), metrics), metrics };
+}
+
+/**
+ * A client whose egress guard allows nothing refuses every connection to the target, by address or
+ * by name (docs/reference.md §12): a retry with status 0 and the guard's error, counted per sink.
+ */
+export async function expectEgressRefusedAtConnection(kind: 'postgres' | 'mysql', url: string): Promise<void> {
+  const { client, metrics } = tableSinksClient('');
+  const changes = new ChangeFactory();
+  for (const target of [url, url.replace('@127.0.0.1:', '@localhost:')]) {
+    const sink = tableSink(kind, target, { types: ['product'] });
+    const outcome = await client.apply(sink, ['product'], [changes.upsert('o', product('1'))]);
+    expect(outcome).toMatchObject({ kind: 'retry', status: 0 });
+    expect((outcome as Json).error).toMatch(
+      /^the egress guard refused (127\.0\.0\.1|::1) \(loopback\): add its network to SINK_ALLOWED_NETWORKS to allow it$/,
+    );
+    const counted = await metrics.sinkEgressRefused.get();
+    expect(counted.values.find((value) => value.labels.sink === sink.id)?.value).toBe(1);
+  }
+  await client.beforeApplicationShutdown();
+}
 
 /** A table sink as the repository answers it, its target URL opened. */
 export function tableSink(kind: 'postgres' | 'mysql', targetUrl: string, fields: Partial<Sink> = {}): Sink {

@@ -4,23 +4,24 @@ import {
   after,
   ALL_TYPES,
   ChangeFactory,
+  expectEgressRefusedAtConnection,
   expectReplaysNeverMoveBack,
   expectTablesMatch,
   json,
   PRODUCT_COLUMNS,
   sampleBatch,
   tableSink,
+  tableSinksClient,
 } from '../../../test/support/table-sinks.js';
 import type { ChangeEntry } from '../../changes/change.js';
 import { encodeChangeCursor } from '../../changes/change-cursor.js';
 import type { Sink } from '../sink.js';
-import { TableSinksClient } from './table-sinks.client.js';
 
 type Json = any;
 
 describe('MySQL table sink client (the real MariaDB, a user with a password)', () => {
   let target: MysqlTarget;
-  const client = new TableSinksClient();
+  const { client } = tableSinksClient();
 
   const rows = async (table: string): Promise<Json[]> =>
     (await target.admin.query(`SELECT * FROM \`${table}\` ORDER BY owner_id, id`))[0] as Json[];
@@ -126,5 +127,9 @@ describe('MySQL table sink client (the real MariaDB, a user with a password)', (
       expect(text).not.toContain(target.password);
       expect(text).not.toContain('not-the-password');
     }
+  });
+
+  it('the egress guard judges every connection: SINK_ALLOWED_NETWORKS empty refuses loopback, by address or name, status 0, counted', async () => {
+    await expectEgressRefusedAtConnection('mysql', target.url);
   });
 });

@@ -1,8 +1,8 @@
-import { connect } from 'node:net';
 import mysql from 'mysql2/promise';
 import type { Change } from '../../changes/change.js';
 import { changesByType, decodeTargetCursor, encodeTargetCursor, planBatch, TargetCursor } from './table-batch.js';
 import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
+import { guardedSocket } from './guarded-socket.js';
 import { allColumns, ColumnKind, TableColumn, TargetTable, targetRow } from './table-columns.js';
 import { CURSORS_TABLE, SchemaTable, schemaWork, sinkTables } from './table-schema.js';
 
@@ -51,7 +51,7 @@ export class MysqlTableClient implements TableClient {
       // The socket goes to the checked address; `host` names the server for TLS only.
       host: target.host,
       port: target.port,
-      stream: () => connect(target.port, options.address),
+      stream: () => guardedSocket(options.resolve, target.port),
       user: target.user,
       password: target.password ?? undefined,
       database: target.database,

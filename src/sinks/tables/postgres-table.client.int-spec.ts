@@ -6,16 +6,20 @@ import {
   after,
   ALL_TYPES,
   ChangeFactory,
+  expectEgressRefusedAtConnection,
   expectReplaysNeverMoveBack,
   expectTablesMatch,
   PRODUCT_COLUMNS,
   sampleBatch,
   tableSink,
+  tableSinksClient,
 } from '../../../test/support/table-sinks.js';
 import type { ChangeEntry } from '../../changes/change.js';
 import { encodeChangeCursor } from '../../changes/change-cursor.js';
+import { EgressRefusedError } from '../egress-guard.js';
 import type { Sink } from '../sink.js';
-import { TableSinksClient } from './table-sinks.client.js';
+import { PostgresTableClient } from './postgres-table.client.js';
+import { parseTableUrl, TableTarget } from './table-target.js';
 
 type Json = any;
 
@@ -24,7 +28,7 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
   let target: pg.Client;
   let role: string;
   let password: string;
-  const client = new TableSinksClient();
+  const { client } = tableSinksClient();
 
   const rows = async (table: string, schema = 'menu_sync'): Promise<Json[]> =>
     (await target.query(`SELECT * FROM "${schema}"."${table}" ORDER BY owner_id, id`)).rows;
@@ -191,5 +195,47 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
       expect(text).not.toContain(password);
       expect(text).not.toContain(encodeURIComponent(password));
     }
+  });
+
+  it('the egress guard judges every connection: SINK_ALLOWED_NETWORKS empty refuses loopback, by address or name, status 0, counted', async () => {
+    await expectEgressRefusedAtConnection('postgres', pgTarget.url);
+  });
+
+  it('a pool checks every new connection: once the address is refused, its next new connection fails', async () => {
+    let refused = false;
+    let resolved = 0;
+    const pool = new PostgresTableClient({
+      target: parseTableUrl('postgres', pgTarget.url) as TableTarget,
+      resolve: () => {
+        resolved++;
+        return refused ? Promise.reject(new EgressRefusedError('127.0.0.1', 'loopback')) : Promise.resolve('127.0.0.1');
+      },
+      schema: 'pooled',
+      timeoutMs: 5000,
+    });
+    const changes = new ChangeFactory();
+    const sink = tableSink('postgres', pgTarget.url, { schema: 'pooled', types: ['product'] });
+    const batch = (entries: ChangeEntry[]) => ({
+      sinkId: sink.id,
+      epoch: sink.epoch,
+      types: ['product'],
+      expected: sink.cursor,
+      entries,
+    });
+    await pool.apply(batch([changes.upsert('o', product('1'))]));
+    expect(resolved).toBe(1);
+    // What a DNS change amounts to for a pool that outlives it: the idle connection serves on, a new one is refused.
+    refused = true;
+    const [reused, opened] = await Promise.allSettled([
+      pool.apply(batch([changes.upsert('o', product('2'))])),
+      pool.apply(batch([changes.upsert('o', product('3'))])),
+    ]);
+    expect(reused.status).toBe('fulfilled');
+    expect(opened).toMatchObject({
+      status: 'rejected',
+      reason: { code: 'EGRESS_REFUSED', message: expect.stringContaining('the egress guard refused 127.0.0.1') },
+    });
+    expect(resolved).toBe(2);
+    await pool.close();
   });
 });

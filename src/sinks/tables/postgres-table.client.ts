@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Change } from '../../changes/change.js';
 import { changesByType, decodeTargetCursor, encodeTargetCursor, planBatch, TargetCursor } from './table-batch.js';
 import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
+import { guardedSocket } from './guarded-socket.js';
 import { allColumns, ColumnKind, TableColumn, TargetTable, targetRow } from './table-columns.js';
 import { CURSORS_TABLE, SchemaTable, schemaWork, sinkTables } from './table-schema.js';
 
@@ -40,8 +41,9 @@ export class PostgresTableClient implements TableClient {
     const { target } = options;
     this.schema = options.schema;
     this.pool = new pg.Pool({
-      host: options.address,
+      host: target.host,
       port: target.port,
+      stream: () => guardedSocket(options.resolve, target.port),
       user: target.user,
       password: target.password ?? undefined,
       database: target.database,

@@ -34,8 +34,8 @@ export interface TableClient {
 /** How a client reaches its target. */
 export interface TableClientOptions {
   target: TableTarget;
-  /** The address the host resolved to (and the egress guard allowed): the pool connects only to it. */
-  address: string;
+  /** The address to connect to, resolved and judged by the egress guard again for every new connection. */
+  resolve: () => Promise<string>;
   /** Connection, statement and lock timeouts. */
   timeoutMs: number;
 }

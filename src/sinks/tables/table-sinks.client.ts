@@ -1,8 +1,9 @@
-import { lookup } from 'node:dns/promises';
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { ChangeEntry } from '../../changes/change.js';
 import { encodeChangeCursor } from '../../changes/change-cursor.js';
+import { MetricsService } from '../../observability/metrics.service.js';
 import type { DeliveryOutcome } from '../delivery.js';
+import { EGRESS_REFUSED, EgressGuard } from '../egress-guard.js';
 import type { Sink } from '../sink.js';
 import { DatabaseFailure, describeDatabaseError, TargetCursor } from './table-batch.js';
 import type { TableClient } from './table-client.js';
@@ -25,14 +26,20 @@ class TargetUnusable extends Error {}
 /**
  * The table sinks' connections (docs/reference.md §12): one client (a pool of two connections) per
  * sink, made when it first delivers, replaced when its URL or schema changes, discarded after every
- * failure (so the next attempt resolves the host again and looks at the tables again), closed when
- * the sink stops (removed, disabled) and at shutdown.
+ * failure (so the next attempt looks at the tables again), closed when the sink stops (removed,
+ * disabled) and at shutdown. Every connection of a pool resolves the host again and goes through
+ * the egress guard, so a pool that outlives a DNS change never reaches a refused address.
  */
 @Injectable()
 export class TableSinksClient implements BeforeApplicationShutdown {
   private readonly logger = new Logger(TableSinksClient.name);
   private readonly clients = new Map<string, OpenClient>();
   private closed = false;
+
+  constructor(
+    private readonly guard: EgressGuard,
+    private readonly metrics: MetricsService,
+  ) {}
 
   /** Writes a batch and the sink's cursor in one transaction of the target. */
   async apply(sink: Sink, types: readonly string[], entries: ChangeEntry[]): Promise<TableOutcome> {
@@ -79,6 +86,11 @@ export class TableSinksClient implements BeforeApplicationShutdown {
       return await work(await open.client);
     } catch (error) {
       await this.discard(sink.id);
+      // mysql2's promise API hands back a copy of the error: its code tells a refusal, not its class.
+      if ((error as { code?: unknown })?.code === EGRESS_REFUSED) {
+        this.metrics.sinkEgressRefused.inc({ sink: sink.id });
+        return { kind: 'retry', status: 0, error: (error as Error).message };
+      }
       if (error instanceof TargetUnusable) return { kind: 'retry', status: 0, error: error.message };
       const failure: DatabaseFailure = describeDatabaseError(
         sink.kind === 'mysql' ? 'MySQL' : 'PostgreSQL',
@@ -106,31 +118,21 @@ export class TableSinksClient implements BeforeApplicationShutdown {
   }
 
   private async connect(sink: Sink, target: TableTarget): Promise<TableClient> {
-    const address = await this.address(target);
+    const resolve = () => this.guard.resolveAllowed(target.host, target.port);
     if (sink.kind === 'mysql') {
       return new MysqlTableClient({
         target,
-        address,
+        resolve,
         tablePrefix: sink.tablePrefix ?? DEFAULT_TABLE_PREFIX,
         timeoutMs: sink.timeoutMs,
       });
     }
     return new PostgresTableClient({
       target,
-      address,
+      resolve,
       schema: sink.schema ?? DEFAULT_SCHEMA,
       timeoutMs: sink.timeoutMs,
     });
-  }
-
-  /**
-   * EGRESS: the one place a table sink's host is resolved before connecting; every connection of
-   * the client's pool goes to the address answered here (a new client, after every failure,
-   * resolves again).
-   */
-  private async address(target: TableTarget): Promise<string> {
-    const { address } = await lookup(target.host);
-    return address;
   }
 
   private async discard(sinkId: string): Promise<void> {
