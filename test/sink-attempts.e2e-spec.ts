@@ -1,15 +1,9 @@
 import { insertChanges, sqlQuery } from './support/change-log-factory.js';
 import { eventually } from './support/eventually.js';
-import { Answer, api, API_TOKEN, RunningDaemon, startDaemon } from './support/http.js';
+import { api, API_TOKEN, RunningDaemon, startDaemon, expectFieldProblem as expectProblem } from './support/http.js';
 import { SinkReceiver } from './support/sink-receiver.js';
 
 type Json = any;
-
-function expectProblem(answer: Answer, status: number, field: string): void {
-  expect(answer.status).toBe(status);
-  expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(answer.json).toMatchObject({ status, field, detail: expect.stringContaining(field) });
-}
 
 /** A signing secret and a bearer token the target echoes back: neither may be kept in clear. */
 const LEAKY_BODY = JSON.stringify({

@@ -1,22 +1,12 @@
 import { insertChanges, sqlQuery } from './support/change-log-factory.js';
 import { eventually } from './support/eventually.js';
-import { Answer, api, API_TOKEN, RunningDaemon, scrape, startDaemon } from './support/http.js';
+import { Answer, api, API_TOKEN, RunningDaemon, scrape, startDaemon, sendJson } from './support/http.js';
 import { SinkReceiver } from './support/sink-receiver.js';
 
 type Json = any;
 
-const post = (app: RunningDaemon, path: string, body: unknown) =>
-  api(app.url, path, API_TOKEN, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-const patch = (app: RunningDaemon, path: string, body: unknown) =>
-  api(app.url, path, API_TOKEN, {
-    method: 'PATCH',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
+const post = (app: RunningDaemon, path: string, body: unknown) => sendJson(app, 'POST', path, body);
+const patch = (app: RunningDaemon, path: string, body: unknown) => sendJson(app, 'PATCH', path, body);
 
 /** Every spelling of a loopback address (or 0.0.0.0) the guard must see through, on `port`. */
 const loopbackForms = (port: number) => [

@@ -1,23 +1,19 @@
 import { insertChanges, sqlQuery } from './support/change-log-factory.js';
 import { eventually } from './support/eventually.js';
-import { Answer, api, API_TOKEN, LOOPBACK_NETWORKS, RunningDaemon, startDaemon } from './support/http.js';
+import {
+  api,
+  LOOPBACK_NETWORKS,
+  RunningDaemon,
+  startDaemon,
+  sendJson,
+  expectFieldProblem as expectProblem,
+} from './support/http.js';
 import { SinkReceiver } from './support/sink-receiver.js';
 
 type Json = any;
 type Inserted = Array<{ seq: number; change_id: string; type: string; id: string }>;
 
-const post = (app: RunningDaemon, path: string, body: unknown) =>
-  api(app.url, path, API_TOKEN, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-
-function expectProblem(answer: Answer, status: number, field: string): void {
-  expect(answer.status).toBe(status);
-  expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(answer.json).toMatchObject({ status, field, detail: expect.stringContaining(field) });
-}
+const post = (app: RunningDaemon, path: string, body: unknown) => sendJson(app, 'POST', path, body);
 
 const ids = (changes: Inserted) => changes.map((change) => change.change_id);
 

@@ -3,7 +3,6 @@ import { runCli } from './support/cli.js';
 import { insertChanges, newestByResource, sqlQuery } from './support/change-log-factory.js';
 import { eventually } from './support/eventually.js';
 import {
-  Answer,
   api,
   API_TOKEN,
   deliver,
@@ -11,30 +10,16 @@ import {
   RunningDaemon,
   scrape,
   startDaemon,
+  sendJson,
+  expectFieldProblem as expectProblem,
 } from './support/http.js';
 import { SinkReceiver } from './support/sink-receiver.js';
 import { webhookEvent } from './support/webhook-events.js';
 
 type Json = any;
 
-const post = (app: RunningDaemon, path: string, body: unknown) =>
-  api(app.url, path, API_TOKEN, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-const patch = (app: RunningDaemon, path: string, body: unknown) =>
-  api(app.url, path, API_TOKEN, {
-    method: 'PATCH',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-
-function expectProblem(answer: Answer, status: number, field: string): void {
-  expect(answer.status).toBe(status);
-  expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(answer.json).toMatchObject({ status, field, detail: expect.stringContaining(field) });
-}
+const post = (app: RunningDaemon, path: string, body: unknown) => sendJson(app, 'POST', path, body);
+const patch = (app: RunningDaemon, path: string, body: unknown) => sendJson(app, 'PATCH', path, body);
 
 /** Changes of one owner: products and a collection, each resource changed several times, one deleted. */
 function plan(ownerId: string, resources = 12, rounds = 3) {

@@ -129,6 +129,22 @@ export async function api(
   return read(await fetch(`${baseUrl}${path}`, { ...init, headers }));
 }
 
+/** A JSON body sent to the API of a running daemon with the test bearer token. */
+export function sendJson(app: RunningDaemon, method: 'POST' | 'PATCH', path: string, body: unknown): Promise<Answer> {
+  return api(app.url, path, API_TOKEN, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
+
+/** A problem+json answer of this status whose `field` (and detail) names the offending field. */
+export function expectFieldProblem(answer: Answer, status: number, field: string): void {
+  expect(answer.status).toBe(status);
+  expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(answer.json).toMatchObject({ status, field, detail: expect.stringContaining(field) });
+}
+
 /**
  * POST with a chunked body (no Content-Length), one chunk per write with a pause between them,
  * so the server reads the body as a stream. The answer may come before every chunk is written.
