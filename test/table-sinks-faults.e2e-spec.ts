@@ -197,7 +197,7 @@ describe('table sinks under faults: replays, privileges, bad input, the egress g
     await settledSink(baseUrl, myId, { state: 'failing', lag: 1, last_error: myError }, 30_000);
     for (const [id, status, error] of [
       [pgId, '42501', pgError],
-      [myId, 'ER_TABLEACCESS_DENIED_ERROR', myError],
+      [myId, 1142, myError],
     ] as const) {
       const [newest] = (await api(baseUrl, `/api/v1/sinks/${id}/attempts`)).json.data as Json[];
       expect(newest).toMatchObject({ outcome: 'retry', status, error, batch: { changes: 1 } });
@@ -249,9 +249,16 @@ describe('table sinks under faults: replays, privileges, bad input, the egress g
     await insertChanges(app.database.url, [{ type: 'product', id: '2', ownerId: owner }]);
     for (const id of sinkIds) {
       await settledSink(baseUrl, id, { state: 'retrying', lag: 1, last_error: REFUSED }, 30_000);
-      // A fresh daemon reads the target's cursor before it sends a batch: that read is refused, so
-      // no attempt is recorded (the client's int tests show a refused batch: status 0, this error).
+      // A fresh daemon reads the target's cursor before it sends a batch: that read is refused, an
+      // attempt of no batch with status 0.
       expect(await scrape(baseUrl, 'menu_sync_sink_egress_refused_total', { sink: id })).toBeGreaterThanOrEqual(1);
+      const [newest] = (await api(baseUrl, `/api/v1/sinks/${id}/attempts`)).json.data as Json[];
+      expect(newest).toMatchObject({
+        outcome: 'retry',
+        status: 0,
+        error: REFUSED,
+        batch: { first_seq: null, last_seq: null, changes: 0 },
+      });
     }
     const [pgRows, myRows] = await targetRows(owner, 'egress');
     expect([[...pgRows.keys()], [...myRows.keys()]]).toEqual([['1'], ['1']]);

@@ -210,11 +210,18 @@ export class SinkWorker {
     return this.backOff(sink, outcome, last);
   }
 
-  /** Takes the target's cursor when the target holds one of this replay epoch that differs from the sink's. */
+  /**
+   * Takes the target's cursor when the target holds one of this replay epoch that differs from the
+   * sink's. A failed read is an attempt of no batch: the target was tried and answered that.
+   */
   private async resumeFromTarget(sink: Sink): Promise<number> {
+    const started = process.hrtime.bigint();
     const read = await this.deps.tables.targetCursor(sink);
-    if ('failure' in read)
-      return this.backOff(sink, read.failure as Extract<DeliveryOutcome, { kind: 'retry' }>, sink.inflight);
+    if ('failure' in read) {
+      const failure = read.failure as Extract<DeliveryOutcome, { kind: 'retry' }>;
+      if (!this.stopped) this.recordAttempt(sink, [], failure, Number(process.hrtime.bigint() - started) / 1e9);
+      return this.backOff(sink, failure, sink.inflight);
+    }
     this.targetUnread = false;
     const target = read.cursor;
     if (target === null || target.epoch !== sink.epoch || comparePositions(target.cursor, sink.cursor) === 0) return 0;
@@ -256,14 +263,17 @@ export class SinkWorker {
 
   /** What was sent and what the target answered (docs/reference.md §12); an attempt cut short by shutdown is none. */
   private recordAttempt(sink: Sink, batch: ChangeEntry[], outcome: DeliveryOutcome, seconds: number): void {
-    const last = batch[batch.length - 1];
+    const last = batch.at(-1);
     this.deps.attempts.record({
       sinkId: sink.id,
       at: new Date(Date.now() - seconds * 1000),
-      firstSeq: batch[0].change.seq,
-      lastSeq: last.change.seq,
+      firstSeq: batch[0]?.change.seq ?? null,
+      lastSeq: last?.change.seq ?? null,
       changes: batch.length,
-      webhookId: sink.kind === 'http' ? batchWebhookId(sink.id, sink.epoch, sink.cursor, last.position) : null,
+      webhookId:
+        sink.kind === 'http' && last !== undefined
+          ? batchWebhookId(sink.id, sink.epoch, sink.cursor, last.position)
+          : null,
       outcome: outcome.kind === 'gone' ? 'disabled' : outcome.kind,
       status: outcome.status ?? 0,
       durationMs: seconds * 1000,

@@ -58,7 +58,7 @@ export function changesByType(entries: readonly ChangeEntry[]): Map<string, Chan
 
 /** A failed write as the sink shows it: the database's code and message, nothing of the URL. */
 export interface DatabaseFailure {
-  /** SQLSTATE (PostgreSQL), the error code (MySQL), or 0 for a network error or timeout. */
+  /** SQLSTATE (PostgreSQL), the server's error number (MySQL), or 0 for a network error or timeout. */
   status: string | number;
   error: string;
 }
@@ -87,7 +87,7 @@ export function describeDatabaseError(database: string, error: unknown, password
     return { status: 0, error: `${database}: ${code}: cannot reach the database` };
   if (typeof code === 'string' && code !== '') {
     const number = typeof errno === 'number' ? ` (${errno})` : '';
-    return { status: code, error: `${database} error ${code}${number}: ${clean}` };
+    return { status: typeof errno === 'number' ? errno : code, error: `${database} error ${code}${number}: ${clean}` };
   }
   return { status: 0, error: `${database}: ${clean}` };
 }

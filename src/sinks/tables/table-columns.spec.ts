@@ -142,7 +142,7 @@ describe('a batch against the target cursor', () => {
       error: 'PostgreSQL error 28P01: password *** is wrong',
     });
     expect(describeDatabaseError('MySQL', { code: 'ER_X', errno: 1, message: 'm' }, null)).toEqual({
-      status: 'ER_X',
+      status: 1,
       error: 'MySQL error ER_X (1): m',
     });
     expect(
