@@ -57,7 +57,7 @@ export class ChangeLogRepository {
     // One statement, so one snapshot: the compaction horizon read with the rows is the one they
     // obey (a compaction committed between two statements could delete changes after the cursor
     // unseen). A page with no rows still answers one row, of the horizons alone. MATERIALIZED: the
-    // horizon function, inlined, costs 2–3× the whole read (it scans pg_stat_activity).
+    // horizon function scans pg_stat_activity, so inlined per row it would cost more than the read.
     const rows: Array<RawChange & { horizon: string; compacted_xid: string; compacted_seq: string }> = await db.query(
       `WITH h AS MATERIALIZED (SELECT event_log_horizon() AS horizon)
        SELECT h.horizon::text AS horizon, k.transaction_id::text AS compacted_xid, k.seq::text AS compacted_seq, c.*
