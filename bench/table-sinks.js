@@ -117,6 +117,7 @@ export async function run({ duration = defaults.duration, warmup = defaults.warm
       daemonRate: rate(changes, sink.ms),
       ratio: round(bare.ms / sink.ms),
       daemonPeakRssMiB: sink.peakRssMiB,
+      daemonStartRssMiB: sink.startRssMiB,
       bareCpu: bare.cpu,
       daemonCpu: sink.cpu,
     }));
@@ -153,7 +154,16 @@ export async function run({ duration = defaults.duration, warmup = defaults.warm
       tables: [
         {
           title: `Table sink catch-up of ${changes} changes, batch ${BATCH} (same run; target ratio >= 0.5, peak RSS < 300 MB)`,
-          columns: ['target', 'bare script s', 'daemon sink s', 'bare /s', 'daemon /s', 'ratio', 'daemon peak RSS MiB'],
+          columns: [
+            'target',
+            'bare script s',
+            'daemon sink s',
+            'bare /s',
+            'daemon /s',
+            'ratio',
+            'daemon RSS at start MiB',
+            'daemon peak RSS MiB',
+          ],
           rows: catchUpRows.map((row) => [
             row.target,
             row.bareSeconds,
@@ -161,6 +171,7 @@ export async function run({ duration = defaults.duration, warmup = defaults.warm
             row.bareRate,
             row.daemonRate,
             row.ratio,
+            row.daemonStartRssMiB,
             row.daemonPeakRssMiB,
           ]),
         },
@@ -325,6 +336,7 @@ async function startDaemon(env, database, logFile) {
  * sampled every 200 ms meanwhile (and its VmHWM read at the end). The sink's lag must then read 0.
  */
 async function catchUp(daemon, { body, head, targetCursor, extraCpu = null }) {
+  const startRssMiB = Math.round(memoryOf(daemon.child.pid).rssMiB);
   let peakRssMiB = 0;
   let sampling = true;
   const sampler = (async () => {
@@ -355,7 +367,7 @@ async function catchUp(daemon, { body, head, targetCursor, extraCpu = null }) {
   const sink = await (await fetch(`${daemon.base}/api/v1/sinks/${sinkId}`)).json();
   if (sink.data.lag !== 0) throw new Error(`sink ${sinkId} caught up but its lag reads ${sink.data.lag}`);
   if (sink.data.state !== 'active') throw new Error(`sink ${sinkId} is ${sink.data.state}: ${sink.data.last_error}`);
-  return { ...result, sinkId, peakRssMiB };
+  return { ...result, sinkId, peakRssMiB, startRssMiB };
 }
 
 /** Times fn; CPU of `pid`, of every postgres process, and of mariadbd when given. */
