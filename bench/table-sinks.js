@@ -118,6 +118,7 @@ export async function run({ duration = defaults.duration, warmup = defaults.warm
       ratio: round(bare.ms / sink.ms),
       daemonPeakRssMiB: sink.peakRssMiB,
       daemonStartRssMiB: sink.startRssMiB,
+      daemonHeapNearPeak: sink.heapNearPeak,
       bareCpu: bare.cpu,
       daemonCpu: sink.cpu,
     }));
@@ -163,6 +164,7 @@ export async function run({ duration = defaults.duration, warmup = defaults.warm
             'ratio',
             'daemon RSS at start MiB',
             'daemon peak RSS MiB',
+            'near peak: heap total / used / external MiB',
           ],
           rows: catchUpRows.map((row) => [
             row.target,
@@ -173,6 +175,7 @@ export async function run({ duration = defaults.duration, warmup = defaults.warm
             row.ratio,
             row.daemonStartRssMiB,
             row.daemonPeakRssMiB,
+            heapCell(row.daemonHeapNearPeak),
           ]),
         },
         {
@@ -339,9 +342,14 @@ async function catchUp(daemon, { body, head, targetCursor, extraCpu = null }) {
   const startRssMiB = Math.round(memoryOf(daemon.child.pid).rssMiB);
   let peakRssMiB = 0;
   let sampling = true;
+  // Where the memory sits at the RSS peak: the V8 heap (total, used) and memory outside it, from /metrics.
+  let atPeak = null;
+  let tick = 0;
   const sampler = (async () => {
     while (sampling) {
-      peakRssMiB = Math.max(peakRssMiB, memoryOf(daemon.child.pid).rssMiB);
+      const rss = memoryOf(daemon.child.pid).rssMiB;
+      if (rss > peakRssMiB && tick++ % 5 === 0) atPeak = await heapOf(daemon.base).catch(() => atPeak);
+      peakRssMiB = Math.max(peakRssMiB, rss);
       await sleep(200);
     }
   })();
@@ -367,7 +375,22 @@ async function catchUp(daemon, { body, head, targetCursor, extraCpu = null }) {
   const sink = await (await fetch(`${daemon.base}/api/v1/sinks/${sinkId}`)).json();
   if (sink.data.lag !== 0) throw new Error(`sink ${sinkId} caught up but its lag reads ${sink.data.lag}`);
   if (sink.data.state !== 'active') throw new Error(`sink ${sinkId} is ${sink.data.state}: ${sink.data.last_error}`);
-  return { ...result, sinkId, peakRssMiB, startRssMiB };
+  return { ...result, sinkId, peakRssMiB, startRssMiB, heapNearPeak: atPeak };
+}
+
+/** The daemon's V8 heap and external memory in MiB, from its Prometheus default metrics. */
+async function heapOf(base) {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const value = (name) => {
+    const match = new RegExp(`^menu_sync_${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+    return match ? Math.round(Number(match[1]) / 2 ** 20) : null;
+  };
+  return {
+    rssMiB: value('process_resident_memory_bytes'),
+    heapTotalMiB: value('nodejs_heap_size_total_bytes'),
+    heapUsedMiB: value('nodejs_heap_size_used_bytes'),
+    externalMiB: value('nodejs_external_memory_bytes'),
+  };
 }
 
 /** Times fn; CPU of `pid`, of every postgres process, and of mariadbd when given. */
@@ -617,6 +640,7 @@ async function createMysqlTarget() {
   };
 }
 
+const heapCell = (heap) => (heap ? `${heap.heapTotalMiB} / ${heap.heapUsedMiB} / ${heap.externalMiB}` : '-');
 const spans = (s) => [s.p50Ms, s.p90Ms, s.p99Ms, s.maxMs];
 const rate = (n, ms) => Math.round(n / (ms / 1000));
 const round = (value) => Math.round(value * 100) / 100;
