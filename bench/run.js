@@ -26,6 +26,7 @@ const BENCHES = {
   replay: () => import('./replay.js'),
   'change-log': () => import('./change-log.js'),
   sinks: () => import('./sinks.js'),
+  'table-sinks': () => import('./table-sinks.js'),
   query: () => import('./query.js'),
 };
 

@@ -22,6 +22,7 @@ import { createMigratedDatabase, databaseUrl, dropDatabase } from './lib/databas
 import { freePort, startService, stopService, waitReady } from './lib/processes.js';
 import { productUpdatedBody } from './lib/projection-events.js';
 import { percentile } from './lib/projection-freshness.js';
+import { fillProductChanges, postJson, sinkBenchEnv } from './lib/sink-changes.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -36,18 +37,7 @@ export const defaults = { duration: 10, quietWait: 0 };
 export async function run({ duration = defaults.duration, logDir }) {
   mkdirSync(logDir, { recursive: true });
   const changes = Number(process.env.BENCH_SINK_CHANGES ?? 1_000_000);
-  const env = {
-    ...process.env,
-    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    HOST: '127.0.0.1',
-    SANDBOX: 'false',
-    LOG_LEVEL: 'warn',
-    RECONCILE_CRON: 'off',
-    NATS_URL,
-    // The receivers are on loopback, which the egress guard refuses unless allowed.
-    SINK_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128',
-  };
-  delete env.API_TOKENS;
+  const env = sinkBenchEnv({ NATS_URL });
   const database = await createMigratedDatabase({ cwd: ROOT, env, suffix: 'sinks' });
   const client = new pg.Client({ connectionString: databaseUrl(database), application_name: 'menu-sync-bench' });
   await client.connect();
@@ -58,7 +48,7 @@ export async function run({ duration = defaults.duration, logDir }) {
   let daemon;
   try {
     const fillStarted = performance.now();
-    await fill(client, changes);
+    await fillProductChanges(client, changes);
     log(`filled ${changes} changes in ${((performance.now() - fillStarted) / 1000).toFixed(1)} s`);
 
     const baselineHttp = await timed(() => bareHttp(client, receiver, changes));
@@ -180,25 +170,6 @@ export async function run({ duration = defaults.duration, logDir }) {
     await client.end().catch(() => undefined);
     await dropDatabase(database);
   }
-}
-
-/** N changes of distinct products, in chunks of 100k (one transaction each). */
-async function fill(client, n) {
-  await client.query('SET synchronous_commit = off');
-  for (let from = 1; from <= n; from += 100_000) {
-    const to = Math.min(n, from + 99_999);
-    await client.query(
-      `
-      INSERT INTO change_log (change_id, type, id, owner_id, op, resource)
-      SELECT 'bench-' || g, 'product', g::text, '1', 'upsert',
-             menu_sync_resource('product', g::text, '1', jsonb_build_object('id', g, 'title', 'Product ' || g, 'available', true,
-               'base_cost', jsonb_build_object('GBP', jsonb_build_object('cents', 300 + g % 2000))), '{"traits":{"data":[]}}'::jsonb,
-               'bench-event-' || g, now(), g, false)
-        FROM generate_series($1::bigint, $2::bigint) g`,
-      [from, to],
-    );
-  }
-  await client.query('VACUUM ANALYZE change_log');
 }
 
 /** The baseline: read a batch, POST it, wait for the answer, next. */
@@ -343,17 +314,6 @@ async function measureFreshness(base, receiver, seconds) {
     p99Ms: ms(percentile(latencies, 99)),
     maxMs: ms(latencies.at(-1) ?? null),
   };
-}
-
-async function postJson(url, body) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const json = await response.json();
-  if (response.status !== 201) throw new Error(`${url}: ${response.status} ${JSON.stringify(json)}`);
-  return json;
 }
 
 async function timed(fn) {

@@ -21,6 +21,56 @@ const UNDEFINED_RELATION = new Set(['42P01', '3F000']);
 /** Identifiers are checked against SCHEMA_PATTERN or come from the code; quoted all the same. */
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+const qualified = (schema: string, table: string) => `${quote(schema)}.${quote(table)}`;
+
+/** The input row of a change for `postgresWriteStatement`: typed values by column name, absent ones left out (NULL). */
+export function postgresInputRow(table: TargetTable, change: Change): Record<string, unknown> {
+  const row = targetRow(table, change);
+  const values = Object.fromEntries(Object.entries(row.values).filter(([, value]) => value !== null));
+  return {
+    ...values,
+    op: change.op,
+    owner_id: row.owner_id,
+    id: row.id,
+    resource: row.resource,
+    version_occurred_at: row.version_occurred_at,
+    seq: row.seq,
+  };
+}
+
+/**
+ * A table's part of a batch in one statement, `$1` the JSON array of `postgresInputRow`s and `$2`
+ * the type: deletes (newer than the row) with their tombstones, and upserts newer than both the row
+ * and its tombstone, so a replayed or resent change never moves a row back, nor brings a deleted one back.
+ */
+export function postgresWriteStatement(schema: string, table: TargetTable & SchemaTable, tombstones: string): string {
+  const written = allColumns(table).filter((column) => column.name !== 'synced_at');
+  const input = [{ name: 'op', kind: 'text' } as TableColumn, ...written]
+    .map((column) => `${quote(column.name)} ${PG_TYPES[column.kind]}`)
+    .join(', ');
+  const names = written.map((column) => quote(column.name));
+  const updates = [...table.columns.map((column) => column.name), 'resource', 'version_occurred_at', 'seq', 'synced_at']
+    .map((name) => `${quote(name)} = EXCLUDED.${quote(name)}`)
+    .join(', ');
+  const t = qualified(schema, table.name);
+  const d = qualified(schema, tombstones);
+  return `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(${input})),
+     tombstoned AS (
+       INSERT INTO ${d} AS d (type, owner_id, id, seq) SELECT $2, owner_id, id, seq FROM input WHERE op = 'delete'
+       ON CONFLICT (type, owner_id, id) DO UPDATE SET seq = EXCLUDED.seq WHERE d.seq IS NULL OR d.seq < EXCLUDED.seq
+       RETURNING 1),
+     deleted AS (
+       DELETE FROM ${t} t USING input i
+        WHERE i.op = 'delete' AND t.owner_id = i.owner_id AND t.id = i.id AND (t.seq IS NULL OR t.seq < i.seq)
+       RETURNING 1)
+   INSERT INTO ${t} AS t (${names.join(', ')}, synced_at)
+   SELECT ${names.map((name) => `i.${name}`).join(', ')}, now() FROM input i
+    WHERE i.op = 'upsert'
+      AND NOT EXISTS (SELECT 1 FROM ${d} d WHERE d.type = $2 AND d.owner_id = i.owner_id AND d.id = i.id AND d.seq > i.seq)
+   ON CONFLICT (owner_id, id) DO UPDATE SET ${updates}
+    WHERE t.seq IS NULL OR t.seq < EXCLUDED.seq`;
+}
+
 export interface PostgresTableOptions extends TableClientOptions {
   schema: string;
 }
@@ -79,8 +129,8 @@ export class PostgresTableClient implements TableClient {
       for (const [type, changes] of changesByType(plan.entries)) {
         const table = tables.tables.get(type);
         if (table === undefined) continue;
-        await client.query(this.writeStatement(table, tables.tombstones.name), [
-          JSON.stringify(changes.map((change) => this.row(table, change))),
+        await client.query(postgresWriteStatement(this.schema, table, tables.tombstones.name), [
+          JSON.stringify(changes.map((change) => postgresInputRow(table, change))),
           type,
         ]);
       }
@@ -118,60 +168,7 @@ export class PostgresTableClient implements TableClient {
   }
 
   private name(table: string): string {
-    return `${quote(this.schema)}.${quote(table)}`;
-  }
-
-  /** The input row of a change: typed values by column name, absent ones left out (NULL). */
-  private row(table: TargetTable, change: Change): Record<string, unknown> {
-    const row = targetRow(table, change);
-    const values = Object.fromEntries(Object.entries(row.values).filter(([, value]) => value !== null));
-    return {
-      ...values,
-      op: change.op,
-      owner_id: row.owner_id,
-      id: row.id,
-      resource: row.resource,
-      version_occurred_at: row.version_occurred_at,
-      seq: row.seq,
-    };
-  }
-
-  /**
-   * Deletes (newer than the row) with their tombstones, and upserts newer than both the row and
-   * its tombstone: a replayed or resent change never moves a row back, nor brings a deleted one back.
-   */
-  private writeStatement(table: TargetTable & SchemaTable, tombstones: string): string {
-    const written = allColumns(table).filter((column) => column.name !== 'synced_at');
-    const input = [{ name: 'op', kind: 'text' } as TableColumn, ...written]
-      .map((column) => `${quote(column.name)} ${PG_TYPES[column.kind]}`)
-      .join(', ');
-    const names = written.map((column) => quote(column.name));
-    const updates = [
-      ...table.columns.map((column) => column.name),
-      'resource',
-      'version_occurred_at',
-      'seq',
-      'synced_at',
-    ]
-      .map((name) => `${quote(name)} = EXCLUDED.${quote(name)}`)
-      .join(', ');
-    const t = this.name(table.name);
-    const d = this.name(tombstones);
-    return `WITH input AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(${input})),
-       tombstoned AS (
-         INSERT INTO ${d} AS d (type, owner_id, id, seq) SELECT $2, owner_id, id, seq FROM input WHERE op = 'delete'
-         ON CONFLICT (type, owner_id, id) DO UPDATE SET seq = EXCLUDED.seq WHERE d.seq IS NULL OR d.seq < EXCLUDED.seq
-         RETURNING 1),
-       deleted AS (
-         DELETE FROM ${t} t USING input i
-          WHERE i.op = 'delete' AND t.owner_id = i.owner_id AND t.id = i.id AND (t.seq IS NULL OR t.seq < i.seq)
-         RETURNING 1)
-     INSERT INTO ${t} AS t (${names.join(', ')}, synced_at)
-     SELECT ${names.map((name) => `i.${name}`).join(', ')}, now() FROM input i
-      WHERE i.op = 'upsert'
-        AND NOT EXISTS (SELECT 1 FROM ${d} d WHERE d.type = $2 AND d.owner_id = i.owner_id AND d.id = i.id AND d.seq > i.seq)
-     ON CONFLICT (owner_id, id) DO UPDATE SET ${updates}
-      WHERE t.seq IS NULL OR t.seq < EXCLUDED.seq`;
+    return qualified(this.schema, table);
   }
 
   /**
