@@ -279,15 +279,19 @@ describe('the console at /console, in a browser, against the sandbox', () => {
       }),
     });
     expect(created.status).toBe(201);
-    await open('overview');
-    const row = page.locator('#sinks tbody tr', { hasText: 'PostgreSQL' });
-    await row.waitFor({ timeout: 15_000 });
-    await expect(row.locator('td').nth(1).textContent()).resolves.toBe(
-      'PostgreSQL postgres://shop:***@127.0.0.1:1/catalogue (schema menu_sync)',
-    );
-    await expect(page.content()).resolves.not.toContain('console-hidden-pw');
-    await shot('table-sink');
-    expect((await api(`/api/v1/sinks/${created.json.data.id}`, { method: 'DELETE' })).status).toBe(204);
+    try {
+      await open('overview');
+      // A sink's own row, not the rows of its attempts table below it.
+      const row = page.locator('#sinks tbody tr.sink', { hasText: 'PostgreSQL' });
+      await row.waitFor({ timeout: 15_000 });
+      await expect(row.locator('td').nth(1).textContent()).resolves.toBe(
+        'PostgreSQL postgres://shop:***@127.0.0.1:1/catalogue (schema menu_sync)',
+      );
+      await expect(page.content()).resolves.not.toContain('console-hidden-pw');
+      await shot('table-sink');
+    } finally {
+      expect((await api(`/api/v1/sinks/${created.json.data.id}`, { method: 'DELETE' })).status).toBe(204);
+    }
   }, 60_000);
 
   it('Activity charts deliveries and lag; every page reads at phone width', async () => {

@@ -240,7 +240,7 @@ function Sinks({ state, canWrite }) {
                 <tbody>
                   ${data.data.map(
                     (sink) =>
-                      html` <tr>
+                      html` <tr class="sink">
                           <td class="mono" title=${sink.id}>${String(sink.id).slice(0, 8)}</td>
                           <td>
                             <span class="mono">${sinkTarget(sink)}</span>
