@@ -133,4 +133,11 @@ describe('loadConfig', () => {
       'SINK_ATTEMPTS_RETENTION: SINK_ATTEMPTS_RETENTION must be a duration such as 7d, 12h, 15m or 30s',
     ]);
   });
+
+  it('HEAP_GROWTH_PERCENT: 40 by default, 0 leaves it to V8, anything outside 0..400 named', () => {
+    expect(loadConfig({}).HEAP_GROWTH_PERCENT).toBe(40);
+    expect(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).HEAP_GROWTH_PERCENT).toBe(0);
+    for (const value of ['-1', '401', 'lots'])
+      expect(problems({ HEAP_GROWTH_PERCENT: value })).toEqual([expect.stringMatching(/^HEAP_GROWTH_PERCENT: /)]);
+  });
 });

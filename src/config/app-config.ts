@@ -219,6 +219,16 @@ export class AppConfig {
   @IsIn(['auto', 'json', 'pretty'], { message: 'LOG_FORMAT must be auto, json or pretty' })
   LOG_FORMAT: 'auto' | 'json' | 'pretty' = 'auto';
 
+  /**
+   * How far V8 lets the heap grow past what the last full collection kept, in percent; 0 leaves it
+   * to V8, which lets a busy daemon's heap reach several times its live data (docs/runtime.md).
+   */
+  @Transform(int)
+  @IsInt()
+  @Min(0)
+  @Max(400)
+  HEAP_GROWTH_PERCENT = 40;
+
   @Transform(bool)
   @IsBoolean()
   MIGRATIONS_RUN = true;
