@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { isTransientDatabaseError } from './database-errors.js';
 import { READ_REPLICA_OPTIONS, ReadReplicaOptions } from './read-replica.js';
@@ -36,6 +35,7 @@ export class ReadRouter implements OnApplicationBootstrap, OnApplicationShutdown
   private lagMs = 0;
   private timer?: NodeJS.Timeout;
   private sampling = false;
+  private stopped = false;
 
   constructor(
     private readonly wal: ReadReplicaRepository,
@@ -62,6 +62,7 @@ export class ReadRouter implements OnApplicationBootstrap, OnApplicationShutdown
   }
 
   onApplicationShutdown(): void {
+    this.stopped = true;
     clearInterval(this.timer);
   }
 
@@ -99,7 +100,7 @@ export class ReadRouter implements OnApplicationBootstrap, OnApplicationShutdown
         return 'primary';
       }
       if (!this.replicaServing || Date.now() + pause > deadline) return 'primary';
-      await sleep(pause);
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 
@@ -109,13 +110,13 @@ export class ReadRouter implements OnApplicationBootstrap, OnApplicationShutdown
   }
 
   private lost(error: unknown): void {
-    if (this.reachable !== false)
+    if (this.reachable !== false && !this.stopped)
       this.logger.warn({ msg: 'read replica unreachable: reads go to the primary', err: String(error) });
     this.reachable = false;
   }
 
   private async sample(): Promise<void> {
-    if (this.sampling) return;
+    if (this.sampling || this.stopped) return;
     this.sampling = true;
     try {
       await this.wal.primaryWalPosition().then(
