@@ -15,6 +15,7 @@ import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
 import { clientErrorProblem, frameworkErrorProblem, registerInputChecks } from './common/request-input.js';
 import { createValidationPipe } from './common/validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
+import { ReadRouter } from './database/read-router.service.js';
 import { DeliveriesInFlight } from './ingress/deliveries-in-flight.js';
 import { registerIngressRoute } from './ingress/ingress.route.js';
 import { IngressService } from './ingress/ingress.service.js';
@@ -74,7 +75,10 @@ export async function createHttpApp({
   configureFastify(app.getHttpAdapter().getInstance(), config, logger, app.get(MetricsService));
   installDirectReads(
     app.getHttpAdapter().getInstance(),
-    [...resourceDirectRoutes(app.get(ResourceQueryService)), menuDirectRoute(app.get(MenuDocumentService))],
+    [
+      ...resourceDirectRoutes(app.get(ResourceQueryService), app.get(ReadRouter)),
+      menuDirectRoute(app.get(MenuDocumentService), app.get(ReadRouter)),
+    ],
     new ApiTokenGuard(app.get(AppConfig)),
   );
   app.useGlobalFilters(new ProblemDetailsFilter());

@@ -126,6 +126,19 @@ describe('loadConfig', () => {
     ).toEqual(['CHANGES_RETENTION', 'CHANGES_TYPES']);
   });
 
+  it('DATABASE_READ_URL: a PostgreSQL URL, masked; READ_REPLICA_MAX_LAG: 5 s by default, a duration', () => {
+    expect(loadConfig({}).DATABASE_READ_URL).toBeUndefined();
+    expect(loadConfig({}).readReplicaMaxLagMs).toBe(5000);
+    const config = loadConfig({ DATABASE_READ_URL: 'postgres://u:pw-s3cr3t@replica/x', READ_REPLICA_MAX_LAG: '500ms' });
+    expect(config.DATABASE_READ_URL).toBe('postgres://u:pw-s3cr3t@replica/x');
+    expect(config.readReplicaMaxLagMs).toBe(500);
+    expect(JSON.stringify(config.dump())).not.toMatch(/s3cr3t/);
+    expect(problems({ DATABASE_READ_URL: 'mysql://replica-s3cr3t/x', READ_REPLICA_MAX_LAG: '5' })).toEqual([
+      'DATABASE_READ_URL: DATABASE_READ_URL must be a postgres:// or postgresql:// URL',
+      'READ_REPLICA_MAX_LAG: READ_REPLICA_MAX_LAG must be a duration such as 5s, 500ms or 1m',
+    ]);
+  });
+
   it('SINK_ATTEMPTS_RETENTION: 7 days by default, a duration, anything else named', () => {
     expect(loadConfig({}).sinkAttemptsRetentionMs).toBe(7 * 86_400_000);
     expect(loadConfig({ SINK_ATTEMPTS_RETENTION: '12h' }).sinkAttemptsRetentionMs).toBe(12 * 3_600_000);

@@ -93,6 +93,7 @@ export interface ApiToken {
 /** Names of the variables whose values are secrets: masked in every dump. */
 export const SECRET_VARIABLES = new Set([
   'DATABASE_URL',
+  'DATABASE_READ_URL',
   'OAUTH_CLIENT_SECRET',
   'WEBHOOK_KEYS',
   'API_TOKENS',
@@ -108,6 +109,19 @@ export class AppConfig {
   @IsOptional()
   @Matches(pgUrl, { message: 'DATABASE_URL must be a postgres:// or postgresql:// URL' })
   DATABASE_URL?: string;
+
+  /** A streaming replica (hot standby) of the database that serves the reads (docs/reference.md §5); unset: the primary does. */
+  @IsOptional()
+  @Matches(pgUrl, { message: 'DATABASE_READ_URL must be a postgres:// or postgresql:// URL' })
+  DATABASE_READ_URL?: string;
+
+  /** Reads go to the primary while the replica lags more than this: `5s`, `500ms`, `1m`. */
+  @Matches(DURATION, { message: 'READ_REPLICA_MAX_LAG must be a duration such as 5s, 500ms or 1m' })
+  READ_REPLICA_MAX_LAG = '5s';
+
+  get readReplicaMaxLagMs(): number {
+    return durationMs(this.READ_REPLICA_MAX_LAG);
+  }
 
   @IsString()
   @MinLength(1)
@@ -445,6 +459,7 @@ export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   const known = Object.keys(new AppConfig());
   const optional = [
     'DATABASE_URL',
+    'DATABASE_READ_URL',
     'PUBLIC_URL',
     'UPSTREAM_AUTH_URL',
     'UPSTREAM_BASE_URL',
