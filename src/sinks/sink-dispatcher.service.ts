@@ -23,8 +23,11 @@ export const SINKS_CHANGED = 'sinks.changed';
 
 /** How often the head of the change log is looked at while there are sinks (new changes wake their workers). */
 const HEAD_POLL_MS = 50;
-/** How often the sinks and their leases are looked at again (sinks made elsewhere, dispatchers come or gone). */
-const REFRESH_MS = 1000;
+/**
+ * How often the sinks and their leases are looked at again (sinks made elsewhere, dispatchers come
+ * or gone): a dead dispatcher's sinks wait at most this long, after PostgreSQL ended its session.
+ */
+const REFRESH_MS = 500;
 export type DispatcherState = LeaseState | 'disabled';
 
 /**
