@@ -18,7 +18,7 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Ready: the database answers, migrations applied; the roles are told, and no role's loop is waited for. */
+  /** Ready: the database answers and every migration is applied; no role's loop is waited for (a standby is ready). */
   @Get('ready')
   @HealthCheck()
   async ready() {
