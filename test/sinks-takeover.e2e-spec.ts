@@ -107,7 +107,7 @@ describe('the sink dispatcher across daemons, and a sink behind the compaction h
       await first.close();
       await rm(dir, { recursive: true, force: true });
     }
-  });
+  }, 180_000);
 
   describe('retention', () => {
     let app: RunningDaemon;
