@@ -12,6 +12,7 @@ import { AppModule } from './app.module.js';
 import { ApiTokenGuard } from './common/api-token.guard.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
+import { registerRoleGate } from './common/role-gate.js';
 import { clientErrorProblem, frameworkErrorProblem, registerInputChecks } from './common/request-input.js';
 import { createValidationPipe } from './common/validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
@@ -150,6 +151,7 @@ function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: P
       .headers({ 'Retry-After': '5', Connection: 'close', 'Content-Type': PROBLEM_CONTENT_TYPE })
       .send(problem(503, 'The daemon is shutting down; retry later.', 'unavailable'));
   });
+  registerRoleGate(fastify, config.roles);
   registerInputChecks(fastify);
   fastify.addHook('onResponse', (request, reply, done) => {
     // Bodies over the limit are refused by Fastify before the ingress handler runs.

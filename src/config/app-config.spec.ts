@@ -53,6 +53,25 @@ describe('loadConfig', () => {
     });
   });
 
+  it('ROLES: every role by default, a comma list, PROJECTOR_ENABLED=false taking the projector out; an unknown role named', () => {
+    expect(loadConfig({}).roles).toEqual(['ingress', 'api', 'projector', 'sinks', 'reconcile', 'console']);
+    expect(loadConfig({ ROLES: 'sinks, projector,reconcile' }).roles).toEqual(['projector', 'sinks', 'reconcile']);
+    expect(loadConfig({ PROJECTOR_ENABLED: 'false' }).roles).toEqual([
+      'ingress',
+      'api',
+      'sinks',
+      'reconcile',
+      'console',
+    ]);
+    expect(loadConfig({ ROLES: 'ingress,projector', PROJECTOR_ENABLED: 'false' }).hasRole('projector')).toBe(false);
+    expect(problems({ ROLES: 'ingress,worker' })).toEqual([
+      'ROLES: ROLES must list roles among ingress, api, projector, sinks, reconcile, console (comma-separated)',
+    ]);
+    expect(problems({ ROLES: ',' })).toEqual([
+      'ROLES: ROLES must name at least one of ingress, api, projector, sinks, reconcile, console',
+    ]);
+  });
+
   it('takes LOG_FORMAT auto (default), json or pretty, and refuses anything else', () => {
     expect(loadConfig({}).LOG_FORMAT).toBe('auto');
     expect(loadConfig({ LOG_FORMAT: 'json' }).LOG_FORMAT).toBe('json');

@@ -1,6 +1,7 @@
 import { plainToInstance, Transform } from 'class-transformer';
 import {
   ArrayMaxSize,
+  ArrayMinSize,
   IsBoolean,
   IsIn,
   IsInt,
@@ -83,6 +84,10 @@ const durationMs = (value: string) => {
 };
 
 const pgUrl = /^postgres(ql)?:\/\/.+/;
+
+/** What a process can do (docs/reference.md §1, Roles); a process holds all of them unless ROLES names fewer. */
+export const ROLE_NAMES = ['ingress', 'api', 'projector', 'sinks', 'reconcile', 'console'] as const;
+export type Role = (typeof ROLE_NAMES)[number];
 
 export type ApiRole = 'read' | 'admin';
 export interface ApiToken {
@@ -258,10 +263,28 @@ export class AppConfig {
   @IsBoolean()
   SANDBOX?: boolean;
 
-  /** Run the projector in this process (one daemon per database projects; others stand by). */
+  /** The roles this process holds: a comma list of ROLE_NAMES. */
+  @Transform(list)
+  @IsIn(ROLE_NAMES, {
+    each: true,
+    message: `ROLES must list roles among ${ROLE_NAMES.join(', ')} (comma-separated)`,
+  })
+  @ArrayMinSize(1, { message: `ROLES must name at least one of ${ROLE_NAMES.join(', ')}` })
+  ROLES: string[] = [...ROLE_NAMES];
+
+  /** The older switch of the projector role: `false` takes `projector` out of ROLES. */
   @Transform(bool)
   @IsBoolean()
   PROJECTOR_ENABLED = true;
+
+  /** The roles this process holds, in the order of ROLE_NAMES. */
+  get roles(): Role[] {
+    return ROLE_NAMES.filter((role) => this.hasRole(role));
+  }
+
+  hasRole(role: Role): boolean {
+    return this.ROLES.includes(role) && (role !== 'projector' || this.PROJECTOR_ENABLED);
+  }
 
   /** Connections in the daemon's PostgreSQL pool. */
   @Transform(int)
