@@ -28,6 +28,7 @@ const BENCHES = {
   sinks: () => import('./sinks.js'),
   'table-sinks': () => import('./table-sinks.js'),
   query: () => import('./query.js'),
+  'scale-out': () => import('./scale-out.js'),
 };
 
 function parseArgs(argv) {
