@@ -28,8 +28,7 @@ export class AdvisoryLease {
       await this.held.connect();
       await this.prepare(this.held);
     }
-    const [{ result }] = await this.held.query(...lockQuery('pg_try_advisory_lock', this.lock));
-    return result;
+    return tryLock(this.held, this.lock);
   }
 
   /** Unlocks and returns the connection, or destroys it when it cannot be unlocked. */
@@ -45,4 +44,10 @@ export class AdvisoryLease {
       await postgres.releasePostgresConnection(error).catch(() => undefined);
     }
   }
+}
+
+/** Tries the session advisory lock `lock` on `runner`'s session: true when that session holds it. */
+export async function tryLock(runner: QueryRunner, lock: AdvisoryLock): Promise<boolean> {
+  const [{ result }] = await runner.query(...lockQuery('pg_try_advisory_lock', lock));
+  return result;
 }

@@ -35,6 +35,8 @@ export const LOCK_SPACES = {
   connectionRefresh: 7_260_200,
   /** One rebuild (replay or verify) of a projection at a time. */
   rebuild: 7_260_300,
+  /** Held by the session of the active projector that applies a projection (its lane), per projection. */
+  projectorLane: 7_260_400,
 } as const;
 
 export const advisoryLocks = {
