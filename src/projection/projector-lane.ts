@@ -45,6 +45,12 @@ export class ProjectorLane {
     private readonly repository: ProjectionRepository,
     private readonly metrics: MetricsService,
     private readonly logger: Logger,
+    /**
+     * Called after each page that moved the checkpoint. Its transaction had an id, which held back
+     * event_log_horizon() for the other lanes while it was open: one that found nothing meanwhile
+     * must look again now rather than at its next poll.
+     */
+    private readonly committed: () => void,
   ) {}
 
   wake(): void {
@@ -78,7 +84,10 @@ export class ProjectorLane {
     const { name } = this.projection;
     const page = await this.repository.applyPage(runner, this.projection, PAGE_ENTRIES);
     if (page.parked > 0) this.logger.warn({ msg: 'parked events', projection: name, count: page.parked });
-    if (page.entries > 0) this.metrics.projectionPosition.set({ projection: name }, Number(page.checkpoint.position));
+    if (page.entries > 0) {
+      this.metrics.projectionPosition.set({ projection: name }, Number(page.checkpoint.position));
+      this.committed();
+    }
     return page.entries;
   }
 }

@@ -77,8 +77,11 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
    */
   private async project(runner: QueryRunner): Promise<void> {
     if (this.loop.stopping) return;
-    const lanes = PROJECTIONS.map(
-      (projection) => new ProjectorLane(projection, this.repository, this.metrics, this.logger),
+    const lanes: ProjectorLane[] = PROJECTIONS.map(
+      (projection) =>
+        new ProjectorLane(projection, this.repository, this.metrics, this.logger, () => {
+          for (const lane of lanes) if (lane.projection !== projection) lane.wake();
+        }),
     );
     this.lanes = lanes;
     const stopAll = (error: unknown) => {
