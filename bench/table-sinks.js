@@ -555,7 +555,7 @@ async function createPostgresTarget() {
           database: name,
           tls: 'disable',
         },
-        address: '127.0.0.1',
+        resolve: async () => '127.0.0.1',
         timeoutMs: 30_000,
         schema,
       });
@@ -612,7 +612,7 @@ async function createMysqlTarget() {
     async createTables(dist, prefix) {
       const client = new dist.MysqlTableClient({
         target: { kind: 'mysql', host: '127.0.0.1', port: 3306, user, password, database: name, tls: 'disable' },
-        address: '127.0.0.1',
+        resolve: async () => '127.0.0.1',
         timeoutMs: 30_000,
         tablePrefix: prefix,
       });

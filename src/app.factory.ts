@@ -12,9 +12,11 @@ import { AppModule } from './app.module.js';
 import { ApiTokenGuard } from './common/api-token.guard.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
+import { registerRoleGate } from './common/role-gate.js';
 import { clientErrorProblem, frameworkErrorProblem, registerInputChecks } from './common/request-input.js';
 import { createValidationPipe } from './common/validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
+import { ReadRouter } from './database/read-router.service.js';
 import { DeliveriesInFlight } from './ingress/deliveries-in-flight.js';
 import { registerIngressRoute } from './ingress/ingress.route.js';
 import { IngressService } from './ingress/ingress.service.js';
@@ -74,7 +76,10 @@ export async function createHttpApp({
   configureFastify(app.getHttpAdapter().getInstance(), config, logger, app.get(MetricsService));
   installDirectReads(
     app.getHttpAdapter().getInstance(),
-    [...resourceDirectRoutes(app.get(ResourceQueryService)), menuDirectRoute(app.get(MenuDocumentService))],
+    [
+      ...resourceDirectRoutes(app.get(ResourceQueryService), app.get(ReadRouter)),
+      menuDirectRoute(app.get(MenuDocumentService), app.get(ReadRouter)),
+    ],
     new ApiTokenGuard(app.get(AppConfig)),
   );
   app.useGlobalFilters(new ProblemDetailsFilter());
@@ -146,6 +151,7 @@ function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: P
       .headers({ 'Retry-After': '5', Connection: 'close', 'Content-Type': PROBLEM_CONTENT_TYPE })
       .send(problem(503, 'The daemon is shutting down; retry later.', 'unavailable'));
   });
+  registerRoleGate(fastify, config.roles);
   registerInputChecks(fastify);
   fastify.addHook('onResponse', (request, reply, done) => {
     // Bodies over the limit are refused by Fastify before the ingress handler runs.

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Logger as Pino } from 'pino';
 import { createHttpApp } from './app.factory.js';
+import { limitHeapGrowth } from './common/heap-growth.js';
 import { AppConfig } from './config/app-config.js';
 import { openDatabase, OpenDatabase } from './database/database-target.js';
 import { migrateDatabase } from './database/migrate.js';
@@ -26,6 +27,7 @@ export class Daemon {
 
   static async start(config: AppConfig, rootLogger: Pino): Promise<Daemon> {
     const logger = new Logger(Daemon.name);
+    limitHeapGrowth(config.HEAP_GROWTH_PERCENT);
     const database = await openDatabase(config);
     let sandbox: Sandbox | null = null;
     try {

@@ -55,7 +55,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
   }
 
   onApplicationBootstrap(): void {
-    if (this.config.PROJECTOR_ENABLED) this.loop.start();
+    if (this.config.hasRole('projector')) this.loop.start();
     else this.disabled = true;
   }
 

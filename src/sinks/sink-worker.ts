@@ -56,6 +56,7 @@ export class SinkWorker {
   private ahead: ReadAhead | null = null;
   private recording: Promise<Sink | null> | null = null;
   private lastLag = -1;
+  private finishing = false;
   /** A table sink resumes from its target's cursor: on start and after every failure (docs/reference.md §12). */
   private targetUnread = true;
   readonly done: Promise<void>;
@@ -72,8 +73,10 @@ export class SinkWorker {
     this.alarm.wake();
   }
 
-  stop(): Promise<void> {
-    this.stopController.abort();
+  /** Ends the loop; `finish` lets the batch in flight get its answer first (a lease handed on), else it is cut short. */
+  stop(finish = false): Promise<void> {
+    if (finish) this.finishing = true;
+    else this.stopController.abort();
     this.alarm.stop();
     return this.done;
   }
@@ -83,7 +86,7 @@ export class SinkWorker {
   }
 
   private async run(): Promise<void> {
-    while (!this.stopped) {
+    while (!this.stopped && !this.finishing) {
       try {
         const wait = await this.step();
         if (wait > 0) await this.alarm.sleep(wait);
