@@ -15,7 +15,7 @@ import { eventBodies } from './lib/events.js';
 import { sampleCpu, waitForQuiet } from './lib/cpu.js';
 import { scanLog } from './lib/logs.js';
 import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
-import { SINGLE_LOCKS } from '../dist/src/database/advisory-locks.js';
+import { LOCK_SPACES, SINGLE_LOCKS } from '../dist/src/database/advisory-locks.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -150,13 +150,14 @@ async function measure({
         [database],
       )
     ).rows.map((row) => row.pid);
-    // The daemon's projector holds an advisory lock on its own connection: its backend's CPU is
-    // reported apart (the baseline has no projector).
+    // The daemon's projector holds advisory locks on its own connections (its lease, a lane per
+    // projection): their backends' CPU is reported apart (the baseline has no projector).
     const projectorPids = (
       await admin(
-        `SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-      WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1 AND l.objid = $2`,
-        [database, PROJECTOR_LOCK],
+        `SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+      WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1
+        AND ((l.classid = 0 AND l.objid = $2 AND l.objsubid = 1) OR (l.classid = $3 AND l.objsubid = 2))`,
+        [database, PROJECTOR_LOCK, LOCK_SPACES.projectorLane],
       )
     ).rows.map((row) => row.pid);
     const finishCpu = sampleCpu(child.pid, pgPids, projectorPids);

@@ -30,9 +30,7 @@ export class AdvisoryLease {
       await this.held.connect();
       await this.prepare(this.held);
     }
-    const fn = this.mode === 'shared' ? 'pg_try_advisory_lock_shared' : 'pg_try_advisory_lock';
-    const [{ result }] = await this.held.query(...lockQuery(fn, this.lock));
-    return result;
+    return tryLock(this.held, this.lock, this.mode);
   }
 
   /** Unlocks and returns the connection, or destroys it when it cannot be unlocked. */
@@ -48,4 +46,15 @@ export class AdvisoryLease {
       await postgres.releasePostgresConnection(error).catch(() => undefined);
     }
   }
+}
+
+/** Tries the session advisory lock `lock` on `runner`'s session: true when that session holds it. */
+export async function tryLock(
+  runner: QueryRunner,
+  lock: AdvisoryLock,
+  mode: 'exclusive' | 'shared' = 'exclusive',
+): Promise<boolean> {
+  const fn = mode === 'shared' ? 'pg_try_advisory_lock_shared' : 'pg_try_advisory_lock';
+  const [{ result }] = await runner.query(...lockQuery(fn, lock));
+  return result;
 }

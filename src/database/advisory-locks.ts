@@ -43,6 +43,8 @@ export const LOCK_SPACES = {
    * sink's id (sinks whose ids hash alike share one lease, and one dispatcher delivers them).
    */
   sinkLease: 7_260_400,
+  /** Held by the session of the active projector that applies a projection (its lane), per projection. */
+  projectorLane: 7_260_500,
 } as const;
 
 export const advisoryLocks = {
