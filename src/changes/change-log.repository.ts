@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import type { SqlSession } from '../database/postgres-connection.js';
 import type { ApiResource } from '../projection/api-resource.js';
-import { Change, ChangeEntry, ChangeFilter, ChangePage, ChangePosition, START } from './change.js';
+import { Change, ChangeEntry, ChangeFilter, ChangePage, ChangePosition, ChangeText, START } from './change.js';
 
 /** A change_log row as read with the columns of `changeColumns`. */
 export interface RawChange {
@@ -22,7 +22,26 @@ export interface RawChange {
 /** The columns a reader selects from change_log under `alias`, for `toEntry`. */
 export const changeColumns = (alias: string) =>
   `${alias}.seq::text AS seq, ${alias}.transaction_id::text AS transaction_id, ${alias}.change_id, ${alias}.type, ${alias}.id, ${alias}.owner_id, ${alias}.op, ${alias}.resource, ${alias}.at`;
-const COLUMNS = changeColumns('c');
+
+/** A change_log row as read with the columns of `changeTextColumns`. */
+export interface RawChangeText extends Omit<RawChange, 'resource' | 'at'> {
+  /** The resource's JSON in the API's key order. */
+  resource: string;
+  /** ISO 8601 in UTC, milliseconds, as `toEntry` writes it. */
+  at: string;
+}
+
+/** The columns a reader selects from change_log under `alias`, for `toText`. */
+export const changeTextColumns = (alias: string) =>
+  `${alias}.seq::text AS seq, ${alias}.transaction_id::text AS transaction_id, ${alias}.change_id, ${alias}.type, ${alias}.id, ${alias}.owner_id, ${alias}.op, menu_sync_resource_json(${alias}.resource) AS resource, to_char(${alias}.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at`;
+
+/** How a reader reads a change: the columns it selects under alias `c`, and what it makes of such a row. */
+export interface ChangeShape<R, T> {
+  columns: string;
+  make(row: R): T;
+}
+export const AS_ENTRY: ChangeShape<RawChange, ChangeEntry> = { columns: changeColumns('c'), make: toEntry };
+export const AS_TEXT: ChangeShape<RawChangeText, ChangeText> = { columns: changeTextColumns('c'), make: toText };
 
 /**
  * The newest change a snapshot sees (no row: the log is empty), as text columns `transaction_id`
@@ -49,8 +68,22 @@ export class ChangeLogRepository {
    * The page carries the compaction horizon of the same snapshot: a reader whose cursor is below
    * it has lost changes (docs/reference.md §11).
    */
-  async readAfter(after: ChangePosition, filter: ChangeFilter, db: SqlSession = this.dataSource): Promise<ChangePage> {
-    const params: unknown[] = [after.transactionId, after.seq, filter.limit];
+  readAfter(after: ChangePosition, filter: ChangeFilter, db: SqlSession = this.dataSource): Promise<ChangePage> {
+    return this.readPage(after, filter, AS_ENTRY, db);
+  }
+
+  /** `readAfter`, each change as the JSON text a push sink sends. */
+  readTextsAfter(after: ChangePosition, filter: ChangeFilter): Promise<ChangePage<ChangeText>> {
+    return this.readPage(after, filter, AS_TEXT, this.dataSource);
+  }
+
+  private async readPage<R, T extends { position: ChangePosition }>(
+    after: ChangePosition,
+    filter: ChangeFilter,
+    shape: ChangeShape<R, T>,
+    db: SqlSession,
+  ): Promise<ChangePage<T>> {
+    const params: unknown[] = [after.transactionId, after.seq, filter.limit, filter.horizon ?? null];
     const where = [`(c.transaction_id, c.seq) > ($1::xid8, $2::bigint)`, `c.transaction_id < h.horizon`];
     if (filter.types !== undefined) where.push(`c.type = ANY($${params.push([...filter.types])}::text[])`);
     if (filter.ownerIds !== undefined) where.push(`c.owner_id = ANY($${params.push([...filter.ownerIds])}::text[])`);
@@ -58,28 +91,33 @@ export class ChangeLogRepository {
     // obey (a compaction committed between two statements could delete changes after the cursor
     // unseen). A page with no rows still answers one row, of the horizons alone. MATERIALIZED: the
     // horizon function scans pg_stat_activity, so inlined per row it would cost more than the read.
-    const rows: Array<RawChange & { horizon: string; compacted_xid: string; compacted_seq: string }> = await db.query(
-      `WITH h AS MATERIALIZED (SELECT event_log_horizon() AS horizon)
-       SELECT h.horizon::text AS horizon, k.transaction_id::text AS compacted_xid, k.seq::text AS compacted_seq, c.*
-         FROM h
-        CROSS JOIN change_log_horizon k
-         LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM change_log c WHERE ${where.join(' AND ')}
-                             ORDER BY c.transaction_id, c.seq LIMIT $3) c ON true`,
-      params,
-    );
+    // An earlier page's horizon spares the horizon function (see ChangeFilter.horizon).
+    const rows: Array<R & { horizon: string; compacted_xid: string; compacted_seq: string; seq: string | null }> =
+      await db.query(
+        `WITH h AS MATERIALIZED (SELECT coalesce($4::xid8, event_log_horizon()) AS horizon)
+         SELECT h.horizon::text AS horizon, k.transaction_id::text AS compacted_xid, k.seq::text AS compacted_seq, c.*
+           FROM h
+          CROSS JOIN change_log_horizon k
+           LEFT JOIN LATERAL (SELECT ${shape.columns} FROM change_log c WHERE ${where.join(' AND ')}
+                               ORDER BY c.transaction_id, c.seq LIMIT $3) c ON true`,
+        params,
+      );
     const [{ horizon, compacted_xid, compacted_seq }] = rows;
+    const changes = rows[0].seq === null ? [] : rows.map((row) => shape.make(row));
+    if (filter.horizon !== undefined && changes.length < filter.limit)
+      return this.readPage(after, { ...filter, horizon: undefined }, shape, db);
     const compactedTo = { transactionId: compacted_xid, seq: compacted_seq };
-    const changes = rows[0].seq === null ? [] : rows.map(toEntry);
-    if (changes.length === filter.limit) return { changes, next: changes[changes.length - 1].position, compactedTo };
+    if (changes.length === filter.limit)
+      return { changes, next: changes[changes.length - 1].position, compactedTo, horizon };
     if (filter.types === undefined && filter.ownerIds === undefined)
-      return { changes, next: changes.at(-1)?.position ?? after, compactedTo };
+      return { changes, next: changes.at(-1)?.position ?? after, compactedTo, horizon };
     const [end]: Array<{ transaction_id: string; seq: string }> = await db.query(
       `SELECT c.transaction_id::text AS transaction_id, c.seq::text AS seq FROM change_log c
         WHERE (c.transaction_id, c.seq) > ($1::xid8, $2::bigint) AND c.transaction_id < $3::xid8
         ORDER BY c.transaction_id DESC, c.seq DESC LIMIT 1`,
       [after.transactionId, after.seq, horizon],
     );
-    return { changes, next: end ? { transactionId: end.transaction_id, seq: end.seq } : after, compactedTo };
+    return { changes, next: end ? { transactionId: end.transaction_id, seq: end.seq } : after, compactedTo, horizon };
   }
 
   /** The newest seq written (0 when none), for the head metric. */
@@ -170,5 +208,22 @@ export function toEntry(row: RawChange): ChangeEntry {
       at: new Date(row.at).toISOString(),
     },
     position: { transactionId: row.transaction_id, seq: row.seq },
+  };
+}
+
+/** The change as the JSON text `JSON.stringify(toEntry(row).change)` means: the same keys in the same order. */
+export function toText(row: RawChangeText): ChangeText {
+  const json =
+    `{"seq":${row.seq},"change_id":${JSON.stringify(row.change_id)},"type":${JSON.stringify(row.type)},` +
+    `"id":${JSON.stringify(row.id)},"owner_id":${JSON.stringify(row.owner_id)},"op":${JSON.stringify(row.op)},` +
+    `"resource":${row.resource},"at":"${row.at}"}`;
+  return {
+    position: { transactionId: row.transaction_id, seq: row.seq },
+    seq: Number(row.seq),
+    changeId: row.change_id,
+    type: row.type,
+    id: row.id,
+    ownerId: row.owner_id,
+    json,
   };
 }

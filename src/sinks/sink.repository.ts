@@ -76,6 +76,11 @@ const XIDS = `cursor_xid::text AS cursor_xid, inflight_xid::text AS inflight_xid
 const SELECT = `SELECT *, ${XIDS} FROM sinks`;
 const RETURNING = `RETURNING *, ${XIDS}`;
 const pos = (position: ChangePosition) => [position.transactionId, position.seq];
+/** What a success sets: the cursor at ($4, $5), the backoff cleared; $6: whether a batch was delivered. */
+const SUCCESS = `cursor_xid = $4, cursor_seq = $5, inflight_xid = NULL, inflight_seq = NULL, attempts = 0,
+  next_attempt_at = NULL, failing_since = NULL, last_error = NULL,
+  last_success_at = CASE WHEN $6 THEN now() ELSE last_success_at END,
+  state = CASE WHEN state = 'disabled' THEN state ELSE 'active' END`;
 
 const aad = (id: string, column: 'secret' | 'previous_secret' | 'url') => `sink:${id}:${column}`;
 
@@ -220,14 +225,19 @@ export class SinkRepository {
    */
   async recordSuccess(id: string, from: ChangePosition, to: ChangePosition, delivered: boolean): Promise<Sink | null> {
     const [rows] = await this.dataSource.query(
-      `UPDATE sinks SET cursor_xid = $4, cursor_seq = $5, inflight_xid = NULL, inflight_seq = NULL, attempts = 0,
-         next_attempt_at = NULL, failing_since = NULL, last_error = NULL,
-         last_success_at = CASE WHEN $6 THEN now() ELSE last_success_at END,
-         state = CASE WHEN state = 'disabled' THEN state ELSE 'active' END
-       WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3 ${RETURNING}`,
+      `UPDATE sinks SET ${SUCCESS} WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3 ${RETURNING}`,
       [id, ...pos(from), ...pos(to), delivered],
     );
     return rows[0] === undefined ? null : this.toSink(rows[0]);
+  }
+
+  /** `recordSuccess` of a delivered batch, answering only whether the cursor moved (the caller knows the sink). */
+  async moveCursor(id: string, from: ChangePosition, to: ChangePosition): Promise<boolean> {
+    const [, count]: [unknown, number] = await this.dataSource.query(
+      `UPDATE sinks SET ${SUCCESS} WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3`,
+      [id, ...pos(from), ...pos(to), true],
+    );
+    return count > 0;
   }
 
   /** Moves the cursor back to `to` (a sink behind the compaction horizon), if it is still at `from`. */
