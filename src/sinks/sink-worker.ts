@@ -12,6 +12,7 @@ import { NatsSinkClient } from './nats-sink.client.js';
 import type { SinkAttemptsService } from './sink-attempts.service.js';
 import { Sink, stateAfterFailure } from './sink.js';
 import { SinkRepository } from './sink.repository.js';
+import { SinkLag } from './sink-lag.js';
 import { inSnapshot, SinkSnapshots } from './sink-start.js';
 import { TableSinksClient } from './tables/table-sinks.client.js';
 import { isTableKind } from './tables/table-target.js';
@@ -30,8 +31,6 @@ export interface SinkWorkerDeps {
   /** How long an idle worker waits for a wake before it looks again. */
   idlePollMs: number;
 }
-
-const LAG_EVERY_MS = 1000;
 
 /** What a sink's pages hold: changes as objects for a table sink, as the JSON texts it sends for the others. */
 type SinkChange = ChangeEntry | ChangeText;
@@ -54,14 +53,12 @@ export class SinkWorker {
   private readonly logger = new Logger(SinkWorker.name);
   private readonly stopController = new AbortController();
   private readonly alarm = new WakeableSleep();
-  private lagMeasuredAt = 0;
-  private lagTookMs = 0;
   private known: Sink | null = null;
   private ahead: ReadAhead | null = null;
   /** The readers' horizon of the last page read (see ChangeFilter.horizon). */
   private horizon: string | undefined;
   private recording: Promise<boolean> | null = null;
-  private lastLag = -1;
+  private readonly lag: SinkLag;
   /** A table sink resumes from its target's cursor: on start and after every failure (docs/reference.md §12). */
   private targetUnread = true;
   readonly done: Promise<void>;
@@ -70,6 +67,7 @@ export class SinkWorker {
     readonly sinkId: string,
     private readonly deps: SinkWorkerDeps,
   ) {
+    this.lag = new SinkLag(deps.repository, deps.metrics, deps.defaultTypes);
     this.done = this.run();
   }
 
@@ -102,6 +100,7 @@ export class SinkWorker {
       this.logger.error({ msg: 'sink cursor move failed', sink: this.sinkId, err: error }),
     );
     await this.deps.tables.release(this.sinkId);
+    await this.lag.settled();
   }
 
   /** One round; answers how long to wait before the next (0: at once). */
@@ -127,7 +126,7 @@ export class SinkWorker {
       return Math.min(sink.nextAttemptAt.getTime() - now, 1000);
     }
     if (isTableKind(sink.kind) && this.targetUnread) return this.resumeFromTarget(sink);
-    await this.measureLag(sink);
+    this.lag.soon(sink);
     const ahead = this.ahead;
     this.ahead = null;
     const page = (ahead !== null && ahead.key === readKey(sink) ? await ahead.page : null) ?? (await this.read(sink));
@@ -138,7 +137,7 @@ export class SinkWorker {
         ? page.changes
         : page.changes.filter((entry) => comparePositions(entry.position, sink.inflight!) <= 0);
     if (batch.length === 0) {
-      if (this.lastLag !== 0) await this.measureLag(sink, true);
+      if (this.lag.last !== 0) await this.lag.now(sink);
       if (comparePositions(page.next, sink.cursor) > 0) {
         if (!(await this.settle())) return 0;
         this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false);
@@ -374,18 +373,5 @@ export class SinkWorker {
     if (!(await this.settle())) return true;
     await this.deps.repository.restartFrom(sink.id, sink.cursor, START);
     return true;
-  }
-
-  /**
-   * At most once a second while delivering, and never more than a twentieth of the time (counting
-   * a backlog of a million changes takes a while); at once when the sink has caught up.
-   */
-  private async measureLag(sink: Sink, now = false): Promise<void> {
-    if (!now && Date.now() - this.lagMeasuredAt < Math.max(LAG_EVERY_MS, 20 * this.lagTookMs)) return;
-    const started = Date.now();
-    this.lastLag = await this.deps.repository.lag(sink, sink.types ?? this.deps.defaultTypes, sink.ownerIds);
-    this.lagMeasuredAt = Date.now();
-    this.lagTookMs = this.lagMeasuredAt - started;
-    this.deps.metrics.sinkLag.set({ sink: sink.id }, this.lastLag);
   }
 }
