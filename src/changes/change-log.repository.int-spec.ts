@@ -32,6 +32,7 @@ describe('ChangeLogRepository (PostgreSQL)', () => {
   });
 
   afterAll(async () => {
+    await repository.onApplicationShutdown();
     await dataSource.destroy();
     await database.drop();
   });

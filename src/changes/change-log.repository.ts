@@ -1,8 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
-import type { SqlSession } from '../database/postgres-connection.js';
+import { LazyPool, preparedQuery, SqlSession } from '../database/postgres-connection.js';
 import type { ApiResource } from '../projection/api-resource.js';
 import { Change, ChangeEntry, ChangeFilter, ChangePage, ChangePosition, ChangeText, START } from './change.js';
 
@@ -54,10 +54,42 @@ export function changePosition(row: { transaction_id: string | null; seq: string
   return row?.transaction_id != null && row.seq != null ? { transactionId: row.transaction_id, seq: row.seq } : START;
 }
 
+/** Runs a statement on what a read was given: a session, or the sinks' pool. */
+type Run = <Row>(sql: string, params: unknown[]) => Promise<Row[]>;
+
+/** The last change after `after` below `horizon`, or `after` when there is none. */
+async function readableEnd(run: Run, after: ChangePosition, horizon: string): Promise<ChangePosition> {
+  const [end] = await run<{ transaction_id: string; seq: string }>(
+    `SELECT c.transaction_id::text AS transaction_id, c.seq::text AS seq FROM change_log c
+      WHERE (c.transaction_id, c.seq) > ($1::xid8, $2::bigint) AND c.transaction_id < $3::xid8
+      ORDER BY c.transaction_id DESC, c.seq DESC LIMIT 1`,
+    [after.transactionId, after.seq, horizon],
+  );
+  return end ? { transactionId: end.transaction_id, seq: end.seq } : after;
+}
+
 /** The change log's reads and its compaction. Writes happen inside the read-model statements (ProjectionRepository, rebuild swap). */
 @Injectable()
-export class ChangeLogRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+export class ChangeLogRepository implements OnApplicationShutdown {
+  /**
+   * The sinks' reads, prepared, on sessions that plan them generically: PostgreSQL's own choice
+   * was a custom plan at every run (the generic estimate cannot see how selective the type filter
+   * is), for the same plan. A pool of its own, so other statements keep PostgreSQL's choice.
+   */
+  private readonly sinkReads: LazyPool;
+
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {
+    this.sinkReads = new LazyPool(
+      dataSource,
+      { application_name: 'menu-sync sinks' },
+      { plan_cache_mode: 'force_generic_plan' },
+    );
+  }
+
+  /** Ends the sinks' pool (Nest calls this hook last, after the sink workers stopped). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.sinkReads.end();
+  }
 
   /**
    * Changes after `after` in (transaction id, seq) order, only those written by transactions older
@@ -69,19 +101,21 @@ export class ChangeLogRepository {
    * it has lost changes (docs/reference.md §11).
    */
   readAfter(after: ChangePosition, filter: ChangeFilter, db: SqlSession = this.dataSource): Promise<ChangePage> {
-    return this.readPage(after, filter, AS_ENTRY, db);
+    return this.readPage(after, filter, AS_ENTRY, (sql, params) => db.query(sql, params));
   }
 
   /** `readAfter`, each change as the JSON text a push sink sends. */
   readTextsAfter(after: ChangePosition, filter: ChangeFilter): Promise<ChangePage<ChangeText>> {
-    return this.readPage(after, filter, AS_TEXT, this.dataSource);
+    return this.readPage(after, filter, AS_TEXT, (sql, params) =>
+      preparedQuery(this.dataSource, sql, params, this.sinkReads.get()),
+    );
   }
 
   private async readPage<R, T extends { position: ChangePosition }>(
     after: ChangePosition,
     filter: ChangeFilter,
     shape: ChangeShape<R, T>,
-    db: SqlSession,
+    run: Run,
   ): Promise<ChangePage<T>> {
     const params: unknown[] = [after.transactionId, after.seq, filter.limit, filter.horizon ?? null];
     const where = [`(c.transaction_id, c.seq) > ($1::xid8, $2::bigint)`, `c.transaction_id < h.horizon`];
@@ -92,32 +126,26 @@ export class ChangeLogRepository {
     // unseen). A page with no rows still answers one row, of the horizons alone. MATERIALIZED: the
     // horizon function scans pg_stat_activity, so inlined per row it would cost more than the read.
     // An earlier page's horizon spares the horizon function (see ChangeFilter.horizon).
-    const rows: Array<R & { horizon: string; compacted_xid: string; compacted_seq: string; seq: string | null }> =
-      await db.query(
-        `WITH h AS MATERIALIZED (SELECT coalesce($4::xid8, event_log_horizon()) AS horizon)
-         SELECT h.horizon::text AS horizon, k.transaction_id::text AS compacted_xid, k.seq::text AS compacted_seq, c.*
-           FROM h
-          CROSS JOIN change_log_horizon k
-           LEFT JOIN LATERAL (SELECT ${shape.columns} FROM change_log c WHERE ${where.join(' AND ')}
-                               ORDER BY c.transaction_id, c.seq LIMIT $3) c ON true`,
-        params,
-      );
+    const sql = `WITH h AS MATERIALIZED (SELECT coalesce($4::xid8, event_log_horizon()) AS horizon)
+       SELECT h.horizon::text AS horizon, k.transaction_id::text AS compacted_xid, k.seq::text AS compacted_seq, c.*
+         FROM h
+        CROSS JOIN change_log_horizon k
+         LEFT JOIN LATERAL (SELECT ${shape.columns} FROM change_log c WHERE ${where.join(' AND ')}
+                             ORDER BY c.transaction_id, c.seq LIMIT $3) c ON true`;
+    const rows = await run<R & { horizon: string; compacted_xid: string; compacted_seq: string; seq: string | null }>(
+      sql,
+      params,
+    );
     const [{ horizon, compacted_xid, compacted_seq }] = rows;
     const changes = rows[0].seq === null ? [] : rows.map((row) => shape.make(row));
     if (filter.horizon !== undefined && changes.length < filter.limit)
-      return this.readPage(after, { ...filter, horizon: undefined }, shape, db);
+      return this.readPage(after, { ...filter, horizon: undefined }, shape, run);
     const compactedTo = { transactionId: compacted_xid, seq: compacted_seq };
     if (changes.length === filter.limit)
       return { changes, next: changes[changes.length - 1].position, compactedTo, horizon };
     if (filter.types === undefined && filter.ownerIds === undefined)
       return { changes, next: changes.at(-1)?.position ?? after, compactedTo, horizon };
-    const [end]: Array<{ transaction_id: string; seq: string }> = await db.query(
-      `SELECT c.transaction_id::text AS transaction_id, c.seq::text AS seq FROM change_log c
-        WHERE (c.transaction_id, c.seq) > ($1::xid8, $2::bigint) AND c.transaction_id < $3::xid8
-        ORDER BY c.transaction_id DESC, c.seq DESC LIMIT 1`,
-      [after.transactionId, after.seq, horizon],
-    );
-    return { changes, next: end ? { transactionId: end.transaction_id, seq: end.seq } : after, compactedTo, horizon };
+    return { changes, next: await readableEnd(run, after, horizon), compactedTo, horizon };
   }
 
   /** The newest seq written (0 when none), for the head metric. */

@@ -3,9 +3,12 @@ import { MetricsService } from '../observability/metrics.service.js';
 import type { Sink } from './sink.js';
 import { SinkRepository } from './sink.repository.js';
 
-const EVERY_MS = 1000;
+const EVERY_MS = 5000;
 
-/** A worker's `menu_sync_sink_lag_changes`: counted beside the deliveries, never between them. */
+/**
+ * A worker's `menu_sync_sink_lag_changes`: counted beside the deliveries, never between them, and
+ * between two counts lowered by what was delivered (a count walks the whole backlog).
+ */
 export class SinkLag {
   private readonly logger = new Logger(SinkLag.name);
   private measuredAt = 0;
@@ -20,12 +23,9 @@ export class SinkLag {
     private readonly defaultTypes: readonly string[],
   ) {}
 
-  /**
-   * While delivering: at most once a second, and never more than a twentieth of the time
-   * (counting a backlog of a million changes takes a while).
-   */
+  /** While delivering: at most every five seconds, and never more than a fiftieth of the time. */
   soon(sink: Sink): void {
-    if (this.running !== null || Date.now() - this.measuredAt < Math.max(EVERY_MS, 20 * this.tookMs)) return;
+    if (this.running !== null || Date.now() - this.measuredAt < Math.max(EVERY_MS, 50 * this.tookMs)) return;
     this.running = this.measure(sink)
       .catch((error) => this.logger.warn({ msg: 'sink lag could not be counted', sink: sink.id, err: String(error) }))
       .finally(() => (this.running = null));
@@ -35,6 +35,13 @@ export class SinkLag {
   async now(sink: Sink): Promise<void> {
     await this.settled();
     await this.measure(sink);
+  }
+
+  /** `changes` of the backlog were delivered. */
+  delivered(sink: Sink, changes: number): void {
+    if (this.last <= 0) return;
+    this.last = Math.max(0, this.last - changes);
+    this.metrics.sinkLag.set({ sink: sink.id }, this.last);
   }
 
   async settled(): Promise<void> {

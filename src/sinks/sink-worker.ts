@@ -178,6 +178,7 @@ export class SinkWorker {
     if (!(await this.settle())) return 0;
     if (outcome.kind === 'ok') {
       this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'ok' });
+      this.lag.delivered(sink, batch.length);
       if (ahead === null) {
         this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
         return 0;

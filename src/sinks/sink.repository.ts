@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { SecretCipher } from '../common/secret-cipher.js';
 import type { ChangePosition } from '../changes/change.js';
-import type { SqlSession } from '../database/postgres-connection.js';
+import { preparedQuery, SqlSession } from '../database/postgres-connection.js';
 import type { Sink, SinkFailure, SinkKind, SinkState } from './sink.js';
 import { inSnapshot, SinkFrom, startSink } from './sink-start.js';
 
@@ -233,11 +233,12 @@ export class SinkRepository {
 
   /** `recordSuccess` of a delivered batch, answering only whether the cursor moved (the caller knows the sink). */
   async moveCursor(id: string, from: ChangePosition, to: ChangePosition): Promise<boolean> {
-    const [, count]: [unknown, number] = await this.dataSource.query(
-      `UPDATE sinks SET ${SUCCESS} WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3`,
+    const moved = await preparedQuery(
+      this.dataSource,
+      `UPDATE sinks SET ${SUCCESS} WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3 RETURNING 1`,
       [id, ...pos(from), ...pos(to), true],
     );
-    return count > 0;
+    return moved.length > 0;
   }
 
   /** Moves the cursor back to `to` (a sink behind the compaction horizon), if it is still at `from`. */
