@@ -184,8 +184,8 @@ export class SinkWorker {
         return 0;
       }
       // Catching up: the next batch goes out while this cursor move is written. The target has
-      // acknowledged this one, so still one batch in flight; a crash before the move commits
-      // resends both batches under the same ids (at-least-once).
+      // acknowledged this one, so still one batch in flight; a crash before the move commits (or,
+      // for PostgreSQL, before it reaches the disk) resends the batches under the same ids.
       const recorded = this.deps.repository.moveCursor(sink.id, sink.cursor, last);
       recorded.catch(() => undefined);
       this.recording = recorded;

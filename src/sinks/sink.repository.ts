@@ -1,9 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { SecretCipher } from '../common/secret-cipher.js';
 import type { ChangePosition } from '../changes/change.js';
-import { preparedQuery, SqlSession } from '../database/postgres-connection.js';
+import { LazyPool, preparedQuery, SqlSession } from '../database/postgres-connection.js';
 import type { Sink, SinkFailure, SinkKind, SinkState } from './sink.js';
 import { inSnapshot, SinkFrom, startSink } from './sink-start.js';
 
@@ -86,11 +86,30 @@ const aad = (id: string, column: 'secret' | 'previous_secret' | 'url') => `sink:
 
 /** Sinks with their secrets sealed at rest: only this repository sees ciphertext. */
 @Injectable()
-export class SinkRepository {
+export class SinkRepository implements OnApplicationShutdown {
+  /**
+   * The cursor moves of sinks catching up, on sessions that commit without waiting for the WAL to
+   * reach the disk (`synchronous_commit`): a move lost to a crash of PostgreSQL sends its batches
+   * again under the same webhook-ids, which at-least-once allows, and the next batch does not wait
+   * for a flush per batch.
+   */
+  private readonly cursorMoves: LazyPool;
+
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly cipher: SecretCipher,
-  ) {}
+  ) {
+    this.cursorMoves = new LazyPool(
+      dataSource,
+      { application_name: 'menu-sync sink cursors', max: 2 },
+      { synchronous_commit: 'off' },
+    );
+  }
+
+  /** Ends the cursor moves' pool (Nest calls this hook last, after the sink workers stopped). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.cursorMoves.end();
+  }
 
   /** The new sink, started from `from` in the same transaction (so no delivery starts anywhere else). */
   async create(input: NewSink): Promise<Sink> {
@@ -231,12 +250,16 @@ export class SinkRepository {
     return rows[0] === undefined ? null : this.toSink(rows[0]);
   }
 
-  /** `recordSuccess` of a delivered batch, answering only whether the cursor moved (the caller knows the sink). */
+  /**
+   * `recordSuccess` of a delivered batch while catching up, committed without waiting for the disk
+   * (`cursorMoves`); answers only whether the cursor moved (the caller knows the sink).
+   */
   async moveCursor(id: string, from: ChangePosition, to: ChangePosition): Promise<boolean> {
     const moved = await preparedQuery(
       this.dataSource,
       `UPDATE sinks SET ${SUCCESS} WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3 RETURNING 1`,
       [id, ...pos(from), ...pos(to), true],
+      this.cursorMoves.get(),
     );
     return moved.length > 0;
   }
