@@ -178,6 +178,9 @@ describe('ChangeLogRepository (PostgreSQL)', () => {
       5_000,
       20,
     );
+    const before = await repository.compactionHorizon();
+    expect(await repository.compact(new Date(0))).toBe(0);
+    expect(await repository.compactionHorizon()).toEqual(before);
     expect(await repository.compact(new Date(Date.now() + 60_000))).toBe(2);
     const kept = await repository.readAfter(START, { limit: 1000 });
     expect(kept.changes.map((entry) => entry.change.change_id)).toEqual(

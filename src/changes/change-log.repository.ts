@@ -187,7 +187,8 @@ export class ChangeLogRepository implements OnApplicationShutdown {
   /**
    * Deletes changes written before `before` except the newest of each resource, and only those of
    * finished transactions, then raises the horizon to the highest position deleted. One transaction;
-   * while another daemon compacts, nothing.
+   * while another daemon compacts, nothing. A log with no change before `before` is left alone
+   * without ranking it (a sort of the whole log, at every start of a daemon).
    */
   async compact(before: Date): Promise<number> {
     return this.dataSource.transaction(async (manager) => {
@@ -195,6 +196,11 @@ export class ChangeLogRepository implements OnApplicationShutdown {
         ...lockQuery('pg_try_advisory_xact_lock', advisoryLocks.single('changeLogCompaction')),
       );
       if (!locked) return 0;
+      const [{ due }]: Array<{ due: boolean }> = await manager.query(
+        `SELECT EXISTS (SELECT 1 FROM change_log WHERE at < $1) AS due`,
+        [before],
+      );
+      if (!due) return 0;
       const [row]: Array<{ deleted: number; transaction_id: string | null; seq: string | null }> = await manager.query(
         `WITH ranked AS (
            SELECT seq, at, row_number() OVER (PARTITION BY type, id ORDER BY transaction_id DESC, seq DESC) AS newest_first
