@@ -100,7 +100,8 @@ export async function run({
           `  ${target.padEnd(8)} c=${String(c).padEnd(3)} ${Math.round(result.reqPerSec)} req/s, p50 ${result.p50Ms} ms, ` +
             `p99 ${result.p99Ms} ms, status ${JSON.stringify(result.statusCodes)}, non-2xx ${result.non2xx}, errors ${result.errors}, ` +
             `CPU % of a core: server ${result.cpu.serverPct}, postgres ${result.cpu.postgresPct} (projector ${result.cpu.postgresSubsetPct}), autocannon ${result.cpu.loadGeneratorPct}, ` +
-            `other ${result.cpu.otherPct} (machine busy before: ${result.machineBusyBeforePct}%)`,
+            `other ${result.cpu.otherPct} (machine busy before: ${result.machineBusyBeforePct}%); ` +
+            `CPU µs per request: server ${result.cpuPerRequestUs.server}, postgres ${result.cpuPerRequestUs.postgres}`,
         );
         if (result.sinks) log(`  ${target} c=${c} sinks after the load: ${JSON.stringify(result.sinks.catchUp)}`);
       }
@@ -195,7 +196,10 @@ async function measure({
     const finishCpu = sampleCpu(child.pid, pgPids, projectorPids);
     // The sinks' targets (the receiver, the target database's backends) are counted apart from "other".
     const finishTargetsCpu = sinks ? sampleCpu(sinks.receiverPid, (await sinks.targetPids()).map(String)) : null;
+    const measuredFromUs = Number(process.hrtime.bigint() / 1000n);
     const result = await cannon({ ...load, duration });
+    // On the monotonic clock of the servers' CPU profiles (bench/cpu-profile.js --from --to).
+    const measuredUs = [measuredFromUs, Number(process.hrtime.bigint() / 1000n)];
     const cpu = finishCpu();
     if (finishTargetsCpu) {
       const targets = finishTargetsCpu();
@@ -217,6 +221,11 @@ async function measure({
       reqPerSec: result.requests.mean,
       reqPerSecStddev: result.requests.stddev,
       p50Ms: result.latency.p50,
+      // CPU time per answered request (µs): what a change costs, less sensitive to the machine's other load than req/s.
+      cpuPerRequestUs: {
+        server: Math.round((cpu.serverPct * 1e4) / result.requests.mean),
+        postgres: Math.round((cpu.postgresPct * 1e4) / result.requests.mean),
+      },
       p90Ms: result.latency.p90,
       p99Ms: result.latency.p99,
       maxMs: result.latency.max,
@@ -252,6 +261,8 @@ async function measure({
           ])
         : null,
       sinks: sinksAfter,
+      serverPid: child.pid,
+      measuredUs,
       exit: stopped,
       logFile,
       logWarnings: logs.warnings,
@@ -411,6 +422,8 @@ function tables(runs, comparisons) {
         'CPU gen %',
         'CPU other %',
         ...(withSinks ? ['CPU sink targets %'] : []),
+        'srv µs/req',
+        'pg µs/req',
         'batch mean',
       ],
       rows: runs.map((r) => [
@@ -429,6 +442,8 @@ function tables(runs, comparisons) {
         r.cpu.loadGeneratorPct,
         r.cpu.otherPct,
         ...(withSinks ? [r.cpu.sinkTargetsPct ?? '-'] : []),
+        r.cpuPerRequestUs.server,
+        r.cpuPerRequestUs.postgres,
         r.appendBatchSize?.mean != null ? round(r.appendBatchSize.mean, 1) : '-',
       ]),
     },

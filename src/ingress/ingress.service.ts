@@ -44,6 +44,11 @@ export class IngressService {
       this.metrics.webhookDeliveries.inc({ outcome: 'unknown_key' });
       throw new NotFoundError('Not Found');
     }
+    return this.receiveUnder(keyId, delivery);
+  }
+
+  /** As `receive`, for a delivery whose key the caller resolved to `keyId`. */
+  async receiveUnder(keyId: string, delivery: Delivery): Promise<DeliveryOutcome> {
     let parsed: ParsedDelivery;
     try {
       parsed = parseDelivery(delivery.body, delivery.contentType, delivery.key);
