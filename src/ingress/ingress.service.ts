@@ -102,6 +102,7 @@ export class IngressService {
       eventSeq: parsed.eventSeq,
       handled: parsed.handled,
       payload: parsed.payload,
+      payloadUtf8: parsed.payloadUtf8,
       sha256: parsed.sha256,
       source: 'webhook',
       receivedAt: delivery.receivedAt,
