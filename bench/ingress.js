@@ -99,7 +99,7 @@ export async function run({
         log(
           `  ${target.padEnd(8)} c=${String(c).padEnd(3)} ${Math.round(result.reqPerSec)} req/s, p50 ${result.p50Ms} ms, ` +
             `p99 ${result.p99Ms} ms, status ${JSON.stringify(result.statusCodes)}, non-2xx ${result.non2xx}, errors ${result.errors}, ` +
-            `CPU % of a core: server ${result.cpu.serverPct}, postgres ${result.cpu.postgresPct} (projector ${result.cpu.postgresSubsetPct}), autocannon ${result.cpu.loadGeneratorPct}, ` +
+            `CPU % of a core: server ${result.cpu.serverPct}, postgres ${result.cpu.postgresPct} (projector ${result.cpu.postgresSubsetPct}, append ${result.cpu.appendPct}), autocannon ${result.cpu.loadGeneratorPct}, ` +
             `other ${result.cpu.otherPct} (machine busy before: ${result.machineBusyBeforePct}%); ` +
             `CPU µs per request: server ${result.cpuPerRequestUs.server}, postgres ${result.cpuPerRequestUs.postgres}`,
         );
@@ -194,6 +194,17 @@ async function measure({
       )
     ).rows.map((row) => row.pid);
     const finishCpu = sampleCpu(child.pid, pgPids, projectorPids);
+    // The daemon's append pool (its backends last ran the append): the rest of `pg` besides the
+    // projector is the sinks' reads and cursor moves, the API's and PostgreSQL's background work.
+    const appendPids =
+      target === 'baseline'
+        ? []
+        : (
+            await admin(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'INSERT INTO event_log%'`, [
+              database,
+            ])
+          ).rows.map((row) => row.pid);
+    const finishAppendCpu = sampleCpu(child.pid, pgPids, appendPids);
     // The sinks' targets (the receiver, the target database's backends) are counted apart from "other".
     const finishTargetsCpu = sinks ? sampleCpu(sinks.receiverPid, (await sinks.targetPids()).map(String)) : null;
     const measuredFromUs = Number(process.hrtime.bigint() / 1000n);
@@ -201,6 +212,7 @@ async function measure({
     // On the monotonic clock of the servers' CPU profiles (bench/cpu-profile.js --from --to).
     const measuredUs = [measuredFromUs, Number(process.hrtime.bigint() / 1000n)];
     const cpu = finishCpu();
+    cpu.appendPct = finishAppendCpu().postgresSubsetPct;
     if (finishTargetsCpu) {
       const targets = finishTargetsCpu();
       cpu.sinkTargetsPct = Math.round((targets.serverPct + targets.postgresPct) * 10) / 10;
@@ -419,6 +431,7 @@ function tables(runs, comparisons) {
         'CPU srv %',
         'CPU pg %',
         '(projector)',
+        '(append)',
         'CPU gen %',
         'CPU other %',
         ...(withSinks ? ['CPU sink targets %'] : []),
@@ -439,6 +452,7 @@ function tables(runs, comparisons) {
         r.cpu.serverPct,
         r.cpu.postgresPct,
         r.target !== 'baseline' ? r.cpu.postgresSubsetPct : '-',
+        r.target !== 'baseline' ? r.cpu.appendPct : '-',
         r.cpu.loadGeneratorPct,
         r.cpu.otherPct,
         ...(withSinks ? [r.cpu.sinkTargetsPct ?? '-'] : []),
