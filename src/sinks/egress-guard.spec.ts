@@ -139,6 +139,7 @@ describe('EgressGuard', () => {
   });
 
   it('judges the host of a URL as the WHATWG parser reads it', async () => {
+    // checkUrl parses and classifies (a literal address is not even looked up): nothing connects anywhere.
     const closed = guard();
     const urls = [
       'http://127.0.0.1:9/',
