@@ -33,7 +33,8 @@ import {
 import { fillSql, firstCreatedAt, MENU } from './lib/projection-events.js';
 import { measureFreshness } from './lib/projection-freshness.js';
 import { sampleAppendWaits } from './lib/append-waits.js';
-import { SINGLE_LOCKS } from '../dist/src/database/advisory-locks.js';
+import { LOCK_SPACES, SINGLE_LOCKS } from '../dist/src/database/advisory-locks.js';
+import { PROJECTIONS } from '../dist/src/projection/projection-definitions.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -43,8 +44,9 @@ export const description =
 
 /** The issue's targets. */
 const TARGET = { minRatio: 0.5, maxRssMiB: 300, freshnessP99Ms: 250 };
-/** The advisory lock the active projector holds (src/database/advisory-locks.ts). */
+/** The advisory locks the active projector holds (src/database/advisory-locks.ts): its lease, and one per projection's lane. */
 const PROJECTOR_LOCK = SINGLE_LOCKS.projector;
+const PROJECTOR_LANE_SPACE = LOCK_SPACES.projectorLane;
 const FILL_CHUNK = 100_000;
 const CATCH_UP_TIMEOUT_MS = 300_000;
 const SAMPLE_MS = 100;
@@ -126,9 +128,10 @@ export async function run({
       // Open the daemon's pool connections first, so that their backends count as PostgreSQL's CPU, not "other".
       await Promise.all(products.slice(0, 40).map((id) => getJson(`${base}/api/v1/products/${id}`)));
       const pgPids = await postgresPids(database, client);
-      const projectorPids = await lockHolders(database);
+      const projectorPids = await projectorSessions(database);
       const finishCpu = sampleCpu(daemon.pid, pgPids, projectorPids);
-      const finishActivity = sampleActivity(client, projectorPids[0], SAMPLE_MS);
+      // The menu's lane, on the lease's session: where the freshness of product deliveries is decided.
+      const finishActivity = sampleActivity(client, (await lockHolders(database))[0], SAMPLE_MS);
       const waitClient = new pg.Client({
         connectionString: databaseUrl(database),
         application_name: 'menu-sync-bench-waits',
@@ -334,7 +337,13 @@ async function measureCatchUp({ client, database, daemon, events, spawnedAt }) {
   }
   const startedAt = performance.now();
   log(`  projector started ${round((startedAt - spawnedAt) / 1000, 1)} s after spawn (backend ${projectorPid})`);
-  const finishCpu = sampleCpu(daemon.pid, await postgresPids(database, client), [projectorPid]);
+  // The lanes' sessions (one per projection) open right after the lease is taken: their backends are the projector's too.
+  let projectorPids = [projectorPid];
+  for (const deadline = performance.now() + 5000; performance.now() < deadline; await sleep(10)) {
+    projectorPids = await projectorSessions(database);
+    if (projectorPids.length > PROJECTIONS.length - 1) break;
+  }
+  const finishCpu = sampleCpu(daemon.pid, await postgresPids(database, client), projectorPids);
   const samples = [];
   const progress = [];
   let peakRss = 0;
@@ -468,6 +477,18 @@ async function postgresPids(database, client) {
       `SELECT pid FROM pg_stat_activity
     WHERE (datname = $1 AND pid <> pg_backend_pid() AND pid <> $2) OR backend_type NOT IN ('client backend', 'autovacuum worker')`,
       [database, own],
+    )
+  ).rows.map((row) => row.pid);
+}
+
+/** The backends of the projector's sessions: the lease's and the lanes' (the lease's holds a lane lock too). */
+async function projectorSessions(database) {
+  return (
+    await admin(
+      `SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+    WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1
+      AND ((l.classid = 0 AND l.objid = $2 AND l.objsubid = 1) OR (l.classid = $3 AND l.objsubid = 2))`,
+      [database, PROJECTOR_LOCK, PROJECTOR_LANE_SPACE],
     )
   ).rows.map((row) => row.pid);
 }

@@ -28,6 +28,7 @@ const BENCHES = {
   sinks: () => import('./sinks.js'),
   'table-sinks': () => import('./table-sinks.js'),
   query: () => import('./query.js'),
+  'scale-out': () => import('./scale-out.js'),
 };
 
 function parseArgs(argv) {
@@ -49,13 +50,16 @@ function parseArgs(argv) {
     else if (name === 'database') options.database = value;
     else if (name === 'keep-database') options.keepDatabase = true;
     else if (name === 'only') options.only = value.split(',');
+    else if (name === 'with-sinks') options.withSinks = true;
+    else if (name === 'freshness') options.freshness = true;
+    else if (name === 'targets') options.targets = value.split(',');
     else throw new Error(`unknown option --${name}`);
   }
   return { names, options };
 }
 
 function usage() {
-  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)] [--observe=feed|poll (projection)] [--keep-database | --database=NAME (query: keep the filled database, or measure one kept before)] [--only=liveId,asOfPage,... (query: these measurements alone, no targets table)]`;
+  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)] [--observe=feed|poll (projection)] [--keep-database | --database=NAME (query: keep the filled database, or measure one kept before)] [--only=liveId,asOfPage,... (query: these measurements alone, no targets table)] [--with-sinks [--freshness] (ingress: an http and a postgres table sink attached)] [--targets=daemon,ingest-only,daemon+sinks,baseline (ingress)]`;
 }
 
 function formatTable({ title, columns, rows }) {

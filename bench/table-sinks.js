@@ -21,10 +21,11 @@ import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { sampleCpu } from './lib/cpu.js';
-import { admin, createMigratedDatabase, databaseUrl, dropDatabase, SERVER_URL } from './lib/database.js';
+import { createMigratedDatabase, databaseUrl, dropDatabase } from './lib/database.js';
 import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
 import { productUpdatedBody } from './lib/projection-events.js';
 import { percentile } from './lib/projection-freshness.js';
+import { createPostgresTarget, makePassword } from './lib/postgres-target.js';
 import { fillProductChanges, postJson, sinkBenchEnv } from './lib/sink-changes.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -59,7 +60,7 @@ export async function run({ duration = defaults.duration, warmup = defaults.warm
     const head = await headCursor(client, dist);
     log(`filled ${changes} changes in ${((performance.now() - fillStarted) / 1000).toFixed(1)} s`);
 
-    const pgTarget = await createPostgresTarget();
+    const pgTarget = await createPostgresTarget(TYPES);
     cleanups.push(pgTarget.drop);
     const myTarget = await createMysqlTarget();
     cleanups.push(myTarget.drop);
@@ -518,69 +519,6 @@ async function measureFreshness(daemon, target, warmup, seconds, inChangeLog) {
 }
 
 const suffix = () => `${process.pid}_${randomBytes(3).toString('hex')}`;
-const makePassword = () => `pw/${randomBytes(12).toString('hex')}@:x`;
-
-/** A target database on the local PostgreSQL and a role with a password that may create schemas in it. */
-async function createPostgresTarget() {
-  const name = `menu_sync_bench_target_${suffix()}`;
-  const role = `menu_sync_bench_writer_${suffix()}`;
-  const password = makePassword();
-  await admin(`CREATE DATABASE ${name} TEMPLATE template0`);
-  await admin(`CREATE ROLE ${role} LOGIN PASSWORD '${password.replace(/'/g, "''")}'`);
-  await admin(`GRANT CONNECT, CREATE ON DATABASE ${name} TO ${role}`);
-  const server = new URL(SERVER_URL);
-  const adminUrl = databaseUrl(name);
-  const url = `postgres://${role}:${encodeURIComponent(password)}@127.0.0.1:${server.port || 5432}/${name}`;
-  const one = async (sql, params = []) => {
-    const connection = new pg.Client({ connectionString: adminUrl, application_name: 'menu-sync-bench' });
-    await connection.connect();
-    try {
-      return (await connection.query(sql, params)).rows;
-    } finally {
-      await connection.end();
-    }
-  };
-  return {
-    url,
-    adminUrl,
-    /** The tables as the client creates them (its own schema code, on a client of its own). */
-    async createTables(dist, schema) {
-      const client = new dist.PostgresTableClient({
-        target: {
-          kind: 'postgres',
-          host: '127.0.0.1',
-          port: Number(server.port || 5432),
-          user: role,
-          password,
-          database: name,
-          tls: 'disable',
-        },
-        resolve: async () => '127.0.0.1',
-        timeoutMs: 30_000,
-        schema,
-      });
-      try {
-        await client.ensure(TYPES, dist.sinkTables(TYPES, ''));
-      } finally {
-        await client.close();
-      }
-    },
-    count: async (schema) => Number((await one(`SELECT count(*)::int AS n FROM ${schema}.products`))[0].n),
-    cursor: async (schema, sinkId) => {
-      try {
-        const rows = await one(`SELECT "cursor" FROM ${schema}.menu_sync_sink_cursors WHERE sink_id = $1`, [sinkId]);
-        return rows[0]?.cursor ?? null;
-      } catch (error) {
-        if (error.code === '42P01' || error.code === '3F000') return null;
-        throw error;
-      }
-    },
-    drop: async () => {
-      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin(`DROP ROLE IF EXISTS ${role}`);
-    },
-  };
-}
 
 /** A database on the local MariaDB and a user with a password that may use only it. */
 async function createMysqlTarget() {

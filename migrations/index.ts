@@ -11,6 +11,7 @@ import { LogEntriesPrefetched1764600000000 } from './1764600000000-log-entries-p
 import { SinkEgressFrom1764700000000 } from './1764700000000-sink-egress-from.js';
 import { SinkAttempts1764800000000 } from './1764800000000-sink-attempts.js';
 import { TableSinks1764900000000 } from './1764900000000-table-sinks.js';
+import { ChangeJson1765300000000 } from './1765300000000-change-json.js';
 
 /** Every migration, in order. A new migration is added here as well. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   SinkEgressFrom1764700000000,
   SinkAttempts1764800000000,
   TableSinks1764900000000,
+  ChangeJson1765300000000,
 ];

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { IncomingMessage } from 'node:http';
@@ -12,22 +11,23 @@ import { AppModule } from './app.module.js';
 import { ApiTokenGuard } from './common/api-token.guard.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
+import { registerRoleGate } from './common/role-gate.js';
 import { clientErrorProblem, frameworkErrorProblem, registerInputChecks } from './common/request-input.js';
 import { createValidationPipe } from './common/validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
+import { ReadRouter } from './database/read-router.service.js';
 import { DeliveriesInFlight } from './ingress/deliveries-in-flight.js';
-import { registerIngressRoute } from './ingress/ingress.route.js';
+import { installDirectIngress, registerIngressRoute } from './ingress/ingress.route.js';
 import { IngressService } from './ingress/ingress.service.js';
+import { WebhookKeyRegistry } from './ingress/webhook-key.registry.js';
 import { MetricsService } from './observability/metrics.service.js';
 import { PinoNestLogger } from './observability/logger.js';
-import { requestContext } from './observability/request-context.js';
+import { logRequestCompleted, requestContext, requestIdOf } from './observability/request-context.js';
 import { menuDirectRoute } from './menu/menu-direct-read.js';
 import { MenuDocumentService } from './menu/menu-document.service.js';
 import { installDirectReads, resourceDirectRoutes } from './query/direct-reads.js';
 import { ResourceQueryService } from './query/resource-query.service.js';
 import type { UpstreamSettings } from './upstream/upstream-settings.js';
-
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** The console's built files (`npm run build` puts them in dist/console, beside dist/src). */
 const CONSOLE_DIR = fileURLToPath(new URL('../console/', import.meta.url));
@@ -54,10 +54,7 @@ export async function createHttpApp({
     // visible share of a hot read's cost); the root logger adds the request id (createRootLogger's mixin).
     childLoggerFactory: (root: FastifyBaseLogger) => root,
     bodyLimit: config.WEBHOOK_MAX_BODY_BYTES,
-    genReqId: (request: IncomingMessage) => {
-      const header = request.headers['x-request-id'];
-      return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
-    },
+    genReqId: (request: IncomingMessage) => requestIdOf(request.headers['x-request-id']),
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     frameworkErrors: frameworkErrorProblem,
@@ -74,7 +71,10 @@ export async function createHttpApp({
   configureFastify(app.getHttpAdapter().getInstance(), config, logger, app.get(MetricsService));
   installDirectReads(
     app.getHttpAdapter().getInstance(),
-    [...resourceDirectRoutes(app.get(ResourceQueryService)), menuDirectRoute(app.get(MenuDocumentService))],
+    [
+      ...resourceDirectRoutes(app.get(ResourceQueryService), app.get(ReadRouter)),
+      menuDirectRoute(app.get(MenuDocumentService), app.get(ReadRouter)),
+    ],
     new ApiTokenGuard(app.get(AppConfig)),
   );
   app.useGlobalFilters(new ProblemDetailsFilter());
@@ -91,6 +91,13 @@ export async function createHttpApp({
   serveConsole(app);
   await app.init();
   registerIngressRoute(app.getHttpAdapter().getInstance(), app.get(IngressService), app.get(DeliveriesInFlight));
+  installDirectIngress(app.getHttpServer(), app.getHttpAdapter().getInstance(), {
+    ingress: app.get(IngressService),
+    inFlight: app.get(DeliveriesInFlight),
+    keys: app.get(WebhookKeyRegistry),
+    maxBodyBytes: config.WEBHOOK_MAX_BODY_BYTES,
+    logger,
+  });
   return app;
 }
 
@@ -146,26 +153,19 @@ function configureFastify(fastify: FastifyInstance, config: AppConfig, logger: P
       .headers({ 'Retry-After': '5', Connection: 'close', 'Content-Type': PROBLEM_CONTENT_TYPE })
       .send(problem(503, 'The daemon is shutting down; retry later.', 'unavailable'));
   });
+  registerRoleGate(fastify, config.roles);
   registerInputChecks(fastify);
   fastify.addHook('onResponse', (request, reply, done) => {
     // Bodies over the limit are refused by Fastify before the ingress handler runs.
     if (reply.statusCode === 413 && request.routeOptions.url === '/webhooks/:key')
       metrics.webhookDeliveries.inc({ outcome: 'too_large' });
-    // At thousands of deliveries a second an info line per success costs a sixth of the CPU:
-    // successes are logged at debug, refusals at info, server errors at warn.
-    const level = reply.statusCode >= 500 ? 'warn' : reply.statusCode >= 400 ? 'info' : 'debug';
-    if (logger.isLevelEnabled(level)) {
-      logger[level](
-        {
-          reqId: request.id,
-          method: request.method,
-          route: request.routeOptions.url ?? 'unmatched',
-          status: reply.statusCode,
-          ms: Math.round(reply.elapsedTime * 100) / 100,
-        },
-        'request completed',
-      );
-    }
+    logRequestCompleted(logger, {
+      reqId: request.id,
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status: reply.statusCode,
+      ms: reply.elapsedTime,
+    });
     done();
   });
 }

@@ -41,6 +41,10 @@ export class AppModule {
           url: databaseUrl,
           poolSize: config.DATABASE_POOL_SIZE,
           idleSeconds: config.DATABASE_POOL_IDLE_SECONDS,
+          replica:
+            config.DATABASE_READ_URL === undefined
+              ? undefined
+              : { url: config.DATABASE_READ_URL, maxLagMs: config.readReplicaMaxLagMs },
         }),
         EventEmitterModule.forRoot(),
         ObservabilityModule,

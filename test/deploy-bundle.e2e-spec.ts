@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { MetricsService } from '../src/observability/metrics.service.js';
@@ -30,6 +31,32 @@ async function exposedFamilies(): Promise<Set<string>> {
       : [metric.name],
   );
   return new Set([...names, ...SINK_FAMILIES, ...SINK_FAMILIES.map((name) => `${name}_bucket`)]);
+}
+
+interface ComposeService {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  environment?: Record<string, string | undefined>;
+  depends_on?: string[] | Record<string, unknown>;
+  volumes?: string[];
+}
+
+/** js-yaml as docker compose reads the file: `<<` merge keys applied. */
+const { load } = createRequire(import.meta.url)('js-yaml') as { load(text: string): unknown };
+
+function merged(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(merged);
+  if (node === null || typeof node !== 'object') return node;
+  const { '<<': base, ...own } = node as Record<string, unknown>;
+  const entries = Object.entries(own).map(([key, value]) => [key, merged(value)]);
+  return { ...(merged(base) as object | undefined), ...Object.fromEntries(entries) };
+}
+
+async function readCompose(): Promise<{
+  services: Record<string, ComposeService & { environment: Record<string, string | undefined> }>;
+}> {
+  return merged(load(await readFile(path.join(DEPLOY, 'docker-compose.yml'), 'utf8'))) as never;
 }
 
 const referenced = (text: string) => new Set(text.match(/menu_sync_\w+/g) ?? []);
@@ -88,12 +115,44 @@ describe('deploy/: the ops bundle', () => {
     }
   });
 
-  it('docker-compose.yml runs PostgreSQL, NATS with JetStream, and menu-sync from the Dockerfile', async () => {
-    const compose = await readFile(path.join(DEPLOY, 'docker-compose.yml'), 'utf8');
-    expect(compose).toMatch(/^ {2}postgres:\n {4}image: postgres:/m);
-    expect(compose).toMatch(/^ {2}nats:\n {4}image: nats:[\s\S]*--jetstream/m);
-    expect(compose).toMatch(/^ {2}menu-sync:\n {4}build:\n {6}context: \.\.\n {6}dockerfile: Dockerfile/m);
-    expect(compose).toContain('DATABASE_URL: postgres://');
-    expect(compose).toContain('NATS_URL: nats://nats:4222');
+  it('docker-compose.yml runs PostgreSQL and its streaming replica, NATS with JetStream, and the roles split from the Dockerfile', async () => {
+    const compose = await readCompose();
+    const services = compose.services;
+    expect(Object.keys(services).sort()).toEqual(
+      ['api-1', 'api-2', 'balancer', 'nats', 'postgres', 'postgres-replica', 'worker', 'worker-standby'].sort(),
+    );
+    expect(services.postgres.image).toMatch(/^postgres:/);
+    expect(services['postgres-replica'].image).toBe(services.postgres.image);
+    expect(services.nats.command).toContain('--jetstream');
+    const daemons = ['api-1', 'api-2', 'worker', 'worker-standby'];
+    expect(daemons.map((name) => [name, services[name].build, services[name].environment.ROLES])).toEqual([
+      ['api-1', { context: '..', dockerfile: 'Dockerfile' }, 'ingress,api,console'],
+      ['api-2', { context: '..', dockerfile: 'Dockerfile' }, 'ingress,api,console'],
+      ['worker', { context: '..', dockerfile: 'Dockerfile' }, 'projector,sinks,reconcile'],
+      ['worker-standby', { context: '..', dockerfile: 'Dockerfile' }, 'projector,sinks,reconcile'],
+    ]);
+    for (const name of daemons) {
+      const { environment } = services[name];
+      expect(environment.DATABASE_URL).toMatch(/^postgres:\/\/menu_sync:.*@postgres:5432\/menu_sync$/);
+      expect(environment.NATS_URL).toBe('nats://nats:4222');
+      expect(environment.DATABASE_READ_URL?.replace(/:\/\/.*@/, '://…@')).toBe(
+        name.startsWith('api') ? 'postgres://…@postgres-replica:5432/menu_sync' : undefined,
+      );
+    }
+  });
+
+  it('every service the compose file depends on exists, and every file it mounts is in deploy/', async () => {
+    const { services } = await readCompose();
+    for (const service of Object.values(services)) {
+      const needs = Array.isArray(service.depends_on) ? service.depends_on : Object.keys(service.depends_on ?? {});
+      expect(needs.filter((name) => !(name in services))).toEqual([]);
+      for (const volume of service.volumes ?? []) {
+        const source = volume.split(':')[0];
+        if (source.startsWith('./')) await expect(access(path.join(DEPLOY, source))).resolves.toBeUndefined();
+      }
+    }
+    const replica = await readFile(path.join(DEPLOY, 'postgres', 'replica-entrypoint.sh'), 'utf8');
+    expect(replica).toContain('pg_basebackup --host=postgres --username=replicator');
+    expect(replica).toContain('--write-recovery-conf');
   });
 });

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # What the tests need on this machine, run by `npm test` before the build: PostgreSQL 15+ on
-# 127.0.0.1:5432 (postgres, trust), NATS with JetStream on 127.0.0.1:4222, MariaDB on 127.0.0.1:3306
-# (root, empty password), promtool and Debian's chromium. Silent when all are there; otherwise it
-# installs (Debian's packages) and starts what is missing, which takes root, or says what to do.
-# TEST_DATABASE_URL / TEST_NATS_URL point the tests at servers elsewhere: then the local ones are
-# not needed. TEST_SERVICES_DRY_RUN=1 says what would be done and does nothing.
+# 127.0.0.1:5432 (postgres, trust), a hot-standby replica of it streaming on 127.0.0.1:5433 (the
+# cluster menu_sync_replica, made with pg_basebackup), NATS with JetStream on 127.0.0.1:4222,
+# MariaDB on 127.0.0.1:3306 (root, empty password), promtool and Debian's chromium. Silent when all
+# are there; otherwise it installs (Debian's packages) and starts what is missing, which takes
+# root, or says what to do. TEST_DATABASE_URL / TEST_READ_DATABASE_URL / TEST_NATS_URL point the
+# tests at servers elsewhere: then the local ones are not needed. TEST_SERVICES_DRY_RUN=1 says
+# what would be done and does nothing.
 set -uo pipefail
 
 say() { printf '[test services] %s\n' "$*" >&2; }
@@ -20,6 +22,15 @@ postgres_ok() {
   has psql || return 0
   psql -h 127.0.0.1 -p 5432 -U postgres -d postgres -w -Atqc 'SELECT 1' >/dev/null 2>&1
 }
+# The replica answers on 5433, in recovery and streaming from the primary.
+REPLICA_CLUSTER=menu_sync_replica
+REPLICA_PORT=5433
+replica_ok() {
+  port_open $REPLICA_PORT || return 1
+  has psql || return 0
+  [ "$(psql -h 127.0.0.1 -p $REPLICA_PORT -U postgres -d postgres -w -Atqc "SELECT pg_is_in_recovery()
+     AND EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming')" 2>/dev/null)" = t ]
+}
 nats_ok() { port_open 4222; }
 mariadb_ok() {
   port_open 3306 || return 1
@@ -31,6 +42,7 @@ chromium_ok() { [ -x /usr/bin/chromium ]; }
 
 wanted=()
 [ -n "${TEST_DATABASE_URL:-}" ] || postgres_ok || wanted+=(postgres)
+[ -n "${TEST_DATABASE_URL:-}${TEST_READ_DATABASE_URL:-}" ] || replica_ok || wanted+=(replica)
 [ -n "${TEST_NATS_URL:-}" ] || nats_ok || wanted+=(nats)
 mariadb_ok || wanted+=(mariadb)
 promtool_ok || wanted+=(promtool)
@@ -41,7 +53,7 @@ chromium_ok || wanted+=(chromium)
 packages=()
 for need in "${wanted[@]}"; do
   case $need in
-    postgres) has pg_ctlcluster || packages+=(postgresql) ;;
+    postgres | replica) has pg_ctlcluster || packages+=(postgresql) ;;
     nats) [ -x /usr/sbin/nats-server ] || packages+=(nats-server) ;;
     mariadb) [ -x /usr/sbin/mariadbd ] || packages+=(mariadb-server mariadb-client) ;;
     promtool) packages+=(prometheus) ;;
@@ -60,10 +72,11 @@ cannot() {
   say "cannot $1. What the tests need:"
   say "  apt-get install postgresql nats-server mariadb-server prometheus chromium (as root), then"
   say "  PostgreSQL on 127.0.0.1:5432 with trust auth for user postgres on loopback,"
+  say "  a hot-standby replica of it on 127.0.0.1:$REPLICA_PORT (pg_basebackup -R), trust on loopback,"
   say "  nats-server -a 127.0.0.1 -p 4222 -js,"
   say "  MariaDB on 127.0.0.1:3306 where root logs in with an empty password,"
   say "  promtool on PATH and /usr/bin/chromium."
-  say "  (TEST_DATABASE_URL and TEST_NATS_URL name servers elsewhere instead of the local ones.)"
+  say "  (TEST_DATABASE_URL, TEST_READ_DATABASE_URL and TEST_NATS_URL name servers elsewhere instead of the local ones.)"
   exit 1
 }
 [ "$(id -u)" -eq 0 ] || cannot "set up ${wanted[*]} without root (run npm test once as root, or set them up by hand)"
@@ -115,6 +128,78 @@ start_postgres() {
   wait_for 10 postgres_ok
 }
 
+primary_sql() { psql -h 127.0.0.1 -p 5432 -U postgres -d postgres -w -Atqc "$1"; }
+
+# Lets the primary (Debian cluster $1/$2) stream to a standby over loopback: wal_level, WAL
+# senders and slots (a restart when one must change), a replication line in its pg_hba.conf, and a
+# cap on the WAL a slot may hold back, so that a replica left stopped cannot fill the disk (past
+# the cap its slot is dropped, and the replica is made again on the next run).
+allow_replication() {
+  local restart='' hba
+  [ "$(primary_sql 'SHOW wal_level')" != minimal ] || { primary_sql 'ALTER SYSTEM SET wal_level = replica' && restart=1; }
+  [ "$(primary_sql 'SHOW max_wal_senders')" -ge 2 ] || { primary_sql 'ALTER SYSTEM SET max_wal_senders = 10' && restart=1; }
+  [ "$(primary_sql 'SHOW max_replication_slots')" -ge 1 ] ||
+    { primary_sql 'ALTER SYSTEM SET max_replication_slots = 10' && restart=1; }
+  [ "$(primary_sql 'SHOW max_slot_wal_keep_size')" != -1 ] ||
+    primary_sql "ALTER SYSTEM SET max_slot_wal_keep_size = '4GB'" || return 1
+  hba=$(primary_sql 'SHOW hba_file')
+  [ -n "$hba" ] || return 1
+  if ! grep -Eq '^host\s+replication\s+all\s+127\.0\.0\.1/32\s+trust' "$hba"; then
+    say "allowing replication connections on loopback in $hba"
+    sed -i '1i host replication all 127.0.0.1/32 trust' "$hba"
+  fi
+  primary_sql 'SELECT pg_reload_conf()' >/dev/null || return 1
+  [ -z "$restart" ] && return 0
+  say "restarting PostgreSQL $1/$2 for replication"
+  pg_ctlcluster --skip-systemctl-redirect "$1" "$2" restart && wait_for 30 postgres_ok
+}
+
+# The replica is a cluster of the primary's version (postgresql-common), its data directory a
+# pg_basebackup of the primary with -R (standby.signal, primary_conninfo) streaming through a
+# replication slot of its name. One that exists is started; one that does not stream within 30 s
+# (its WAL gone, another primary) is dropped and made again.
+start_replica() {
+  local version cluster conf data
+  read -r version cluster < <(pg_lsclusters -h 2>/dev/null | awk '$3 == 5432 { print $1, $2; exit }')
+  if [ -z "$version" ]; then
+    say "no cluster of postgresql-common listens on 5432 to make the replica from"
+    return 1
+  fi
+  conf=/etc/postgresql/$version/$REPLICA_CLUSTER
+  if [ -d "$conf" ]; then
+    say "starting the replica $version/$REPLICA_CLUSTER"
+    pg_ctlcluster --skip-systemctl-redirect "$version" $REPLICA_CLUSTER start 2>/dev/null
+    wait_for 30 replica_ok && return 0
+    say "the replica does not stream from the primary: making it again"
+    pg_dropcluster --stop "$version" $REPLICA_CLUSTER || return 1
+  fi
+  if port_open $REPLICA_PORT; then
+    say "127.0.0.1:$REPLICA_PORT is taken by a server that is not the replica"
+    return 1
+  fi
+  allow_replication "$version" "$cluster" || return 1
+  say "making the replica $version/$REPLICA_CLUSTER on port $REPLICA_PORT (pg_basebackup of the primary)"
+  pg_createcluster "$version" $REPLICA_CLUSTER -p $REPLICA_PORT >/dev/null || return 1
+  data=/var/lib/postgresql/$version/$REPLICA_CLUSTER
+  # A hot standby needs these at least as high as on its primary.
+  {
+    echo "listen_addresses = 'localhost'"
+    echo "port = $REPLICA_PORT"
+    echo 'hot_standby = on'
+    for name in max_connections max_worker_processes max_wal_senders max_prepared_transactions max_locks_per_transaction; do
+      echo "$name = $(primary_sql "SHOW $name")"
+    done
+  } >"$conf/conf.d/90-menu-sync-replica.conf"
+  sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust' "$conf/pg_hba.conf"
+  primary_sql "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+                WHERE slot_name = '$REPLICA_CLUSTER' AND NOT active" >/dev/null
+  rm -rf "$data" && install -d -o postgres -g postgres -m 700 "$data" || return 1
+  su postgres -c "/usr/lib/postgresql/$version/bin/pg_basebackup -h 127.0.0.1 -p 5432 -U postgres -D '$data' \
+    -R -X stream -C -S $REPLICA_CLUSTER -c fast" || return 1
+  pg_ctlcluster --skip-systemctl-redirect "$version" $REPLICA_CLUSTER start || return 1
+  wait_for 60 replica_ok
+}
+
 start_nats() {
   say "starting nats-server with JetStream"
   mkdir -p /var/lib/nats-server
@@ -146,6 +231,7 @@ start_mariadb() {
 for need in "${wanted[@]}"; do
   case $need in
     postgres) postgres_ok || start_postgres || cannot "get PostgreSQL to answer on 127.0.0.1:5432" ;;
+    replica) replica_ok || start_replica || cannot "get a replica of the primary streaming on 127.0.0.1:$REPLICA_PORT" ;;
     nats) nats_ok || start_nats || cannot "get NATS to answer on 127.0.0.1:4222" ;;
     mariadb) mariadb_ok || start_mariadb || cannot "get MariaDB to take root on 127.0.0.1:3306" ;;
     promtool) promtool_ok || cannot "find promtool after installing prometheus" ;;

@@ -4,12 +4,12 @@ import path from 'node:path';
 import { insertChanges, newestByResource } from './support/change-log-factory.js';
 import { DaemonProcess } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
-import { api, API_TOKEN, LOOPBACK_NETWORKS, RunningDaemon, startDaemon } from './support/http.js';
+import { api, API_TOKEN, LOOPBACK_NETWORKS, RunningDaemon, scrape, startDaemon } from './support/http.js';
 import { settledSink, SinkReceiver } from './support/sink-receiver.js';
 
 /**
- * docs/reference.md §11: one sink dispatcher per database (an advisory lock), a standby that takes over
- * when the active daemon dies; and a sink whose cursor fell behind the change log's compaction
+ * docs/reference.md §11: the daemons' dispatchers share the sinks (a lease per sink), and when the
+ * daemon delivering a sink dies another takes its lease; and a sink whose cursor fell behind the change log's compaction
  * horizon, which first publishes the current state of every resource it follows, then goes on.
  */
 type Json = any;
@@ -58,7 +58,7 @@ describe('the sink dispatcher across daemons, and a sink behind the compaction h
     await Promise.all(receivers.map((r) => r.close()));
   });
 
-  it('a standby daemon takes the dispatcher over when the active one dies: every change arrives, never two batches at once', async () => {
+  it("when the daemon delivering a sink dies, another daemon's dispatcher takes its lease: every change arrives, never two batches at once", async () => {
     const first = await startDaemon({ SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS });
     const dir = await mkdtemp(path.join(tmpdir(), 'menu-sync-standby-'));
     let second: DaemonProcess | undefined;
@@ -66,17 +66,29 @@ describe('the sink dispatcher across daemons, and a sink behind the compaction h
       await eventually(async () => expect(first.process.logs).toContain(ACTIVE), 10000, 50);
       const { PORT: _port, DATA_DIR: _dataDir, ...env } = first.process.env;
       second = await DaemonProcess.start({ cwd: dir, env: { ...env, DATA_DIR: dir } });
+      const daemons = [first.process, second];
+      // Both are dispatchers, sharing the sinks.
+      for (const daemon of daemons)
+        await eventually(async () => expect(await scrape(daemon.url, 'menu_sync_sink_dispatchers')).toBe(2), 10000, 50);
       const target = await receiver();
       target.always = { status: 204, delayMs: 100 };
       const sink = await createSink(second.url, target, { owner_ids: ['t1'], batch_size: 5 });
       const inserted = await insertChanges(first.database.url, resources('t1', 150, 1));
       await eventually(async () => expect(target.acknowledgedChanges.length).toBeGreaterThanOrEqual(20), 20000, 10);
-      // The second daemon stood by while the first delivered.
-      expect(second.logs).not.toContain(ACTIVE);
+      // One sink, one lease: exactly one of them delivers it.
+      const leased = await Promise.all(
+        daemons.map((daemon) => scrape(daemon.url, 'menu_sync_sink_leased', { sink: sink.id })),
+      );
+      expect([...leased].sort()).toEqual([0, 1]);
+      const [holder, other] = leased[0] === 1 ? daemons : [second, first.process];
 
-      first.process.kill('SIGKILL');
-      await first.process.waitForExit(10000);
-      await eventually(async () => expect(second!.logs).toContain(ACTIVE), 15000, 50);
+      holder.kill('SIGKILL');
+      await holder.waitForExit(10000);
+      await eventually(
+        async () => expect(await scrape(other.url, 'menu_sync_sink_leased', { sink: sink.id })).toBe(1),
+        15000,
+        50,
+      );
       await eventually(
         async () => {
           const acknowledged = new Set(target.acknowledgedChanges.map((change) => change.change_id));
@@ -88,14 +100,14 @@ describe('the sink dispatcher across daemons, and a sink behind the compaction h
       expectConverged(target, newestByResource(inserted));
       // One batch in flight per sink, across both daemons and the takeover.
       expect(target.maxInFlight).toBe(1);
-      await settledSink(second.url, sink.id, { state: 'active', lag: 0 });
+      await settledSink(other.url, sink.id, { state: 'active', lag: 0 });
     } finally {
       second?.kill('SIGTERM');
       await second?.waitForExit(15000);
       await first.close();
       await rm(dir, { recursive: true, force: true });
     }
-  });
+  }, 180_000);
 
   describe('retention', () => {
     let app: RunningDaemon;

@@ -12,7 +12,7 @@ const SEQ = '__BENCH_SEQ__';
 const CREATED = '__BENCH_CREATED_AT__';
 
 /** The same document as realisticEvent(); placeholders where per-event values go. */
-function document(subjectId, uri) {
+function document(subjectId, uri, owner) {
   return {
     data: {
       id: ID,
@@ -20,7 +20,7 @@ function document(subjectId, uri) {
       attributes: { id: SEQ, created_at: CREATED, event_type: 'product.updated', uri },
       relationships: {
         subject: { data: { id: subjectId, type: 'product' } },
-        resource_owner: { data: { id: '42', type: 'user' } },
+        resource_owner: { data: { id: owner, type: 'user' } },
       },
     },
     included: [
@@ -44,8 +44,8 @@ function document(subjectId, uri) {
 }
 
 /** [before id, before seq, before created_at, rest] for one subject. */
-function template(subjectId, uri) {
-  const text = JSON.stringify(document(subjectId, uri));
+function template(subjectId, uri, owner) {
+  const text = JSON.stringify(document(subjectId, uri, owner));
   const [a, rest1] = split(text, `"${ID}"`);
   const [b, rest2] = split(rest1, `"${SEQ}"`);
   const [c, d] = split(rest2, `"${CREATED}"`);
@@ -62,13 +62,18 @@ function split(text, token) {
  * A generator of distinct valid events: each call returns a new body (fresh UUID data.id, increasing
  * data.attributes.id, subjects cycling over 500 products), as a string. `uri` is the callback URI
  * the platform would put in `data.attributes.uri`: with the real key in it, as deliveries have.
+ * `owner`, `firstSubject` and `subjects` pick the owner and the products (bench/scale-out reads a
+ * menu of its own beside the one being written).
  */
-export function eventBodies(uri = 'https://menu-sync.example/webhooks/key') {
-  const templates = Array.from({ length: SUBJECTS }, (_, i) => template(String(1000 + i), uri));
+export function eventBodies(
+  uri = 'https://menu-sync.example/webhooks/key',
+  { owner = '42', firstSubject = 1000, subjects = SUBJECTS } = {},
+) {
+  const templates = Array.from({ length: subjects }, (_, i) => template(String(firstSubject + i), uri, owner));
   let seq = 0;
   return function next() {
     seq++;
-    const [a, b, c, d] = templates[seq % SUBJECTS];
+    const [a, b, c, d] = templates[seq % subjects];
     return `${a}"${randomUUID()}"${b}${seq}${c}"${new Date().toISOString()}"${d}`;
   };
 }

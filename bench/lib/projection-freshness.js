@@ -93,7 +93,8 @@ async function openFeed(base) {
  * schedule), each for a product not used by any other delivery, and measures 202 → visible in the
  * API. A delivery not visible after giveUpMs counts as slower than that. The warm-up's deliveries
  * (a daemon's first requests after its catch-up: cold code paths and caches) are reported apart
- * (`warmup`), not in the percentiles; `bySecond` shows every second.
+ * (`warmup`), not in the percentiles; `bySecond` shows every second. `onAccepted` hears of each
+ * 202 ({ id, eventId, acceptedAt: performance.now(), warmup }), for spans measured elsewhere.
  */
 export async function measureFreshness({
   base,
@@ -108,6 +109,7 @@ export async function measureFreshness({
   poll = true,
   observe = 'poll',
   checkEvery = 20,
+  onAccepted,
 }) {
   // Two agents: the deliveries must not wait for a socket behind the polls (when visibility slows,
   // hundreds of polls are in flight, and one shared agent's queue made the POST look slow).
@@ -172,6 +174,7 @@ export async function measureFreshness({
       const accepted = performance.now();
       record.acceptedAt = accepted;
       record.postMs = accepted - sent;
+      if (answer.status === 202) onAccepted?.({ id, eventId, acceptedAt: accepted, warmup: record.warmup });
       if (answer.status !== 202 || !poll) return;
       if (feed) {
         const early = feed.early.get(eventId);

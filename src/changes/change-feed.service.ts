@@ -1,6 +1,8 @@
-import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
+import { replicaOf } from '../database/read-replica.js';
+import { onSide, ReadRouter, type ReadSide } from '../database/read-router.service.js';
 import { Change, ChangeFilter, ChangePosition, START } from './change.js';
 import { compactedAway, decodeChangeCursor, encodeChangeCursor, ExpiredChangeCursorError } from './change-cursor.js';
 import { ChangeLogRepository } from './change-log.repository.js';
@@ -17,7 +19,11 @@ export interface ChangeSink {
   readonly stream: Writable;
 }
 
-/** `GET /api/v1/changes` (docs/reference.md §11): pages, long-poll and SSE over the gap-safe change-log reader. */
+/**
+ * `GET /api/v1/changes` (docs/reference.md §11): pages, long-poll and SSE over the gap-safe
+ * change-log reader, on the primary or the replica (ReadRouter): the replica holds a prefix of the
+ * primary's commits, so a reader moving between them may wait, never skip.
+ */
 @Injectable()
 export class ChangeFeedService implements BeforeApplicationShutdown {
   private readonly logger = new Logger(ChangeFeedService.name);
@@ -26,6 +32,8 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
   constructor(
     private readonly changes: ChangeLogRepository,
     private readonly notifier: ChangeNotifier,
+    private readonly router: ReadRouter,
+    @Inject(replicaOf(ChangeLogRepository)) private readonly replicaChanges: ChangeLogRepository | null,
   ) {}
 
   /**
@@ -39,31 +47,49 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     return position;
   }
 
-  /** One page; with `wait`, answers as soon as at least one change is there, or empty when the wait ends. */
-  async page(query: ChangesQuery, closed?: AbortSignal): Promise<{ data: Change[]; next_cursor: string }> {
+  /** One page, read on `side`; with `wait`, answers as soon as at least one change is there, or empty when the wait ends. */
+  async page(
+    query: ChangesQuery,
+    closed?: AbortSignal,
+    side: ReadSide = 'primary',
+  ): Promise<{ data: Change[]; next_cursor: string }> {
     const filter = this.filter(query);
+    const changes = onSide(side, this.changes, this.replicaChanges);
     const deadline = Date.now() + query.wait * 1000;
     // The page carries the compaction horizon of its own snapshot: no separate look at it (start()).
     const { position: from, field } = cursorOf(query.after);
-    let page = await this.changes.readAfter(from, filter);
+    let page = await changes.readAfter(from, filter);
     if (compactedAway(from, page.compactedTo)) throw new ExpiredChangeCursorError(field);
     while (page.changes.length === 0 && Date.now() < deadline && !closed?.aborted) {
       await this.notifier.wait(deadline - Date.now(), closed);
-      page = await this.changes.readAfter(page.next, filter);
+      page = await changes.readAfter(page.next, filter);
     }
     return { data: page.changes.map((entry) => entry.change), next_cursor: encodeChangeCursor(page.next) };
   }
 
-  /** Streams changes from `from` until `closed` aborts or the daemon stops; waits on the notifier in between. */
-  async stream(sink: ChangeSink, from: ChangePosition, query: ChangesQuery, closed: AbortSignal): Promise<void> {
+  /**
+   * Streams changes from `from` until `closed` aborts or the daemon stops; waits on the notifier in
+   * between. The first read is on `side`, each next one where the router sends reads then.
+   */
+  async stream(
+    sink: ChangeSink,
+    from: ChangePosition,
+    query: ChangesQuery,
+    closed: AbortSignal,
+    side: ReadSide = 'primary',
+  ): Promise<void> {
     const stop = new AbortController();
     this.streams.add(stop);
     const signal = AbortSignal.any([closed, stop.signal]);
     const filter = this.filter(query);
     let position = from;
+    let next: ReadSide | undefined = side;
     try {
       while (!signal.aborted) {
-        const page = await this.changes.readAfter(position, filter);
+        const [page] = await this.router.run(next ?? (await this.router.side()), (on) =>
+          onSide(on, this.changes, this.replicaChanges).readAfter(position, filter),
+        );
+        next = undefined;
         if (compactedAway(position, page.compactedTo)) {
           // Compaction passed this reader while it followed: end the stream; its reconnection
           // with Last-Event-ID is answered 410, and it bootstraps again.

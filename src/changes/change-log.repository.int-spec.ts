@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
-import { START } from './change.js';
+import { ChangeFilter, START } from './change.js';
 import { ChangeLogRepository } from './change-log.repository.js';
 import { eventually } from '../../test/support/eventually.js';
 
@@ -31,6 +32,7 @@ describe('ChangeLogRepository (PostgreSQL)', () => {
   });
 
   afterAll(async () => {
+    await repository.onApplicationShutdown();
     await dataSource.destroy();
     await database.drop();
   });
@@ -176,6 +178,9 @@ describe('ChangeLogRepository (PostgreSQL)', () => {
       5_000,
       20,
     );
+    const before = await repository.compactionHorizon();
+    expect(await repository.compact(new Date(0))).toBe(0);
+    expect(await repository.compactionHorizon()).toEqual(before);
     expect(await repository.compact(new Date(Date.now() + 60_000))).toBe(2);
     const kept = await repository.readAfter(START, { limit: 1000 });
     expect(kept.changes.map((entry) => entry.change.change_id)).toEqual(
@@ -187,5 +192,107 @@ describe('ChangeLogRepository (PostgreSQL)', () => {
     );
     expect(await repository.compact(new Date(Date.now() + 60_000))).toBe(0);
     expect(await repository.compactionHorizon()).toEqual(horizon);
+  });
+
+  it('reads below an earlier page’s horizon as below the current one, and reads a short page again below the current one', async () => {
+    for (const id of ['h1', 'h2', 'h3']) await write(dataSource, 'product', id, 'horizon');
+    const filter: ChangeFilter = { limit: 2, ownerIds: ['horizon'] };
+    const first = await eventually(async () => {
+      const page = await repository.readAfter(START, { ...filter, limit: 3 });
+      expect(page.changes.map((entry) => entry.change.id)).toEqual(['h1', 'h2', 'h3']);
+      return repository.readAfter(START, filter);
+    });
+    expect(first.horizon).toMatch(/^[0-9]+$/);
+    expect(await repository.readAfter(START, { ...filter, horizon: first.horizon })).toEqual(first);
+
+    await write(dataSource, 'product', 'h4', 'horizon');
+    // Written after that horizon was read: a page short below it is read again below the current one.
+    const rest = await eventually(async () => {
+      const page = await repository.readTextsAfter(first.next, { ...filter, horizon: first.horizon });
+      expect(page.changes.map((change) => change.id)).toEqual(['h3', 'h4']);
+      return page;
+    });
+    expect(BigInt(rest.horizon!)).toBeGreaterThan(BigInt(first.horizon!));
+  });
+
+  it('reads each change as the JSON text of the change readAfter reads: the same values, keys in the same order', async () => {
+    const text = fc.string({ unit: 'binary', maxLength: 12 }).filter((value) => !value.includes('\u0000'));
+    const json = fc
+      .jsonValue({ maxDepth: 3, stringUnit: 'binary' })
+      .filter((value) => !JSON.stringify(value).includes('\\u0000'));
+    const change = fc.record({
+      id: text,
+      owner: fc.option(text),
+      op: fc.constantFrom('upsert', 'delete'),
+      attributes: json,
+      relationships: json,
+      eventId: text,
+      occurredAt: fc.date({
+        min: new Date('2000-01-01T00:00:00Z'),
+        max: new Date('2100-01-01T00:00:00Z'),
+        noInvalidDate: true,
+      }),
+      microseconds: fc.integer({ min: 0, max: 999 }),
+      position: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+      deleted: fc.boolean(),
+    });
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(change, { minLength: 1, maxLength: 5 }), async (changes) => {
+        const type = `text-${run++}`;
+        for (const [n, c] of changes.entries()) {
+          // `at` with microseconds: both readers show milliseconds, truncated.
+          const at = `${c.occurredAt.toISOString().slice(0, -1)}${String(c.microseconds).padStart(3, '0')}Z`;
+          await dataSource.query(
+            `INSERT INTO change_log (change_id, type, id, owner_id, op, resource, at)
+             VALUES ($1, $2, $3, $4, $5, menu_sync_resource($2, $3, $4, $6, $7, $8, $9, $10, $11), $12)`,
+            [
+              `${type}:${n}`,
+              type,
+              c.id,
+              c.owner,
+              c.op,
+              JSON.stringify(c.attributes),
+              JSON.stringify(c.relationships),
+              c.eventId,
+              c.occurredAt,
+              c.position,
+              c.deleted,
+              at,
+            ],
+          );
+        }
+        const filter = { limit: 10, types: [type] };
+        const entries = await eventually(async () => {
+          const page = await repository.readAfter(START, filter);
+          expect(page.changes).toHaveLength(changes.length);
+          return page.changes;
+        });
+        const texts = (await repository.readTextsAfter(START, filter)).changes;
+        expect(texts.map((t) => JSON.stringify(JSON.parse(t.json)))).toEqual(
+          entries.map((e) => JSON.stringify(e.change)),
+        );
+        expect(
+          texts.map(({ position, seq, changeId, type, id, ownerId }) => ({
+            position,
+            seq,
+            changeId,
+            type,
+            id,
+            ownerId,
+          })),
+        ).toEqual(
+          entries.map(({ position, change }) => ({
+            position,
+            seq: change.seq,
+            changeId: change.change_id,
+            type: change.type,
+            id: change.id,
+            ownerId: change.owner_id,
+          })),
+        );
+      }),
+      { numRuns: 40 },
+    );
   });
 });

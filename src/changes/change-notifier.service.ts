@@ -1,8 +1,10 @@
-import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { sharedPool } from '../database/postgres-connection.js';
+import { replicaOf } from '../database/read-replica.js';
+import { ReadRouter } from '../database/read-router.service.js';
 import { CHANGES_CHANNEL } from '../projection/published-changes.js';
 import { ChangeLogRepository } from './change-log.repository.js';
 
@@ -15,6 +17,8 @@ const FIRST_RECHECK_MS = 25;
  * transaction sends on commit, from any daemon on the database. A change is readable only once no
  * older transaction is open (the gap-safe rule), so after a notification the readable head is
  * re-read with a short backoff until it moves; a poll every second covers a lost connection.
+ * While reads go to the replica (which cannot LISTEN), its readable head is watched too, and the
+ * re-reads go on until it has caught up with the primary's.
  */
 @Injectable()
 export class ChangeNotifier implements BeforeApplicationShutdown {
@@ -30,6 +34,8 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly changes: ChangeLogRepository,
+    private readonly router: ReadRouter,
+    @Inject(replicaOf(ChangeLogRepository)) private readonly replicaChanges: ChangeLogRepository | null,
   ) {}
 
   /** Resolves when the readable change log may have grown, after `ms`, or when `signal` aborts. */
@@ -102,17 +108,26 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
     void attempt();
   }
 
-  /** Reads the readable head; wakes every waiter when it moved. True when it moved. */
+  /**
+   * Reads the readable heads; wakes every waiter when one moved. True when they moved and the
+   * replica's, if reads go there, is the primary's.
+   */
   private async check(): Promise<boolean> {
+    let settled: boolean;
     try {
-      const head = await this.changes.readableHead();
+      const primary = await this.changes.readableHead();
+      const replica = this.router.replicaServing
+        ? await this.replicaChanges?.readableHead().catch(() => undefined)
+        : undefined;
+      const head = `${primary} ${replica ?? ''}`;
       if (head === this.head) return false;
       this.head = head;
+      settled = replica === undefined || replica === primary;
     } catch {
       // The database is away: waiters wake on their timeouts and report it themselves.
       return false;
     }
     for (const waiter of [...this.waiters]) waiter();
-    return true;
+    return settled;
   }
 }

@@ -3,8 +3,10 @@ import { ApiBearerAuth, ApiHeader, ApiTags } from '@nestjs/swagger';
 import { createSession } from 'better-sse';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
+import { ReadRouter } from '../database/read-router.service.js';
 import { ChangeFeedService } from './change-feed.service.js';
 import { ChangesQuery } from './changes.dto.js';
+import { minTransactionId, routedRead } from './min-cursor.js';
 
 const HEARTBEAT_MS = 15_000;
 
@@ -20,7 +22,10 @@ function closedSignal(reply: FastifyReply): AbortSignal {
 @UseGuards(ApiTokenGuard)
 @Controller('api/v1')
 export class ChangesController {
-  constructor(private readonly feed: ChangeFeedService) {}
+  constructor(
+    private readonly feed: ChangeFeedService,
+    private readonly router: ReadRouter,
+  ) {}
 
   /** JSON pages (long-poll with `wait`), or Server-Sent Events with `Accept: text/event-stream`. */
   @Get('changes')
@@ -37,10 +42,15 @@ export class ChangesController {
     @Res() reply: FastifyReply,
   ) {
     if (!/(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept ?? '')) {
-      return reply.send(await this.feed.page(query, closedSignal(reply)));
+      const gone = closedSignal(reply);
+      return reply.send(
+        await routedRead(this.router, reply, query.min_cursor, (side) => this.feed.page(query, gone, side)),
+      );
     }
     // Checked before the stream opens, so a bad or expired cursor is still a problem+json answer.
     const from = await this.feed.start(query.after, lastEventId);
+    const side = await this.router.side(minTransactionId(query.min_cursor, request.headers['x-min-changes-cursor']));
+    if (this.router.configured) reply.raw.setHeader('X-Served-By', side);
     reply.hijack();
     const closed = closedSignal(reply);
     const session = await createSession(request.raw, reply.raw, { keepAlive: HEARTBEAT_MS, trustClientEventId: false });
@@ -49,6 +59,7 @@ export class ChangesController {
       from,
       query,
       closed,
+      side,
     );
     reply.raw.end();
   }

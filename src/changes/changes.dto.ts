@@ -3,6 +3,7 @@ import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { PageQuery, toInt } from '../common/pagination.js';
 import { RESOURCE_TABLES } from '../projection/resource-tables.js';
+import { CHANGE_CURSOR, MinCursor } from './min-cursor.js';
 
 /** `type` takes resource types (`product`) or their API collection names (`products`). */
 export const TYPE_NAMES: Record<string, string> = Object.fromEntries(
@@ -21,8 +22,11 @@ export class ChangesQuery extends PageQuery {
       'next_cursor of the previous page, an SSE id, or a changes_cursor of /menu or a list; absent: from the start of the log',
   })
   @IsOptional()
-  @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'after must be a cursor given out by this daemon' })
+  @Matches(CHANGE_CURSOR, { message: 'after must be a cursor given out by this daemon' })
   after?: string;
+
+  @MinCursor()
+  min_cursor?: string;
 
   @ApiPropertyOptional({ description: 'resource types, comma-separated (product, collection, …)' })
   @IsOptional()

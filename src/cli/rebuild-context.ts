@@ -17,9 +17,16 @@ export function selectProjections(name: string | undefined): ProjectionDefinitio
 
 export const PROJECTION_NAMES = ['all', ...PROJECTIONS.map((projection) => projection.name)].join('|');
 
-/** Runs `work` with a RebuildService on the daemon's database (attaching to a running embedded one). */
-export function withRebuildService<T>(config: AppConfig, work: (rebuild: RebuildService) => Promise<T>): Promise<T> {
-  return withDaemonDataSource(config, 3, (dataSource) =>
+/**
+ * Runs `work` with a RebuildService on the daemon's database (attaching to a running embedded one),
+ * with a session for each of `rebuilds` rebuilds at a time and one for their status reads.
+ */
+export function withRebuildService<T>(
+  config: AppConfig,
+  rebuilds: number,
+  work: (rebuild: RebuildService) => Promise<T>,
+): Promise<T> {
+  return withDaemonDataSource(config, rebuilds + 1, (dataSource) =>
     work(
       new RebuildService(
         dataSource,
@@ -33,8 +40,9 @@ export function withRebuildService<T>(config: AppConfig, work: (rebuild: Rebuild
 
 /**
  * The frame of `replay` and `verify`: `--projection` checked (exit 2 when unknown), then `work` run
- * for each selected projection with a progress reporter; what it returns is printed once the
- * progress bar is gone.
+ * for the selected projections at the same time, each on a session of its own, with one progress
+ * reporter; what each returns is printed once the progress bars are gone, and the first failure,
+ * if any, is thrown after that.
  */
 export async function forEachProjection(
   command: string,
@@ -53,16 +61,13 @@ export async function forEachProjection(
     process.exitCode = 2;
     return;
   }
-  await withRebuildService(config, async (rebuild) => {
-    for (const projection of projections) {
-      const progress = progressReporter(logger);
-      let text: string;
-      try {
-        text = await work(rebuild, projection, progress.update);
-      } finally {
-        progress.stop();
-      }
-      process.stdout.write(text);
-    }
+  await withRebuildService(config, projections.length, async (rebuild) => {
+    const progress = progressReporter(logger);
+    const ended = await Promise.allSettled(
+      projections.map((projection) => work(rebuild, projection, progress.update)),
+    ).finally(() => progress.stop());
+    for (const end of ended) if (end.status === 'fulfilled') process.stdout.write(end.value);
+    const failure = ended.find((end): end is PromiseRejectedResult => end.status === 'rejected');
+    if (failure !== undefined) throw failure.reason;
   });
 }

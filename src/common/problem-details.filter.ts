@@ -27,23 +27,35 @@ export function sendProblem(
   error: unknown,
   logger: Logger,
 ): FastifyReply {
+  const { body, retryAfterSeconds } = problemAnswer(
+    error,
+    { reqId: request.id, route: request.routeOptions?.url },
+    logger,
+  );
+  if (retryAfterSeconds !== undefined) reply.header('Retry-After', String(retryAfterSeconds));
+  return reply.status(body.status).header('Content-Type', PROBLEM_CONTENT_TYPE).send(body);
+}
+
+/**
+ * The problem answering an error, and the Retry-After to send with it (a transient fault); a
+ * transient database fault and a server error are logged, under the request's id and route.
+ */
+export function problemAnswer(
+  error: unknown,
+  request: { reqId: string; route: string | undefined },
+  logger: Logger,
+): { body: ProblemDetails; retryAfterSeconds?: number } {
   if (!(error instanceof AppError) && isTransientDatabaseError(error)) {
-    logger.warn(
-      { reqId: request.id, route: request.routeOptions?.url, reason: (error as Error)?.message },
-      'database unavailable',
-    );
-    return sendProblem(
-      reply,
-      request,
+    logger.warn({ ...request, reason: (error as Error)?.message }, 'database unavailable');
+    return problemAnswer(
       new ServiceUnavailableError('The database is unavailable; retry later.', TRANSIENT_RETRY_AFTER_SECONDS),
+      request,
       logger,
     );
   }
   const body = toProblem(error);
-  if (body.status >= 500)
-    logger.error({ err: error, reqId: request.id, route: request.routeOptions?.url }, 'request failed');
-  if (error instanceof ServiceUnavailableError) reply.header('Retry-After', String(error.retryAfterSeconds));
-  return reply.status(body.status).header('Content-Type', PROBLEM_CONTENT_TYPE).send(body);
+  if (body.status >= 500) logger.error({ err: error, ...request }, 'request failed');
+  return error instanceof ServiceUnavailableError ? { body, retryAfterSeconds: error.retryAfterSeconds } : { body };
 }
 
 export function toProblem(error: unknown): ProblemDetails {

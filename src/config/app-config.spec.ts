@@ -53,6 +53,25 @@ describe('loadConfig', () => {
     });
   });
 
+  it('ROLES: every role by default, a comma list, PROJECTOR_ENABLED=false taking the projector out; an unknown role named', () => {
+    expect(loadConfig({}).roles).toEqual(['ingress', 'api', 'projector', 'sinks', 'reconcile', 'console']);
+    expect(loadConfig({ ROLES: 'sinks, projector,reconcile' }).roles).toEqual(['projector', 'sinks', 'reconcile']);
+    expect(loadConfig({ PROJECTOR_ENABLED: 'false' }).roles).toEqual([
+      'ingress',
+      'api',
+      'sinks',
+      'reconcile',
+      'console',
+    ]);
+    expect(loadConfig({ ROLES: 'ingress,projector', PROJECTOR_ENABLED: 'false' }).hasRole('projector')).toBe(false);
+    expect(problems({ ROLES: 'ingress,worker' })).toEqual([
+      'ROLES: ROLES must list roles among ingress, api, projector, sinks, reconcile, console (comma-separated)',
+    ]);
+    expect(problems({ ROLES: ',' })).toEqual([
+      'ROLES: ROLES must name at least one of ingress, api, projector, sinks, reconcile, console',
+    ]);
+  });
+
   it('takes LOG_FORMAT auto (default), json or pretty, and refuses anything else', () => {
     expect(loadConfig({}).LOG_FORMAT).toBe('auto');
     expect(loadConfig({ LOG_FORMAT: 'json' }).LOG_FORMAT).toBe('json');
@@ -124,6 +143,19 @@ describe('loadConfig', () => {
         .map((p) => p.split(':')[0])
         .sort(),
     ).toEqual(['CHANGES_RETENTION', 'CHANGES_TYPES']);
+  });
+
+  it('DATABASE_READ_URL: a PostgreSQL URL, masked; READ_REPLICA_MAX_LAG: 5 s by default, a duration', () => {
+    expect(loadConfig({}).DATABASE_READ_URL).toBeUndefined();
+    expect(loadConfig({}).readReplicaMaxLagMs).toBe(5000);
+    const config = loadConfig({ DATABASE_READ_URL: 'postgres://u:pw-s3cr3t@replica/x', READ_REPLICA_MAX_LAG: '500ms' });
+    expect(config.DATABASE_READ_URL).toBe('postgres://u:pw-s3cr3t@replica/x');
+    expect(config.readReplicaMaxLagMs).toBe(500);
+    expect(JSON.stringify(config.dump())).not.toMatch(/s3cr3t/);
+    expect(problems({ DATABASE_READ_URL: 'mysql://replica-s3cr3t/x', READ_REPLICA_MAX_LAG: '5' })).toEqual([
+      'DATABASE_READ_URL: DATABASE_READ_URL must be a postgres:// or postgresql:// URL',
+      'READ_REPLICA_MAX_LAG: READ_REPLICA_MAX_LAG must be a duration such as 5s, 500ms or 1m',
+    ]);
   });
 
   it('SINK_ATTEMPTS_RETENTION: 7 days by default, a duration, anything else named', () => {

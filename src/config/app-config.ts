@@ -1,6 +1,7 @@
 import { plainToInstance, Transform } from 'class-transformer';
 import {
   ArrayMaxSize,
+  ArrayMinSize,
   IsBoolean,
   IsIn,
   IsInt,
@@ -84,6 +85,10 @@ const durationMs = (value: string) => {
 
 const pgUrl = /^postgres(ql)?:\/\/.+/;
 
+/** What a process can do (docs/reference.md §1, Roles); a process holds all of them unless ROLES names fewer. */
+export const ROLE_NAMES = ['ingress', 'api', 'projector', 'sinks', 'reconcile', 'console'] as const;
+export type Role = (typeof ROLE_NAMES)[number];
+
 export type ApiRole = 'read' | 'admin';
 export interface ApiToken {
   role: ApiRole;
@@ -93,6 +98,7 @@ export interface ApiToken {
 /** Names of the variables whose values are secrets: masked in every dump. */
 export const SECRET_VARIABLES = new Set([
   'DATABASE_URL',
+  'DATABASE_READ_URL',
   'OAUTH_CLIENT_SECRET',
   'WEBHOOK_KEYS',
   'API_TOKENS',
@@ -108,6 +114,19 @@ export class AppConfig {
   @IsOptional()
   @Matches(pgUrl, { message: 'DATABASE_URL must be a postgres:// or postgresql:// URL' })
   DATABASE_URL?: string;
+
+  /** A streaming replica (hot standby) of the database that serves the reads (docs/reference.md §5); unset: the primary does. */
+  @IsOptional()
+  @Matches(pgUrl, { message: 'DATABASE_READ_URL must be a postgres:// or postgresql:// URL' })
+  DATABASE_READ_URL?: string;
+
+  /** Reads go to the primary while the replica lags more than this: `5s`, `500ms`, `1m`. */
+  @Matches(DURATION, { message: 'READ_REPLICA_MAX_LAG must be a duration such as 5s, 500ms or 1m' })
+  READ_REPLICA_MAX_LAG = '5s';
+
+  get readReplicaMaxLagMs(): number {
+    return durationMs(this.READ_REPLICA_MAX_LAG);
+  }
 
   @IsString()
   @MinLength(1)
@@ -244,10 +263,28 @@ export class AppConfig {
   @IsBoolean()
   SANDBOX?: boolean;
 
-  /** Run the projector in this process (one daemon per database projects; others stand by). */
+  /** The roles this process holds: a comma list of ROLE_NAMES. */
+  @Transform(list)
+  @IsIn(ROLE_NAMES, {
+    each: true,
+    message: `ROLES must list roles among ${ROLE_NAMES.join(', ')} (comma-separated)`,
+  })
+  @ArrayMinSize(1, { message: `ROLES must name at least one of ${ROLE_NAMES.join(', ')}` })
+  ROLES: string[] = [...ROLE_NAMES];
+
+  /** The older switch of the projector role: `false` takes `projector` out of ROLES. */
   @Transform(bool)
   @IsBoolean()
   PROJECTOR_ENABLED = true;
+
+  /** The roles this process holds, in the order of ROLE_NAMES. */
+  get roles(): Role[] {
+    return ROLE_NAMES.filter((role) => this.hasRole(role));
+  }
+
+  hasRole(role: Role): boolean {
+    return this.ROLES.includes(role) && (role !== 'projector' || this.PROJECTOR_ENABLED);
+  }
 
   /** Connections in the daemon's PostgreSQL pool. */
   @Transform(int)
@@ -445,6 +482,7 @@ export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   const known = Object.keys(new AppConfig());
   const optional = [
     'DATABASE_URL',
+    'DATABASE_READ_URL',
     'PUBLIC_URL',
     'UPSTREAM_AUTH_URL',
     'UPSTREAM_BASE_URL',

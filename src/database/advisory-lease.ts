@@ -3,8 +3,9 @@ import { AdvisoryLock, lockQuery } from './advisory-locks.js';
 
 /**
  * A session advisory lock held on a dedicated connection: what makes one daemon the active
- * projector or sink dispatcher of a database, while the others stand by and take over when its
- * session ends. The connection is the lock's: it is never returned to the pool holding it.
+ * projector of a database, while the others stand by and take over when its session ends; held
+ * shared, what makes a daemon one of the sink dispatchers. The connection is the lock's: it is
+ * never returned to the pool holding it.
  */
 export class AdvisoryLease {
   private held?: QueryRunner;
@@ -14,6 +15,7 @@ export class AdvisoryLease {
     private readonly lock: AdvisoryLock,
     /** Session settings for the connection, applied once when it opens. */
     private readonly prepare: (runner: QueryRunner) => Promise<void> = async () => undefined,
+    private readonly mode: 'exclusive' | 'shared' = 'exclusive',
   ) {}
 
   /** The lease's connection (open once tryAcquire has run). */
@@ -28,8 +30,7 @@ export class AdvisoryLease {
       await this.held.connect();
       await this.prepare(this.held);
     }
-    const [{ result }] = await this.held.query(...lockQuery('pg_try_advisory_lock', this.lock));
-    return result;
+    return tryLock(this.held, this.lock, this.mode);
   }
 
   /** Unlocks and returns the connection, or destroys it when it cannot be unlocked. */
@@ -45,4 +46,15 @@ export class AdvisoryLease {
       await postgres.releasePostgresConnection(error).catch(() => undefined);
     }
   }
+}
+
+/** Tries the session advisory lock `lock` on `runner`'s session: true when that session holds it. */
+export async function tryLock(
+  runner: QueryRunner,
+  lock: AdvisoryLock,
+  mode: 'exclusive' | 'shared' = 'exclusive',
+): Promise<boolean> {
+  const fn = mode === 'shared' ? 'pg_try_advisory_lock_shared' : 'pg_try_advisory_lock';
+  const [{ result }] = await runner.query(...lockQuery(fn, lock));
+  return result;
 }

@@ -15,7 +15,10 @@ export const SINGLE_LOCKS = {
   projector: 7_260_002,
   /** One reconcile run at a time. */
   reconcile: 7_260_003,
-  /** The one active change dispatcher (sinks) of the database. */
+  /**
+   * Held shared by every sink dispatcher of the database: the holders are the dispatchers alive,
+   * among which the sinks are shared (a daemon of before shared leases held it exclusively).
+   */
   sinkDispatcher: 7_260_004,
   /**
    * Held by every transaction that writes the change log, from before it has a transaction id
@@ -35,6 +38,13 @@ export const LOCK_SPACES = {
   connectionRefresh: 7_260_200,
   /** One rebuild (replay or verify) of a projection at a time. */
   rebuild: 7_260_300,
+  /**
+   * The lease of a sink, held by the dispatcher delivering it; the second key is a hash of the
+   * sink's id (sinks whose ids hash alike share one lease, and one dispatcher delivers them).
+   */
+  sinkLease: 7_260_400,
+  /** Held by the session of the active projector that applies a projection (its lane), per projection. */
+  projectorLane: 7_260_500,
 } as const;
 
 export const advisoryLocks = {
@@ -45,6 +55,7 @@ export const advisoryLocks = {
 type LockFunction =
   | 'pg_advisory_lock'
   | 'pg_try_advisory_lock'
+  | 'pg_try_advisory_lock_shared'
   | 'pg_advisory_unlock'
   | 'pg_advisory_xact_lock'
   | 'pg_try_advisory_xact_lock';

@@ -76,6 +76,18 @@ describe('EventLogRepository (PostgreSQL)', () => {
     expect((await repository.findByPosition(second.position))!.raw.toString()).toBe(plain.payload);
   });
 
+  it('stores payloads given as their UTF-8 bytes as it stores their text, in one batch with others', async () => {
+    const text = '{"data":{"id":"é€😀","nested":[1,{"a":"\\u0000"}]},"t":"x"}';
+    const asBytes = { ...entry(), payload: text, payloadUtf8: Buffer.from(text) };
+    const asText = { ...entry(), payload: text };
+    const results = await repository.append([asBytes, asText, entry()]);
+    const stored = await Promise.all(results.map((result) => repository.findByPosition(result.position)));
+    expect(stored.slice(0, 2).map((row) => [row!.payload, row!.raw.toString()])).toEqual([
+      [text, text],
+      [text, text],
+    ]);
+  });
+
   it('keeps sealed bytes as given, marked sealed, and refuses a row marked sealed without them', async () => {
     const sealed = entry();
     const bytes = randomBytes(64);

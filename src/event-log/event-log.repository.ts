@@ -59,9 +59,9 @@ const SELECTED = COLUMNS.map((column) => (column === 'raw_key_at' ? 'raw_key_at:
 /**
  * One statement whose text never changes (a named prepared statement: parsed and planned once per
  * connection), taking the batch as one array per column, zipped by ROWS FROM. The payloads travel
- * as one JSON array joined from their texts: node-pg would otherwise escape every character of
- * every payload into an array literal. json_array_elements gives each element's text verbatim
- * (without surrounding whitespace, which the parser keeps in raw_body when a body has any).
+ * as one JSON array joined from their bytes (see jsonArray): node-pg would otherwise escape every
+ * character of every payload into an array literal. json_array_elements gives each element's text
+ * verbatim (without surrounding whitespace, which the parser keeps in raw_body when a body has any).
  */
 const APPEND: Omit<pg.QueryConfig, 'values'> = {
   name: 'menu_sync_append',
@@ -83,6 +83,25 @@ const POSITIONS: Omit<pg.QueryConfig, 'values'> = {
 const SUMMARY = `position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at, received_at, source, handled`;
 /** Text casts below keep their column names: ORDER BY must name the table's columns (`e.`), or it sorts the text. */
 const FULL = `${SUMMARY}, event_seq, key_id, content_type, payload::text AS payload, raw_body, raw_sealed, raw_key, raw_key_at, sha256, transaction_id::text AS transaction_id`;
+
+const OPEN = Buffer.from('[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']');
+
+/**
+ * The payloads as one JSON array, in bytes: node-pg sends a Buffer as it is, in the binary format,
+ * which for `json` is the text itself. Payloads whose UTF-8 the parser kept (the bytes received)
+ * are copied, not decoded and encoded again.
+ */
+function jsonArray(entries: NewLogEntry[]): Buffer {
+  const parts: Buffer[] = [OPEN];
+  for (const entry of entries) {
+    if (parts.length > 1) parts.push(COMMA);
+    parts.push(entry.payloadUtf8 ?? Buffer.from(entry.payload, 'utf8'));
+  }
+  parts.push(CLOSE);
+  return Buffer.concat(parts);
+}
 
 /**
  * Connections of the append path's own pool: one per commit the AppendBatcher runs at once. Its
@@ -123,7 +142,7 @@ export class EventLogRepository {
         column((e) => e.receivedAt),
         column((e) => e.keyId),
         column((e) => e.contentType),
-        `[${column((e) => e.payload).join(',')}]`,
+        jsonArray(rows),
         column((e) => e.rawBody),
         column((e) => e.rawSealed),
         column((e) => e.rawKey),

@@ -21,6 +21,8 @@ export interface NewLogEntry {
   keyId: string | null;
   contentType: string | null;
   payload: string;
+  /** `payload` as UTF-8, when the producer holds those bytes already (saves encoding it again). */
+  payloadUtf8?: Buffer;
   rawBody: Buffer | null;
   rawSealed: boolean;
   rawKey: Buffer | null;

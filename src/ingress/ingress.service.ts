@@ -44,6 +44,11 @@ export class IngressService {
       this.metrics.webhookDeliveries.inc({ outcome: 'unknown_key' });
       throw new NotFoundError('Not Found');
     }
+    return this.receiveUnder(keyId, delivery);
+  }
+
+  /** As `receive`, for a delivery whose key the caller resolved to `keyId`. */
+  async receiveUnder(keyId: string, delivery: Delivery): Promise<DeliveryOutcome> {
     let parsed: ParsedDelivery;
     try {
       parsed = parseDelivery(delivery.body, delivery.contentType, delivery.key);
@@ -97,6 +102,7 @@ export class IngressService {
       eventSeq: parsed.eventSeq,
       handled: parsed.handled,
       payload: parsed.payload,
+      payloadUtf8: parsed.payloadUtf8,
       sha256: parsed.sha256,
       source: 'webhook',
       receivedAt: delivery.receivedAt,

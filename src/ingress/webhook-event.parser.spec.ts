@@ -41,14 +41,24 @@ describe('parseDelivery', () => {
       rawBody: null,
     });
     expect(parsed.sha256.equals(createHash('sha256').update(raw).digest())).toBe(true);
+    // The payload's UTF-8 is the body itself, handed over for the append.
+    expect(parsed.payloadUtf8).toBe(raw);
   });
 
   it('keeps the raw bytes when they are not the payload text (BOM, other charset)', () => {
     const text = JSON.stringify(webhookEvent());
     const withBom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]);
-    expect(parseDelivery(withBom, JSON_TYPE)).toMatchObject({ payload: text, rawBody: withBom });
+    expect(parseDelivery(withBom, JSON_TYPE)).toMatchObject({
+      payload: text,
+      payloadUtf8: undefined,
+      rawBody: withBom,
+    });
     const utf16 = Buffer.from(text, 'utf16le');
-    expect(parseDelivery(utf16, 'application/json; charset=utf-16le')).toMatchObject({ payload: text, rawBody: utf16 });
+    expect(parseDelivery(utf16, 'application/json; charset=utf-16le')).toMatchObject({
+      payload: text,
+      payloadUtf8: undefined,
+      rawBody: utf16,
+    });
   });
 
   describe('ids read as the projector reads them (canonicalId)', () => {
@@ -112,6 +122,7 @@ describe('parseDelivery', () => {
       expect(parsed).toMatchObject({ rawBody: null, sealWhole: false, keyAt: [raw.indexOf(KEY)] });
       expect(restoreKey(Buffer.from(parsed.payload), KEY, parsed.keyAt!).equals(raw)).toBe(true);
       expect(parsed.sha256.equals(createHash('sha256').update(raw).digest())).toBe(true);
+      expect(parsed.payloadUtf8!.equals(Buffer.from(parsed.payload))).toBe(true);
     });
 
     it('keeps the redacted bytes when they are not the payload (a BOM, whitespace), still restorable', () => {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { TextDecoder } from 'node:util';
 import { isSpecEventName } from '../domain/event-names.js';
 import { isLosslessNumber } from 'lossless-json';
@@ -23,6 +23,7 @@ export type ParsedDelivery = Pick<
   | 'eventSeq'
   | 'handled'
   | 'payload'
+  | 'payloadUtf8'
   | 'rawBody'
   | 'sha256'
 > & {
@@ -179,10 +180,11 @@ export function parseDelivery(body: Buffer, contentType: string | undefined, key
     eventSeq,
     handled,
     payload: text,
+    payloadUtf8: exact ? stored : undefined,
     rawBody: sealWhole ? body : exact ? null : stored,
     keyAt: sealWhole ? null : (redacted?.at ?? null),
     sealWhole,
-    sha256: createHash('sha256').update(body).digest(),
+    sha256: hash('sha256', body, 'buffer'),
   };
 }
 

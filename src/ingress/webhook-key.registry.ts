@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { LOCAL_WEBHOOK_KEY_FILE, localSecret } from '../config/local-secrets.js';
@@ -7,7 +7,7 @@ import { WebhookKeyRepository } from './webhook-key.repository.js';
 const REFRESH_MS = 5000;
 
 export function hashWebhookKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  return hash('sha256', key, 'buffer');
 }
 
 /**
@@ -51,8 +51,9 @@ export class WebhookKeyRegistry implements OnModuleInit, OnModuleDestroy {
   }
 
   resolve(key: string): string | null {
-    const hash = hashWebhookKey(key).toString('hex');
-    return this.configured.get(hash) ?? this.stored.get(hash) ?? null;
+    // One call, straight to hex: resolving runs for every delivery.
+    const hex = hash('sha256', key, 'hex');
+    return this.configured.get(hex) ?? this.stored.get(hex) ?? null;
   }
 
   /**
@@ -60,25 +61,25 @@ export class WebhookKeyRegistry implements OnModuleInit, OnModuleDestroy {
    * whose read began before the key was learned keeps it too, since that read may not have seen it.
    */
   learn(keyHash: Buffer, id: number): void {
-    const hash = keyHash.toString('hex');
-    this.learned.set(hash, { keyId: `key:${id}`, sequence: ++this.sequence });
-    this.stored.set(hash, `key:${id}`);
+    const hex = keyHash.toString('hex');
+    this.learned.set(hex, { keyId: `key:${id}`, sequence: ++this.sequence });
+    this.stored.set(hex, `key:${id}`);
   }
 
   /** Stops accepting a key at once (it was expired in the database). */
   forget(keyHash: Buffer): void {
-    const hash = keyHash.toString('hex');
-    this.learned.delete(hash);
-    this.stored.delete(hash);
+    const hex = keyHash.toString('hex');
+    this.learned.delete(hex);
+    this.stored.delete(hex);
   }
 
   async refresh(): Promise<void> {
     const readFrom = this.sequence;
     const keys = await this.repository.listActive();
     const stored = new Map(keys.map((key) => [key.keyHash.toString('hex'), `key:${key.id}`]));
-    for (const [hash, entry] of this.learned) {
-      if (entry.sequence > readFrom) stored.set(hash, entry.keyId);
-      else this.learned.delete(hash);
+    for (const [hex, entry] of this.learned) {
+      if (entry.sequence > readFrom) stored.set(hex, entry.keyId);
+      else this.learned.delete(hex);
     }
     this.stored = stored;
   }

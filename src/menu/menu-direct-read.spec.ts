@@ -6,7 +6,7 @@ import { MenuQuery } from './menu-query.dto.js';
 describe('the direct /menu read accepts and refuses exactly what MenuQuery does, naming the same field', () => {
   it('any query', async () => {
     await fc.assert(
-      fc.asyncProperty(queries(['owner_id', 'form', 'as_of', 'limit', 'other']), async (query) => {
+      fc.asyncProperty(queries(['owner_id', 'form', 'as_of', 'min_cursor', 'limit', 'other']), async (query) => {
         expect(readMenuQuery(query)).toEqual(await viaPipe(MenuQuery, query));
       }),
       { numRuns: 2000 },
@@ -24,6 +24,11 @@ describe('the direct /menu read accepts and refuses exactly what MenuQuery does,
     [{ owner_id: 'o-1', form: 'Normalized' }, { refused: 'form' }],
     [{ form: 'x', as_of: 'x', other: '1' }, { refused: 'other' }],
     [{ owner_id: 'o-1', as_of: '2026-13-01T00:00:00Z' }, { refused: 'as_of' }],
+    [
+      { owner_id: 'o-1', min_cursor: 'NzQ1LjEy' },
+      { query: { owner_id: 'o-1', form: 'expanded', min_cursor: 'NzQ1LjEy' } },
+    ],
+    [{ owner_id: 'o-1', min_cursor: '' }, { refused: 'min_cursor' }],
   ])('%j', async (query, expected) => {
     expect(readMenuQuery(query)).toEqual(expected);
     expect(await viaPipe(MenuQuery, query)).toEqual(expected);

@@ -1,6 +1,7 @@
 import {
   AS_OF,
   accepted,
+  MIN_CURSOR,
   type DirectRoute,
   oneOf,
   OWNER_ID,
@@ -9,11 +10,12 @@ import {
   readQuery,
   required,
 } from '../query/direct-reads.js';
+import type { ReadRouter } from '../database/read-router.service.js';
 import { MenuDocumentService } from './menu-document.service.js';
 import { sendMenu } from './menu.controller.js';
 import type { MenuQuery } from './menu-query.dto.js';
 
-/** MenuQuery's fields in class-validator's order: its own, then AsOfQuery's `as_of`. */
+/** MenuQuery's fields in class-validator's order: its own, then AsOfQuery's `as_of` and `min_cursor`. */
 const MENU_FIELDS: readonly QueryField[] = [
   required(OWNER_ID),
   {
@@ -22,6 +24,7 @@ const MENU_FIELDS: readonly QueryField[] = [
     absent: 'expanded',
   },
   AS_OF,
+  MIN_CURSOR,
 ];
 
 /** `/menu`'s query as MenuQuery reads it. */
@@ -30,13 +33,13 @@ export function readMenuQuery(query: Record<string, unknown>): QueryReading {
 }
 
 /** `/menu` answered without Nest's pipeline when its query is one MenuQuery accepts (installDirectReads). */
-export function menuDirectRoute(menus: MenuDocumentService): [string, DirectRoute] {
+export function menuDirectRoute(menus: MenuDocumentService, router: ReadRouter): [string, DirectRoute] {
   return [
     '/api/v1/menu',
     {
       read: (request) => accepted(readMenuQuery(request.query as Record<string, unknown>)),
       serve: (request, reply, query) =>
-        sendMenu(reply, menus, query as unknown as MenuQuery, request.headers['if-none-match']),
+        sendMenu(reply, menus, router, query as unknown as MenuQuery, request.headers['if-none-match']),
     },
   ];
 }

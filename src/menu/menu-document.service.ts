@@ -1,9 +1,11 @@
 import type { Readable } from 'node:stream';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { encodeChangeCursor } from '../changes/change-cursor.js';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { inChunks } from '../common/in-chunks.js';
 import { readAhead } from '../common/read-ahead.js';
+import { replicaOf } from '../database/read-replica.js';
+import { onSide, type ReadSide } from '../database/read-router.service.js';
 import { RESOURCE_TABLES, ResourceTable } from '../projection/resource-tables.js';
 import { ReadModelRepository, ResourceDoc } from '../query/read-model.repository.js';
 import { expandedChunk, trailerJson, TraitDocs } from './document-text.js';
@@ -26,7 +28,7 @@ const MENU_CHUNK = 250;
 /** Ids per lookup of traits and trait options, and lookups in flight at once, for an `as_of` menu. */
 const LOOKUP_CHUNKS = { size: 500, concurrency: 3 };
 
-/** The menu document (docs/reference.md §5), live or `as_of`. */
+/** The menu document (docs/reference.md §5), live or `as_of`, read on the side it is given (ReadRouter decides). */
 @Injectable()
 export class MenuDocumentService {
   constructor(
@@ -34,6 +36,8 @@ export class MenuDocumentService {
     private readonly documents: MenuDocumentRepository,
     private readonly changes: ChangeLogRepository,
     private readonly cache: MenuDocumentCache,
+    @Inject(replicaOf(ReadModelRepository)) private readonly replicaRows: ReadModelRepository | null,
+    @Inject(replicaOf(MenuDocumentRepository)) private readonly replicaDocuments: MenuDocumentRepository | null,
   ) {}
 
   /**
@@ -43,15 +47,30 @@ export class MenuDocumentService {
    * `If-None-Match` that matches costs one index lookup and no body. The body streams in chunks,
    * and is kept (MenuDocumentCache) for the next reads of the same version.
    */
-  async menu(ownerId: string, form: MenuForm, ifNoneMatch: string | undefined, asOf?: Date): Promise<MenuAnswer> {
-    if (asOf !== undefined) return this.menuAsOfAnswer(ownerId, form, ifNoneMatch, asOf);
-    const version = await this.documents.ownerVersion(ownerId);
+  async menu(
+    ownerId: string,
+    form: MenuForm,
+    ifNoneMatch: string | undefined,
+    asOf?: Date,
+    side: ReadSide = 'primary',
+  ): Promise<MenuAnswer> {
+    const documents = onSide(side, this.documents, this.replicaDocuments);
+    if (asOf !== undefined)
+      return this.menuAsOfAnswer(
+        ownerId,
+        form,
+        ifNoneMatch,
+        asOf,
+        documents,
+        onSide(side, this.rows, this.replicaRows),
+      );
+    const version = await documents.ownerVersion(ownerId);
     const current = menuEtag(version, form);
     if (matches(ifNoneMatch, current)) return { etag: current, notModified: true };
     const kept = await this.cache.open(ownerId, form, version);
     if (kept !== undefined)
       return { etag: current, notModified: false, changesCursor: kept.changesCursor, chunks: kept.body };
-    const snapshot = await this.documents.open(
+    const snapshot = await documents.open(
       ownerId,
       form,
       async (db) => ({ changes_cursor: encodeChangeCursor(await this.changes.positionInSnapshot(db)) }),
@@ -77,12 +96,14 @@ export class MenuDocumentService {
     form: MenuForm,
     ifNoneMatch: string | undefined,
     asOf: Date,
+    documents: MenuDocumentRepository,
+    readModel: ReadModelRepository,
   ): Promise<MenuAnswer> {
     // The past can still change (an older event arriving late leaves the live rows alone): the
     // ETag rests on the log's head, not on the owner's version.
-    const etag = menuEtag(`asof-${await this.documents.logHead()}`, form, asOf);
+    const etag = menuEtag(`asof-${await documents.logHead()}`, form, asOf);
     if (matches(ifNoneMatch, etag)) return { etag, notModified: true };
-    return { etag, notModified: false, changesCursor: null, chunks: this.menuAsOf(ownerId, form, asOf) };
+    return { etag, notModified: false, changesCursor: null, chunks: this.menuAsOf(ownerId, form, asOf, readModel) };
   }
 
   /**
@@ -92,17 +113,22 @@ export class MenuDocumentService {
    * (products share them), a few lookups at a time; the next chunk of products is folded while
    * this one is expanded.
    */
-  private async *menuAsOf(ownerId: string, form: MenuForm, asOf: Date): AsyncGenerator<string | Buffer> {
-    const collections = await this.rows.findDocsAsOf(RESOURCE_TABLES.collection, { ownerId, asOf });
+  private async *menuAsOf(
+    ownerId: string,
+    form: MenuForm,
+    asOf: Date,
+    readModel: ReadModelRepository,
+  ): AsyncGenerator<string | Buffer> {
+    const collections = await readModel.findDocsAsOf(RESOURCE_TABLES.collection, { ownerId, asOf });
     yield `{"collections":[${collections.map((row) => row.doc).join(',')}],"products":[`;
     const traits = new TraitTexts(
       (table, ids, links) =>
-        inChunks(ids, (chunk) => this.rows.findDocsAsOf(table, { ids: chunk, asOf }, links), LOOKUP_CHUNKS),
+        inChunks(ids, (chunk) => readModel.findDocsAsOf(table, { ids: chunk, asOf }, links), LOOKUP_CHUNKS),
       form,
     );
     const chunkAfter = (after: string | undefined) =>
       readAhead(
-        this.rows.findDocsAsOf(
+        readModel.findDocsAsOf(
           RESOURCE_TABLES.product,
           { ownerId, asOf, afterSortKey: after, limit: MENU_CHUNK },
           'traits',

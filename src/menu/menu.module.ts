@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { replicaProvider } from '../database/read-replica.js';
 import { ChangesModule } from '../changes/changes.module.js';
 import { IngressModule } from '../ingress/ingress.module.js';
 import { ReadModelModule } from '../query/read-model.module.js';
@@ -11,7 +12,7 @@ import { MenuDocumentService } from './menu-document.service.js';
 @Module({
   imports: [ChangesModule, IngressModule, ReadModelModule],
   controllers: [MenuController],
-  providers: [MenuDocumentService, MenuDocumentRepository, MenuDocumentCache],
+  providers: [MenuDocumentService, MenuDocumentRepository, replicaProvider(MenuDocumentRepository), MenuDocumentCache],
   exports: [MenuDocumentService],
 })
 export class MenuModule {}

@@ -1,6 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { HealthCheck, HealthCheckService } from '@nestjs/terminus';
 import { ApiTags } from '@nestjs/swagger';
+import { AppConfig } from '../config/app-config.js';
 import { DatabaseHealthIndicator } from './database.health.js';
 
 @ApiTags('operations')
@@ -9,6 +10,7 @@ export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly database: DatabaseHealthIndicator,
+    private readonly config: AppConfig,
   ) {}
 
   @Get('live')
@@ -16,9 +18,10 @@ export class HealthController {
     return { status: 'ok' };
   }
 
+  /** Ready: the database answers and every migration is applied; no role's loop is waited for (a standby is ready). */
   @Get('ready')
   @HealthCheck()
-  ready() {
-    return this.health.check([() => this.database.check()]);
+  async ready() {
+    return { ...(await this.health.check([() => this.database.check()])), roles: this.config.roles };
   }
 }

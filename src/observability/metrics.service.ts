@@ -125,6 +125,19 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly sinkLeased = new Gauge({
+    name: 'menu_sync_sink_leased',
+    help: 'Sinks this process delivers (it holds their lease): 1 per sink',
+    labelNames: ['sink'] as const,
+    registers: [this.registry],
+  });
+
+  readonly sinkDispatchers = new Gauge({
+    name: 'menu_sync_sink_dispatchers',
+    help: 'Sink dispatchers alive on the database, sharing its sinks, as this process last saw (0: it is none)',
+    registers: [this.registry],
+  });
+
   readonly sinksFailing = new Gauge({
     name: 'menu_sync_sinks_failing',
     help: 'Sinks failing for longer than SINK_FAILING_AFTER',

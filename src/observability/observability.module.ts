@@ -4,12 +4,14 @@ import { DatabaseHealthIndicator } from './database.health.js';
 import { HealthController } from './health.controller.js';
 import { MetricsController } from './metrics.controller.js';
 import { MetricsService } from './metrics.service.js';
+import { ReadReplicaGauge } from './read-replica.gauge.js';
+import { RolesGauge } from './roles.gauge.js';
 
 @Global()
 @Module({
   imports: [TerminusModule.forRoot({ logger: false })],
   controllers: [HealthController, MetricsController],
-  providers: [MetricsService, DatabaseHealthIndicator],
+  providers: [MetricsService, DatabaseHealthIndicator, ReadReplicaGauge, RolesGauge],
   exports: [MetricsService],
 })
 export class ObservabilityModule {}

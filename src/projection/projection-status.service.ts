@@ -68,7 +68,7 @@ export class ProjectionStatusService implements OnModuleInit {
           position: Number(status.checkpoint.position),
           head,
           lag,
-          state: this.projector.state,
+          state: this.projector.stateOf(projection.name),
           parked: status.parked,
           last_error: status.lastError,
         };

@@ -13,6 +13,8 @@ import { toWebhookEvent } from './from-log-entry.js';
 import { MENU_PROJECTION, ORDERS_PROJECTION, PROJECTIONS } from './projection-definitions.js';
 import { ProjectionRepository } from './projection.repository.js';
 import { ProjectorService } from './projector.service.js';
+import { laneLock } from './projector-lane.js';
+import { lockQuery } from '../database/advisory-locks.js';
 import { RESOURCE_TABLES } from './resource-tables.js';
 
 interface Spec {
@@ -382,6 +384,93 @@ describe('projection (PostgreSQL)', () => {
       expect(rows).toEqual(
         Array.from({ length: 7 }, (_, id) => ({ id: String(id), title: `v${93 + ((id - (93 % 7) + 7) % 7)} product` })),
       );
+    });
+  });
+
+  describe('one lane per projection, each on a session holding its own lock', () => {
+    let database: TestDatabase;
+    let dataSource: DataSource;
+    let projector: ProjectorService;
+
+    beforeAll(async () => {
+      database = await createTestDatabase();
+      dataSource = await openDataSource(database.url, 4);
+    });
+    afterAll(async () => {
+      await projector?.beforeApplicationShutdown();
+      await dataSource.destroy();
+      await database.drop();
+    });
+
+    async function until(condition: () => Promise<boolean> | boolean, ms = 15000): Promise<void> {
+      const deadline = Date.now() + ms;
+      while (!(await condition())) {
+        if (Date.now() > deadline) throw new Error('condition not met in time');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+
+    const applied = async () => {
+      const statuses = new ProjectionStatusRepository(dataSource);
+      return {
+        menu: (await statuses.status(MENU_PROJECTION)).applied,
+        orders: (await statuses.status(ORDERS_PROJECTION)).applied,
+      };
+    };
+    const events = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, k) =>
+        logEntry({
+          eventType: (from + k) % 4 === 0 ? 'order.created' : 'product.updated',
+          subjectType: (from + k) % 4 === 0 ? 'order' : 'product',
+          subjectId: String(1 + ((from + k) % 9)),
+          createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, from + k)).toISOString(),
+          seq: from + k,
+          eventId: `lane-${from + k}`,
+          title: `v${from + k}`,
+        }),
+      );
+
+    it('a lane whose lock another session holds waits (starting) while the other lane applies; then catches up', async () => {
+      const holder = dataSource.createQueryRunner();
+      await holder.connect();
+      await holder.query(...lockQuery('pg_advisory_lock', laneLock(ORDERS_PROJECTION)));
+      projector = new ProjectorService(dataSource, new ProjectionRepository(), new MetricsService(), loadConfig({}));
+      projector.onApplicationBootstrap();
+      await until(() => projector.stateOf('menu') === 'running');
+      expect(projector.stateOf('orders')).toBe('starting');
+      await new EventLogRepository(dataSource).append(events(0, 40));
+      await until(async () => (await applied()).menu === 40);
+      expect(await applied()).toEqual({ menu: 40, orders: 0 });
+      expect(projector.stateOf('orders')).toBe('starting');
+
+      await holder.query('SELECT pg_advisory_unlock_all()');
+      await holder.release();
+      await until(async () => (await applied()).orders === 40);
+      expect(projector.stateOf('orders')).toBe('running');
+      expect(await dataSource.query(`SELECT count(*)::int AS n FROM proj_orders.orders`)).toEqual([{ n: 9 }]);
+    });
+
+    it("when one lane's session dies, the projector starts over on new sessions and both projections catch up", async () => {
+      const [{ pid }] = await dataSource.query(
+        `SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+          WHERE d.datname = current_database() AND l.locktype = 'advisory' AND l.granted
+            AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2`,
+        laneLock(ORDERS_PROJECTION),
+      );
+      await dataSource.query('SELECT pg_terminate_backend($1)', [pid]);
+      await new EventLogRepository(dataSource).append(events(40, 80));
+      await until(async () => {
+        const now = await applied();
+        return now.menu === 80 && now.orders === 80;
+      });
+      await until(() => projector.stateOf('menu') === 'running' && projector.stateOf('orders') === 'running');
+      const holders: Array<{ pid: number }> = await dataSource.query(
+        `SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+          WHERE d.datname = current_database() AND l.locktype = 'advisory' AND l.granted AND l.classid = $1`,
+        [laneLock(ORDERS_PROJECTION)[0]],
+      );
+      expect(holders).toHaveLength(2);
+      expect(holders.map((holder) => holder.pid)).not.toContain(pid);
     });
   });
 });

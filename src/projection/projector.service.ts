@@ -4,41 +4,35 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import { LeaseLoop, LeaseState } from '../common/lease-loop.js';
 import { AppConfig } from '../config/app-config.js';
-import { AdvisoryLease } from '../database/advisory-lease.js';
+import { AdvisoryLease, tryLock } from '../database/advisory-lease.js';
 import { advisoryLocks } from '../database/advisory-locks.js';
 import { LOG_APPENDED } from '../event-log/append-batcher.js';
 import { MetricsService } from '../observability/metrics.service.js';
-import { PROJECTIONS } from './projection-definitions.js';
-import { PAGE_ENTRIES, ProjectionRepository } from './projection.repository.js';
+import { PROJECTIONS, ProjectionName } from './projection-definitions.js';
+import { ProjectionRepository } from './projection.repository.js';
+import { laneLock, LaneSession, ProjectorLane } from './projector-lane.js';
 
 /** Any constant: one projector per database (docs/reference.md §4). */
 export const PROJECTOR_LOCK = advisoryLocks.single('projector');
-const POLL_MS = 1000;
-/**
- * After a partial page, deliveries gather this long into the next one (bounds freshness, saves CPU):
- * briefly when they trickle in, longer under a heavy stream, where each page's fixed cost (its round
- * trips and the planning of its statement) would otherwise take CPU from ingress on the same machine.
- */
-const COALESCE_MS = 20;
-const BUSY_COALESCE_MS = 250;
-const BUSY_PAGE_ENTRIES = 500;
 
 export type ProjectorState = LeaseState | 'disabled';
 
 /**
- * The catch-up loop. It holds a session advisory lock on a dedicated connection and applies every
- * page on that same connection, so if the connection dies, its work and its lock die together and
- * a standby (another daemon polling for the lock) continues from the committed checkpoint.
- * It wakes when ingress appends, and polls as a fallback.
+ * The live projector. It holds the projector lease (a session advisory lock) so that one daemon
+ * per database projects, while the others stand by and take over when its session ends. While it
+ * holds the lease, each projection has a lane of its own (ProjectorLane) on a session of its own,
+ * so the projections catch up in parallel, on as many PostgreSQL backends: the first lane applies
+ * its pages on the lease's own session, each other one on a session opened for it.
  */
 @Injectable()
 export class ProjectorService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(ProjectorService.name);
   private readonly loop: LeaseLoop;
+  private lanes: ProjectorLane[] = [];
   private disabled = false;
 
   constructor(
-    @InjectDataSource() dataSource: DataSource,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: ProjectionRepository,
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
@@ -54,40 +48,67 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     return this.disabled ? 'disabled' : this.loop.state;
   }
 
+  /** The state of one projection's lane: the lease's state, or `starting` until the lane holds its own lock. */
+  stateOf(projection: ProjectionName): ProjectorState {
+    const lane = this.lanes.find((candidate) => candidate.projection.name === projection);
+    return this.state === 'running' && lane !== undefined ? lane.state : this.state;
+  }
+
   onApplicationBootstrap(): void {
-    if (this.config.PROJECTOR_ENABLED) this.loop.start();
+    if (this.config.hasRole('projector')) this.loop.start();
     else this.disabled = true;
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.loop.stop();
+    const stopped = this.loop.stop();
+    for (const lane of this.lanes) lane.stop();
+    await stopped;
   }
 
   @OnEvent(LOG_APPENDED)
   onAppended(): void {
-    this.loop.alarm.wake();
+    for (const lane of this.lanes) lane.wake();
   }
 
+  /**
+   * While the lease is held: every lane until the stop. A lane that fails stops the others, and the
+   * failure reaches the lease loop (which releases the lease) only once every lane has ended and
+   * each session opened for one has let its lock go.
+   */
   private async project(runner: QueryRunner): Promise<void> {
-    const alarm = this.loop.alarm;
-    while (!this.loop.stopping) {
-      // A delivery appended while the pages are applied may lie past them: it is not slept over.
-      alarm.takeWake();
-      const applied = await this.applyAll(runner);
-      if (applied === 0) await alarm.sleep(POLL_MS);
-      else if (applied < PAGE_ENTRIES) await alarm.pause(applied >= BUSY_PAGE_ENTRIES ? BUSY_COALESCE_MS : COALESCE_MS);
-    }
+    if (this.loop.stopping) return;
+    const lanes: ProjectorLane[] = PROJECTIONS.map(
+      (projection) =>
+        new ProjectorLane(projection, this.repository, this.metrics, this.logger, () => {
+          for (const lane of lanes) if (lane.projection !== projection) lane.wake();
+        }),
+    );
+    this.lanes = lanes;
+    const stopAll = (error: unknown) => {
+      for (const lane of lanes) lane.stop();
+      throw error;
+    };
+    const ended = await Promise.allSettled(
+      lanes.map((lane, index) =>
+        (index === 0 ? lane.run(this.leaseSession(runner, lane)) : this.runOnOwnSession(lane)).catch(stopAll),
+      ),
+    );
+    const failure = ended.find((end): end is PromiseRejectedResult => end.status === 'rejected');
+    if (failure !== undefined) throw failure.reason;
   }
 
-  private async applyAll(runner: QueryRunner): Promise<number> {
-    let entries = 0;
-    for (const projection of PROJECTIONS) {
-      const page = await this.repository.applyPage(runner, projection, PAGE_ENTRIES);
-      entries += page.entries;
-      if (page.parked > 0) this.logger.warn({ msg: 'parked events', projection: projection.name, count: page.parked });
-      if (page.entries > 0)
-        this.metrics.projectionPosition.set({ projection: projection.name }, Number(page.checkpoint.position));
+  private leaseSession(runner: QueryRunner, lane: ProjectorLane): LaneSession {
+    return { runner, tryAcquire: () => tryLock(runner, laneLock(lane.projection)) };
+  }
+
+  private async runOnOwnSession(lane: ProjectorLane): Promise<void> {
+    const session = new AdvisoryLease(this.dataSource, laneLock(lane.projection), (runner) =>
+      this.repository.prepare(runner),
+    );
+    try {
+      await lane.run(session);
+    } finally {
+      await session.release();
     }
-    return entries;
   }
 }

@@ -3,7 +3,17 @@ import { queries, viaPipe } from '../../test/support/query-parity.js';
 import { readAsOfQuery, readListQuery } from './direct-reads.js';
 import { AsOfQuery, ListQuery, OrderQuery, ProductQuery } from './resource-query.dto.js';
 
-const LIST_NAMES = ['owner_id', 'limit', 'cursor', 'include_deleted', 'as_of', 'updated_since', 'expand', 'other'];
+const LIST_NAMES = [
+  'owner_id',
+  'limit',
+  'cursor',
+  'include_deleted',
+  'as_of',
+  'min_cursor',
+  'updated_since',
+  'expand',
+  'other',
+];
 
 describe('direct reads accept and refuse exactly what the DTOs do, naming the same field', () => {
   it('list queries (ListQuery)', async () => {
@@ -17,7 +27,7 @@ describe('direct reads accept and refuse exactly what the DTOs do, naming the sa
 
   it('by id queries (AsOfQuery)', async () => {
     await fc.assert(
-      fc.asyncProperty(queries(['as_of', 'expand', 'owner_id', 'other']), async (query) => {
+      fc.asyncProperty(queries(['as_of', 'min_cursor', 'expand', 'owner_id', 'other']), async (query) => {
         expect(readAsOfQuery(query)).toEqual(await viaPipe(AsOfQuery, query));
       }),
       { numRuns: 1000 },
@@ -26,7 +36,7 @@ describe('direct reads accept and refuse exactly what the DTOs do, naming the sa
 
   it('by id queries the product and order routes take directly read as ProductQuery and OrderQuery read them', async () => {
     await fc.assert(
-      fc.asyncProperty(queries(['as_of', 'expand', 'other']), async (query) => {
+      fc.asyncProperty(queries(['as_of', 'min_cursor', 'expand', 'other']), async (query) => {
         const reading = readAsOfQuery(query);
         if (!('query' in reading)) return;
         expect(await viaPipe(ProductQuery, query)).toEqual(reading);
@@ -67,6 +77,13 @@ describe('direct reads accept and refuse exactly what the DTOs do, naming the sa
     ['an unknown parameter before a bad one', { limit: '0', expand: 'traits' }, { refused: 'expand' }],
     ['the class own fields before PageQuery limit', { limit: '0', cursor: '!' }, { refused: 'cursor' }],
     ['the fields in declared order', { as_of: 'x', include_deleted: 'yes' }, { refused: 'include_deleted' }],
+    [
+      'a min_cursor',
+      { min_cursor: 'NzQ1LjEy' },
+      { query: { min_cursor: 'NzQ1LjEy', limit: 100, include_deleted: false } },
+    ],
+    ['a min_cursor of 65 characters', { min_cursor: 'x'.repeat(65) }, { refused: 'min_cursor' }],
+    ['as_of before min_cursor', { min_cursor: '!', as_of: 'x' }, { refused: 'as_of' }],
   ];
 
   it.each(cases)('list: %s', async (_name, query, expected) => {
@@ -78,6 +95,8 @@ describe('direct reads accept and refuse exactly what the DTOs do, naming the sa
     [{}, { query: {} }],
     [{ as_of: '2026-01-01' }, { query: { as_of: new Date('2026-01-01') } }],
     [{ as_of: '2026-13-01' }, { refused: 'as_of' }],
+    [{ min_cursor: 'NzQ1LjEy' }, { query: { min_cursor: 'NzQ1LjEy' } }],
+    [{ min_cursor: 'a.b' }, { refused: 'min_cursor' }],
     [{ expand: 'traits' }, { refused: 'expand' }],
   ])('by id: %j', async (query, expected) => {
     expect(readAsOfQuery(query)).toEqual(expected);

@@ -1,12 +1,14 @@
 import { Logger } from '@nestjs/common';
 import { maxLength } from 'class-validator';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify';
+import { CHANGE_CURSOR } from '../changes/min-cursor.js';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { isoInstant } from '../common/iso-date.js';
 import { sendProblem } from '../common/problem-details.filter.js';
+import type { ReadRouter } from '../database/read-router.service.js';
 import { RESOURCE_TABLES } from '../projection/resource-tables.js';
 import { sendPage, sendResource } from './resource-answers.js';
-import type { ListQuery } from './resource-query.dto.js';
+import type { AsOfQuery, ListQuery } from './resource-query.dto.js';
 import { ResourceQueryService } from './resource-query.service.js';
 
 const logger = new Logger('DirectReads');
@@ -65,7 +67,10 @@ export function installDirectReads(
 }
 
 /** The pages and the reads by id of every resource collection but order_product_trait_options. */
-export function resourceDirectRoutes(resources: ResourceQueryService): Array<[string, DirectRoute]> {
+export function resourceDirectRoutes(
+  resources: ResourceQueryService,
+  router: ReadRouter,
+): Array<[string, DirectRoute]> {
   return Object.values(RESOURCE_TABLES)
     .filter(({ name }) => name !== 'order_product_trait_options')
     .flatMap(({ name }): Array<[string, DirectRoute]> => [
@@ -73,7 +78,7 @@ export function resourceDirectRoutes(resources: ResourceQueryService): Array<[st
         `/api/v1/${name}`,
         {
           read: (request) => accepted(readListQuery(request.query as Query)),
-          serve: (_request, reply, query) => sendPage(reply, resources, name, query as unknown as ListQuery),
+          serve: (_request, reply, query) => sendPage(reply, resources, router, name, query as unknown as ListQuery),
         },
       ],
       [
@@ -85,9 +90,10 @@ export function resourceDirectRoutes(resources: ResourceQueryService): Array<[st
             sendResource(
               reply,
               resources,
+              router,
               name,
               (request.params as { id: string }).id,
-              query.as_of as Date | undefined,
+              query as unknown as AsOfQuery,
             ),
         },
       ],
@@ -154,6 +160,10 @@ export const OWNER_ID: QueryField = {
   read: (value) => (value.length <= 255 || maxLength(value, 255) ? value : REFUSED),
 };
 export const AS_OF: QueryField = { name: 'as_of', read: instant };
+export const MIN_CURSOR: QueryField = {
+  name: 'min_cursor',
+  read: (value) => (CHANGE_CURSOR.test(value) ? value : REFUSED),
+};
 
 /** ListQuery's fields in class-validator's order: its own, then PageQuery's `limit`. */
 const LIST_FIELDS: readonly QueryField[] = [
@@ -166,6 +176,7 @@ const LIST_FIELDS: readonly QueryField[] = [
   },
   { name: 'cursor', read: (value) => (CURSOR.test(value) ? value : REFUSED) },
   AS_OF,
+  MIN_CURSOR,
   {
     name: 'limit',
     read: (value) => (DIGITS.test(value) && Number(value) >= 1 && Number(value) <= 1000 ? Number(value) : REFUSED),
@@ -183,4 +194,4 @@ export function readAsOfQuery(query: Query): QueryReading {
   return readQuery(AS_OF_FIELDS, query);
 }
 
-const AS_OF_FIELDS: readonly QueryField[] = [AS_OF];
+const AS_OF_FIELDS: readonly QueryField[] = [AS_OF, MIN_CURSOR];

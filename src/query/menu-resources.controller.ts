@@ -1,7 +1,9 @@
 import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import { routedRead } from '../changes/min-cursor.js';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
+import { ReadRouter } from '../database/read-router.service.js';
 import { answer, sendPage, sendResource } from './resource-answers.js';
 import { AsOfQuery, ListQuery, ProductQuery } from './resource-query.dto.js';
 import { ResourceQueryService } from './resource-query.service.js';
@@ -12,31 +14,34 @@ import { ResourceQueryService } from './resource-query.service.js';
 @UseGuards(ApiTokenGuard)
 @Controller('api/v1')
 export class MenuResourcesController {
-  constructor(private readonly resources: ResourceQueryService) {}
+  constructor(
+    private readonly resources: ResourceQueryService,
+    private readonly router: ReadRouter,
+  ) {}
 
   @Get('collections')
   async collections(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendPage(reply, this.resources, 'collections', query);
+    await sendPage(reply, this.resources, this.router, 'collections', query);
   }
 
   @Get('products')
   async products(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendPage(reply, this.resources, 'products', query);
+    await sendPage(reply, this.resources, this.router, 'products', query);
   }
 
   @Get('traits')
   async traits(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendPage(reply, this.resources, 'traits', query);
+    await sendPage(reply, this.resources, this.router, 'traits', query);
   }
 
   @Get('trait_options')
   async traitOptions(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendPage(reply, this.resources, 'trait_options', query);
+    await sendPage(reply, this.resources, this.router, 'trait_options', query);
   }
 
   @Get('collections/:id')
   async collection(@Param('id') id: string, @Query() query: AsOfQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendResource(reply, this.resources, 'collections', id, query.as_of);
+    await sendResource(reply, this.resources, this.router, 'collections', id, query);
   }
 
   @Get('products/:id')
@@ -45,16 +50,19 @@ export class MenuResourcesController {
     @Query() query: ProductQuery,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    return answer(reply, await this.resources.product(id, query.expand === 'traits', query.as_of));
+    const product = await routedRead(this.router, reply, query.min_cursor, (side) =>
+      this.resources.product(id, query.expand === 'traits', query.as_of, side),
+    );
+    return answer(reply, product);
   }
 
   @Get('traits/:id')
   async trait(@Param('id') id: string, @Query() query: AsOfQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendResource(reply, this.resources, 'traits', id, query.as_of);
+    await sendResource(reply, this.resources, this.router, 'traits', id, query);
   }
 
   @Get('trait_options/:id')
   async traitOption(@Param('id') id: string, @Query() query: AsOfQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendResource(reply, this.resources, 'trait_options', id, query.as_of);
+    await sendResource(reply, this.resources, this.router, 'trait_options', id, query);
   }
 }

@@ -1,7 +1,9 @@
 import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import { routedRead } from '../changes/min-cursor.js';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
+import { ReadRouter } from '../database/read-router.service.js';
 import { answer, sendPage, sendResource } from './resource-answers.js';
 import { AsOfQuery, ListQuery, OrderQuery } from './resource-query.dto.js';
 import { ResourceQueryService } from './resource-query.service.js';
@@ -11,35 +13,41 @@ import { ResourceQueryService } from './resource-query.service.js';
 @UseGuards(ApiTokenGuard)
 @Controller('api/v1')
 export class OrdersController {
-  constructor(private readonly resources: ResourceQueryService) {}
+  constructor(
+    private readonly resources: ResourceQueryService,
+    private readonly router: ReadRouter,
+  ) {}
 
   @Get('orders')
   async orders(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendPage(reply, this.resources, 'orders', query);
+    await sendPage(reply, this.resources, this.router, 'orders', query);
   }
 
   @Get('order_products')
   async orderProducts(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendPage(reply, this.resources, 'order_products', query);
+    await sendPage(reply, this.resources, this.router, 'order_products', query);
   }
 
   @Get('stores')
   async stores(@Query() query: ListQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendPage(reply, this.resources, 'stores', query);
+    await sendPage(reply, this.resources, this.router, 'stores', query);
   }
 
   @Get('orders/:id')
   async order(@Param('id') id: string, @Query() query: OrderQuery, @Res({ passthrough: true }) reply: FastifyReply) {
-    return answer(reply, await this.resources.order(id, query.expand === 'order_products', query.as_of));
+    const order = await routedRead(this.router, reply, query.min_cursor, (side) =>
+      this.resources.order(id, query.expand === 'order_products', query.as_of, side),
+    );
+    return answer(reply, order);
   }
 
   @Get('order_products/:id')
   async orderProduct(@Param('id') id: string, @Query() query: AsOfQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendResource(reply, this.resources, 'order_products', id, query.as_of);
+    await sendResource(reply, this.resources, this.router, 'order_products', id, query);
   }
 
   @Get('stores/:id')
   async store(@Param('id') id: string, @Query() query: AsOfQuery, @Res() reply: FastifyReply): Promise<void> {
-    await sendResource(reply, this.resources, 'stores', id, query.as_of);
+    await sendResource(reply, this.resources, this.router, 'stores', id, query);
   }
 }

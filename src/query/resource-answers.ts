@@ -1,5 +1,7 @@
 import type { FastifyReply } from 'fastify';
-import type { ListQuery } from './resource-query.dto.js';
+import { routedRead } from '../changes/min-cursor.js';
+import type { ReadRouter } from '../database/read-router.service.js';
+import type { AsOfQuery, ListQuery } from './resource-query.dto.js';
 import { ApiResource, ResourceQueryService } from './resource-query.service.js';
 
 /** What Fastify sends an object as: the answers written as text say the same. */
@@ -11,27 +13,34 @@ export function answer(reply: FastifyReply, resource: ApiResource): ApiResource 
   return resource;
 }
 
-/** A list page (docs/reference.md §5), its `changes_cursor` repeated as X-Changes-Cursor (§11). */
+/**
+ * A list page (docs/reference.md §5), its `changes_cursor` repeated as X-Changes-Cursor (§11), read
+ * where `router` sends it.
+ */
 export async function sendPage(
   reply: FastifyReply,
   resources: ResourceQueryService,
+  router: ReadRouter,
   name: string,
   query: ListQuery,
 ): Promise<void> {
-  const page = await resources.list(name, query);
+  const page = await routedRead(router, reply, query.min_cursor, (side) => resources.list(name, query, side));
   if (page.changes_cursor !== null) reply.header('X-Changes-Cursor', page.changes_cursor);
   await reply.type(JSON_TYPE).send(page.body);
 }
 
-/** A resource by id: 200, or 410 with its tombstone; 404 (thrown) when never seen. */
+/** A resource by id: 200, or 410 with its tombstone; 404 (thrown) when never seen. Read where `router` sends it. */
 export async function sendResource(
   reply: FastifyReply,
   resources: ResourceQueryService,
+  router: ReadRouter,
   name: string,
   id: string,
-  asOf: Date | undefined,
+  query: AsOfQuery,
 ): Promise<void> {
-  const found = await resources.getText(name, id, asOf);
+  const found = await routedRead(router, reply, query.min_cursor, (side) =>
+    resources.getText(name, id, query.as_of, side),
+  );
   await reply
     .status(found.deleted ? 410 : 200)
     .type(JSON_TYPE)

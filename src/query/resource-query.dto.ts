@@ -1,6 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsDate, IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { MinCursor } from '../changes/min-cursor.js';
 import { IsoDate } from '../common/iso-date.js';
 import { PageQuery } from '../common/pagination.js';
 
@@ -12,6 +13,9 @@ export class AsOfQuery {
   @IsoDate()
   @IsDate({ message: 'as_of must be an ISO 8601 timestamp' })
   as_of?: Date;
+
+  @MinCursor()
+  min_cursor?: string;
 }
 
 export class ListQuery extends PageQuery {
@@ -43,6 +47,9 @@ export class ListQuery extends PageQuery {
   @IsoDate()
   @IsDate({ message: 'as_of must be an ISO 8601 timestamp' })
   as_of?: Date;
+
+  @MinCursor()
+  min_cursor?: string;
 }
 
 export class ProductQuery extends AsOfQuery {

@@ -1,7 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { encodeChangeCursor } from '../changes/change-cursor.js';
 import { BadRequestError, NotFoundError } from '../common/app-error.js';
 import { inChunks } from '../common/in-chunks.js';
+import { replicaOf } from '../database/read-replica.js';
+import { onSide, type ReadSide } from '../database/read-router.service.js';
 import type { ApiResource } from '../projection/api-resource.js';
 import { RESOURCE_TABLES, ResourceTable, tableByName } from '../projection/resource-tables.js';
 import { ReadModelRepository, ResourceRow } from './read-model.repository.js';
@@ -9,10 +11,16 @@ import { ListQuery } from './resource-query.dto.js';
 
 export type { ApiResource };
 
-/** Lists, items and expansions (docs/reference.md §5), live or `as_of`. */
+/**
+ * Lists, items and expansions (docs/reference.md §5), live or `as_of`, each read on the side it is
+ * given (the primary by default; ReadRouter decides).
+ */
 @Injectable()
 export class ResourceQueryService {
-  constructor(private readonly rows: ReadModelRepository) {}
+  constructor(
+    private readonly primaryRows: ReadModelRepository,
+    @Inject(replicaOf(ReadModelRepository)) private readonly replicaRows: ReadModelRepository | null = null,
+  ) {}
 
   /**
    * A page as JSON text, with the change-log cursor read in the same snapshot (`changes_cursor`,
@@ -21,11 +29,12 @@ export class ResourceQueryService {
    * text PostgreSQL builds, written out without being parsed and serialised again (that work was
    * most of a page's cost in the process); orders `as_of` are folded and serialised.
    */
-  async list(name: string, query: ListQuery): Promise<Page> {
+  async list(name: string, query: ListQuery, side: ReadSide = 'primary'): Promise<Page> {
     const table = this.table(name);
     const filter = listFilter(query);
+    const read = this.rows(side);
     if (query.as_of === undefined) {
-      const { rows, position } = await this.rows.findDocsWithChangePosition(table, filter);
+      const { rows, position } = await read.findDocsWithChangePosition(table, filter);
       return page(
         rows.map((row) => row.doc),
         rows,
@@ -34,7 +43,7 @@ export class ResourceQueryService {
       );
     }
     if (table.schema === 'proj_menu') {
-      const rows = await this.rows.findDocsAsOf(table, { ...filter, asOf: query.as_of });
+      const rows = await read.findDocsAsOf(table, { ...filter, asOf: query.as_of });
       return page(
         rows.map((row) => row.doc),
         rows,
@@ -42,7 +51,7 @@ export class ResourceQueryService {
         null,
       );
     }
-    const rows = await this.rows.find(table, { ...filter, asOf: query.as_of });
+    const rows = await read.find(table, { ...filter, asOf: query.as_of });
     return page(
       rows.map((row) => JSON.stringify(toResource(table, row))),
       rows,
@@ -55,43 +64,49 @@ export class ResourceQueryService {
    * `get` as JSON text, with whether it is deleted (410): the text PostgreSQL builds, but for
    * orders `as_of`, serialised from `get`.
    */
-  async getText(name: string, id: string, asOf?: Date): Promise<{ deleted: boolean; body: string }> {
+  async getText(
+    name: string,
+    id: string,
+    asOf?: Date,
+    side: ReadSide = 'primary',
+  ): Promise<{ deleted: boolean; body: string }> {
     const table = this.table(name);
     if (asOf !== undefined && table.schema !== 'proj_menu') {
-      const resource = await this.get(name, id, asOf);
+      const resource = await this.get(name, id, asOf, side);
       return { deleted: resource.deleted, body: JSON.stringify(resource) };
     }
     const [found] =
       asOf === undefined
-        ? [await this.rows.findDoc(table, id)]
-        : await this.rows.findDocsAsOf(table, { ids: [id], includeDeleted: true, asOf });
+        ? [await this.rows(side).findDoc(table, id)]
+        : await this.rows(side).findDocsAsOf(table, { ids: [id], includeDeleted: true, asOf });
     if (found === undefined) throw new NotFoundError(`No ${table.type} ${id} is known.`);
     return { deleted: found.deleted, body: found.doc };
   }
 
   /** The resource, deleted or not; 404 when never seen. */
-  async get(name: string, id: string, asOf?: Date): Promise<ApiResource> {
+  async get(name: string, id: string, asOf?: Date, side: ReadSide = 'primary'): Promise<ApiResource> {
     const table = this.table(name);
-    const [row] = await this.rows.find(table, { ids: [id], includeDeleted: true, asOf });
+    const [row] = await this.rows(side).find(table, { ids: [id], includeDeleted: true, asOf });
     if (!row) throw new NotFoundError(`No ${table.type} ${id} is known.`);
     return toResource(table, row);
   }
 
-  async product(id: string, expand: boolean, asOf?: Date): Promise<ApiResource> {
-    const product = await this.get('products', id, asOf);
+  async product(id: string, expand: boolean, asOf?: Date, side: ReadSide = 'primary'): Promise<ApiResource> {
+    const product = await this.get('products', id, asOf, side);
     if (!expand || product.deleted) return product;
-    const [expanded] = await this.folder(asOf).expand([product]);
+    const [expanded] = await this.folder(asOf, side).expand([product]);
     return expanded;
   }
 
-  async order(id: string, expand: boolean, asOf?: Date): Promise<ApiResource> {
-    const order = await this.get('orders', id, asOf);
+  async order(id: string, expand: boolean, asOf?: Date, side: ReadSide = 'primary'): Promise<ApiResource> {
+    const order = await this.get('orders', id, asOf, side);
     if (!expand) return order;
-    const products = await this.children(RESOURCE_TABLES.order_product, linkIds(order, 'order_products'), asOf);
+    const products = await this.children(RESOURCE_TABLES.order_product, linkIds(order, 'order_products'), asOf, side);
     const options = await this.children(
       RESOURCE_TABLES.order_product_trait_option,
       products.flatMap((product) => linkIds(product, 'order_product_trait_options')),
       asOf,
+      side,
     );
     const optionsById = byId(options);
     return {
@@ -104,14 +119,24 @@ export class ResourceQueryService {
   }
 
   /** Traits and trait options folded (live or `as_of`) once each, for expanding products. */
-  private folder(asOf: Date | undefined): TraitExpansion {
-    return new TraitExpansion((table, ids) => this.children(table, ids, asOf));
+  private folder(asOf: Date | undefined, side: ReadSide): TraitExpansion {
+    return new TraitExpansion((table, ids) => this.children(table, ids, asOf, side));
   }
 
   /** The resources of `ids` (unknown and deleted ones left out). */
-  private async children(table: ResourceTable, ids: string[], asOf?: Date): Promise<ApiResource[]> {
-    const rows = await inChunks(ids, (chunk) => this.rows.find(table, { ids: chunk, asOf }), CHILDREN_CHUNKS);
+  private async children(
+    table: ResourceTable,
+    ids: string[],
+    asOf: Date | undefined,
+    side: ReadSide,
+  ): Promise<ApiResource[]> {
+    const read = this.rows(side);
+    const rows = await inChunks(ids, (chunk) => read.find(table, { ids: chunk, asOf }), CHILDREN_CHUNKS);
     return rows.map((row) => toResource(table, row));
+  }
+
+  private rows(side: ReadSide): ReadModelRepository {
+    return onSide(side, this.primaryRows, this.replicaRows);
   }
 
   private table(name: string): ResourceTable {

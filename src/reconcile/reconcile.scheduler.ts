@@ -12,8 +12,9 @@ const JOB = 'reconcile';
 const SHUTDOWN_WAIT_MS = 5000;
 
 /**
- * When reconcile runs in the daemon: on RECONCILE_CRON (`off` disables it) and once right after a
- * connection is made. Runs in this process queue one after another; a tick while a scheduled run
+ * When reconcile runs in the daemon: on RECONCILE_CRON (`off` disables it) in a process with the
+ * `reconcile` role, and once right after a connection is made, in the process that made it (a new
+ * account should not wait for the next tick). Runs in this process queue one after another; a tick while a scheduled run
  * still waits in the queue is dropped, so ticks cannot pile up behind runs longer than the
  * interval (connection-triggered runs always queue). A run that finds another process's run in
  * progress reports `skipped` at once: waiting for it would hold the daemon's shutdown (commands
@@ -34,7 +35,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, BeforeApplica
   ) {}
 
   onApplicationBootstrap(): void {
-    if (this.config.RECONCILE_CRON === 'off') return;
+    if (this.config.RECONCILE_CRON === 'off' || !this.config.hasRole('reconcile')) return;
     const job = CronJob.from({
       cronTime: this.config.RECONCILE_CRON,
       onTick: () => void this.onSchedule(),

@@ -34,8 +34,8 @@ describe('a batch', () => {
 
 describe('the NATS subject', () => {
   it('is <prefix>.<owner_id>.<type>.<id>, with characters NATS reserves replaced', () => {
-    expect(changeSubject('menu', { owner_id: '42', type: 'product', id: '7' })).toBe('menu.42.product.7');
-    expect(changeSubject('a.b', { owner_id: null, type: 'product', id: 'x.y*z> w' })).toBe('a.b._.product.x_y_z__w');
+    expect(changeSubject('menu', { ownerId: '42', type: 'product', id: '7' })).toBe('menu.42.product.7');
+    expect(changeSubject('a.b', { ownerId: null, type: 'product', id: 'x.y*z> w' })).toBe('a.b._.product.x_y_z__w');
   });
 });
 

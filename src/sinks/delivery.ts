@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ChangePosition } from '../changes/change.js';
+import type { ChangePosition, ChangeText } from '../changes/change.js';
 
 /**
  * What the target answered, for the attempt's record (docs/reference.md §12): `status` the HTTP or
@@ -32,4 +32,11 @@ export function newestPerResource<T extends { type: string; id: string }>(change
   const last = new Map<string, number>();
   changes.forEach((change, index) => last.set(`${change.type}\u0000${change.id}`, index));
   return changes.filter((change, index) => last.get(`${change.type}\u0000${change.id}`) === index);
+}
+
+/** An HTTP sink's body, `{"data":[change…]}`, joined from the changes' texts without parsing them. */
+export function batchBody(changes: readonly ChangeText[]): string {
+  return `{"data":[${newestPerResource(changes)
+    .map((change) => change.json)
+    .join(',')}]}`;
 }

@@ -1,11 +1,11 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
-import { Webhook } from 'standardwebhooks';
 import { Agent, buildConnector, request } from 'undici';
 import { MetricsService } from '../observability/metrics.service.js';
 import { parseRetryAfter } from './backoff.js';
 import type { DeliveryOutcome, TargetAnswer } from './delivery.js';
 import { defaultPort, EgressGuard, EgressRefusedError } from './egress-guard.js';
 import { responseHead } from './redact.js';
+import { webhookSignature } from './sink-secret.js';
 
 export interface HttpBatch {
   /** The sink's id, for the egress metric. */
@@ -21,9 +21,9 @@ export interface HttpBatch {
 }
 
 /**
- * POSTs one batch signed per Standard Webhooks (by the `standardwebhooks` library): one
- * `v1,<sig>` per secret, space-separated, so a receiver holding either secret of a rotation
- * verifies it. The timestamp is the attempt's; the id is the batch's.
+ * POSTs one batch signed per Standard Webhooks: one `v1,<sig>` per secret, space-separated, so a
+ * receiver holding either secret of a rotation verifies it. The timestamp is the attempt's; the id
+ * is the batch's.
  *
  * Every connection goes through the egress guard (docs/reference.md §12): its connector resolves
  * the host, judges every address, and connects to the one judged (TLS still names the host).
@@ -54,8 +54,9 @@ export class HttpSinkClient implements OnModuleDestroy {
   }
 
   async send(batch: HttpBatch, now = new Date()): Promise<DeliveryOutcome> {
+    const timestamp = Math.floor(now.getTime() / 1000);
     const signature = batch.secrets
-      .map((secret) => new Webhook(secret).sign(batch.webhookId, now, batch.body))
+      .map((secret) => webhookSignature(secret, batch.webhookId, timestamp, batch.body))
       .join(' ');
     let answer: TargetAnswer & { status: number };
     let retryAfter: string | string[] | undefined;
@@ -66,7 +67,7 @@ export class HttpSinkClient implements OnModuleDestroy {
         headers: {
           'content-type': 'application/json',
           'webhook-id': batch.webhookId,
-          'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+          'webhook-timestamp': String(timestamp),
           'webhook-signature': signature,
           'user-agent': 'menu-sync',
         },

@@ -2,12 +2,12 @@ import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { JetStreamApiError, jetstream, jetstreamManager, JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { connect, NatsConnection } from '@nats-io/transport-node';
 import { AppConfig } from '../config/app-config.js';
-import type { Change } from '../changes/change.js';
+import type { ChangeText } from '../changes/change.js';
 import type { DeliveryOutcome } from './delivery.js';
 
 /** `<prefix>.<owner_id>.<type>.<id>`; NATS subject tokens cannot hold `.`, `*`, `>` or whitespace. */
-export function changeSubject(prefix: string, change: Pick<Change, 'owner_id' | 'type' | 'id'>): string {
-  return `${prefix}.${subjectToken(change.owner_id ?? '_')}.${subjectToken(change.type)}.${subjectToken(change.id)}`;
+export function changeSubject(prefix: string, change: Pick<ChangeText, 'ownerId' | 'type' | 'id'>): string {
+  return `${prefix}.${subjectToken(change.ownerId ?? '_')}.${subjectToken(change.type)}.${subjectToken(change.id)}`;
 }
 
 function subjectToken(value: string): string {
@@ -17,7 +17,7 @@ function subjectToken(value: string): string {
 export interface NatsBatch {
   stream: string;
   subjectPrefix: string;
-  changes: Change[];
+  changes: ChangeText[];
   timeoutMs: number;
 }
 
@@ -40,8 +40,8 @@ export class NatsSinkClient implements BeforeApplicationShutdown {
       await this.ensureStream(jsm, batch.stream, batch.subjectPrefix);
       const acks = await Promise.all(
         batch.changes.map((change) =>
-          js.publish(changeSubject(batch.subjectPrefix, change), JSON.stringify(change), {
-            msgID: change.change_id,
+          js.publish(changeSubject(batch.subjectPrefix, change), change.json, {
+            msgID: change.changeId,
             timeout: batch.timeoutMs,
             expect: { streamName: batch.stream },
           }),
@@ -74,7 +74,13 @@ export class NatsSinkClient implements BeforeApplicationShutdown {
   private connect() {
     if (this.config.NATS_URL === undefined) return Promise.reject(new Error('NATS_URL is not set'));
     this.connection ??= (async () => {
-      const nc = await connect({ servers: this.config.NATS_URL, name: 'menu-sync', maxReconnectAttempts: -1 });
+      // noAsyncTraces: no stack captured per publish, in case it times out (a batch publishes hundreds).
+      const nc = await connect({
+        servers: this.config.NATS_URL,
+        name: 'menu-sync',
+        maxReconnectAttempts: -1,
+        noAsyncTraces: true,
+      });
       void nc.closed().then(() => {
         this.connection = undefined;
         this.streams.clear();

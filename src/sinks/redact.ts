@@ -23,6 +23,7 @@ const PATTERNS: Array<[RegExp, string]> = [
 ];
 
 export function redactSecrets(text: string): string {
+  if (text === '') return text;
   let redacted = text;
   for (const [pattern, replacement] of PATTERNS) redacted = redacted.replace(pattern, replacement);
   return redacted;

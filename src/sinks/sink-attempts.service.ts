@@ -9,6 +9,8 @@ import { SinkNotFoundError } from './sinks.errors.js';
 const MAX_PENDING = 10_000;
 /** Attempts per INSERT. */
 const FLUSH_ROWS = 1000;
+/** How long attempts gather before they are written: a sink catching up makes hundreds a second. */
+const GATHER_MS = 200;
 const PRUNE_MIN_MS = 1000;
 const PRUNE_MAX_MS = 60_000;
 
@@ -23,7 +25,8 @@ function decodeBefore(cursor: string): string {
 
 /**
  * The delivery attempts of sinks (docs/reference.md §12). A worker hands each attempt over once
- * its outcome is known and goes on; the attempts are written in the background, many per INSERT,
+ * its outcome is known and goes on; the attempts are written in the background, those of a fifth
+ * of a second per INSERT,
  * with what looks like a secret redacted. A record is diagnostic: one still unwritten when the
  * process dies is lost, a delivery never waits for it. Pruning (SINK_ATTEMPTS_RETENTION, 1,000 per
  * sink) is one statement per run, on a timer.
@@ -69,8 +72,7 @@ export class SinkAttemptsService implements OnApplicationBootstrap, BeforeApplic
   }
 
   private async writePending(): Promise<void> {
-    // Lets the attempts of the same moment join this INSERT.
-    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
     try {
       while (this.pending.length > 0) {
         const rows = this.pending.splice(0, FLUSH_ROWS);

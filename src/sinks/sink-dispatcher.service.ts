@@ -6,43 +6,55 @@ import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { LeaseLoop, LeaseState } from '../common/lease-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { AdvisoryLease } from '../database/advisory-lease.js';
-import { advisoryLocks } from '../database/advisory-locks.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
 import { SinkAttemptsService } from './sink-attempts.service.js';
+import { SINK_DISPATCHER_LOCK, SinkLeaseRepository } from './sink-lease.repository.js';
 import { SinkRepository } from './sink.repository.js';
+import { planShare, sinkLeaseKey } from './sink-shares.js';
 import { SinkSnapshots } from './sink-start.js';
 import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
 import { TableSinksClient } from './tables/table-sinks.client.js';
 
-/** Any constant: one dispatcher per database (docs/reference.md §11). */
-export const SINK_DISPATCHER_LOCK = advisoryLocks.single('sinkDispatcher');
+export { SINK_DISPATCHER_LOCK } from './sink-lease.repository.js';
 /** Emitted by the sinks API when a sink was created, changed, replayed or removed. */
 export const SINKS_CHANGED = 'sinks.changed';
 
 /** How often the head of the change log is looked at while there are sinks (new changes wake their workers). */
 const HEAD_POLL_MS = 50;
-/** How often the list of sinks is read again (sinks made through another daemon). */
-const REFRESH_MS = 1000;
-export type DispatcherState = LeaseState;
+/**
+ * How often the sinks and their leases are looked at again (sinks made elsewhere, dispatchers come
+ * or gone): a dead dispatcher's sinks wait at most this long, after PostgreSQL ended its session.
+ */
+const REFRESH_MS = 500;
+export type DispatcherState = LeaseState | 'disabled';
 
 /**
- * Holds the dispatcher lock on a dedicated connection, as the projector does: while it is held
- * this daemon runs one worker per deliverable sink; when the connection dies the workers stop
- * and a standby daemon polling for the lock takes over. Cursors move by compare-and-set, so even
- * a worker finishing its last batch during a takeover cannot move a cursor twice.
+ * One of the sink dispatchers of the database (every process with the `sinks` role): it holds
+ * SINK_DISPATCHER_LOCK shared on a dedicated connection, and on that connection the leases of its
+ * share of the sinks (planShare), one worker per sink it holds. A lease it gives up is unlocked
+ * only once the sink's worker has the answer to its batch in flight, and a dead process's leases
+ * end with its session: never two dispatchers on one sink, one batch in flight per sink. Cursors
+ * move by compare-and-set besides, so a batch finishing during a takeover cannot move one twice.
  */
 @Injectable()
 export class SinkDispatcherService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(SinkDispatcherService.name);
   private readonly workers = new Map<string, SinkWorker>();
+  /** The leases held on the dispatcher's connection, by key. */
+  private readonly held = new Set<number>();
+  /** Held leases being given up: the workers finishing their batch; a key's list empties when they have. */
+  private readonly handing = new Map<number, SinkWorker[]>();
   private readonly loop: LeaseLoop;
   private lastHead = -1;
+  private lastShare = '';
+  private disabled = false;
 
   constructor(
     @InjectDataSource() dataSource: DataSource,
     private readonly repository: SinkRepository,
+    private readonly leases: SinkLeaseRepository,
     private readonly changeLog: ChangeLogRepository,
     private readonly snapshots: SinkSnapshots,
     private readonly http: HttpSinkClient,
@@ -52,7 +64,8 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     private readonly config: AppConfig,
     private readonly attempts: SinkAttemptsService,
   ) {
-    this.loop = new LeaseLoop(new AdvisoryLease(dataSource, SINK_DISPATCHER_LOCK), {
+    const lease = new AdvisoryLease(dataSource, SINK_DISPATCHER_LOCK, (runner) => leases.prepare(runner), 'shared');
+    this.loop = new LeaseLoop(lease, {
       role: 'sink dispatcher',
       logger: this.logger,
       whileHeld: (runner) => this.dispatch(runner),
@@ -61,11 +74,12 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   }
 
   get state(): DispatcherState {
-    return this.loop.state;
+    return this.disabled ? 'disabled' : this.loop.state;
   }
 
   onApplicationBootstrap(): void {
-    this.loop.start();
+    if (this.config.hasRole('sinks')) this.loop.start();
+    else this.disabled = true;
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -78,39 +92,91 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     this.loop.alarm.wake();
   }
 
-  /** While the lease is held: the sinks read again when woken (a sink changed) and every REFRESH_MS. */
+  /** While a dispatcher: the sinks and leases looked at again when woken (a sink changed, a lease handed on) and every REFRESH_MS. */
   private async dispatch(runner: QueryRunner): Promise<void> {
     const alarm = this.loop.alarm;
     let refreshedAt = 0;
     while (!this.loop.stopping) {
       if (alarm.takeWake() || Date.now() - refreshedAt >= REFRESH_MS) {
         refreshedAt = Date.now();
-        await runner.query('SELECT 1');
-        await this.refresh();
+        await this.rebalance(runner);
       }
       if (this.workers.size > 0) {
         await this.wakeOnNewChanges();
         await alarm.sleep(HEAD_POLL_MS);
       } else {
-        // No sink, nobody to wake: the next look is the next refresh (or a sink made here, which wakes this).
+        // No sink here, nobody to wake: the next look is the next refresh (or a sink made here, which wakes this).
         await alarm.sleep(Math.max(0, REFRESH_MS - (Date.now() - refreshedAt)));
       }
     }
   }
 
-  /** Starts a worker for each deliverable sink without one, stops those of sinks gone or disabled. */
-  private async refresh(): Promise<void> {
-    const ids = new Set(await this.repository.deliverableIds());
+  /** Gives up the leases handed on, takes or hands on leases to hold this dispatcher's share, and runs a worker per sink held. */
+  private async rebalance(runner: QueryRunner): Promise<void> {
+    const keys = new Map((await this.repository.deliverableIds()).map((id) => [id, sinkLeaseKey(id)]));
+    for (const [key, finishing] of this.handing) {
+      if (finishing.length > 0) continue;
+      await this.leases.release(runner, key);
+      this.held.delete(key);
+      this.handing.delete(key);
+    }
+    const view = await this.leases.view(runner);
+    const delivering = new Set([...this.held].filter((key) => !this.handing.has(key)));
+    const plan = planShare([...keys.values()], delivering, view);
+    for (const key of plan.release) this.handOn(key);
+    for (let i = 0, room = plan.room; i < plan.candidates.length && room > 0; i++) {
+      if (!(await this.leases.tryTake(runner, plan.candidates[i]))) continue;
+      this.held.add(plan.candidates[i]);
+      room--;
+    }
+    this.runWorkers(keys);
+    this.metrics.sinkDispatchers.set(view.dispatchers);
+    this.metrics.sinksFailing.set(await this.repository.countFailing());
+    this.logShare(keys.size, view.dispatchers);
+  }
+
+  /** Lets the workers of a lease's sinks finish their batch in flight; the lease is unlocked at the next look after. */
+  private handOn(key: number): void {
+    if (this.handing.has(key)) return;
+    const finishing = [...this.workers.values()].filter((worker) => sinkLeaseKey(worker.sinkId) === key);
+    this.handing.set(key, finishing);
+    for (const worker of finishing) {
+      this.workers.delete(worker.sinkId);
+      void worker.stop(true).then(() => {
+        finishing.splice(finishing.indexOf(worker), 1);
+        if (!this.workers.has(worker.sinkId)) this.metrics.sinkLag.remove({ sink: worker.sinkId });
+        this.loop.alarm.wake();
+      });
+    }
+  }
+
+  /** A worker for each deliverable sink whose lease is held and kept; the others' workers stop. */
+  private runWorkers(keys: Map<string, number>): void {
+    const delivers = (key: number | undefined) => key !== undefined && this.held.has(key) && !this.handing.has(key);
     for (const [id, worker] of this.workers) {
-      if (!ids.has(id) || worker.stopped) {
-        this.workers.delete(id);
-        if (!ids.has(id)) this.metrics.sinkLag.remove({ sink: id });
-        void worker.stop();
-      }
+      if (delivers(keys.get(id)) && !worker.stopped) continue;
+      this.workers.delete(id);
+      if (!keys.has(id)) this.metrics.sinkLag.remove({ sink: id });
+      void worker.stop();
     }
     const deps = this.workerDeps();
-    for (const id of ids) if (!this.workers.has(id)) this.workers.set(id, new SinkWorker(id, deps));
-    this.metrics.sinksFailing.set(await this.repository.countFailing());
+    for (const [id, key] of keys)
+      if (delivers(key) && !this.workers.has(id)) this.workers.set(id, new SinkWorker(id, deps));
+    this.metrics.sinkLeased.reset();
+    for (const id of this.workers.keys()) this.metrics.sinkLeased.set({ sink: id }, 1);
+  }
+
+  private logShare(sinks: number, dispatchers: number): void {
+    const share = `${this.workers.size}/${sinks}/${dispatchers}/${this.handing.size}`;
+    if (share === this.lastShare) return;
+    this.lastShare = share;
+    this.logger.log({
+      msg: 'sink share',
+      delivering: this.workers.size,
+      sinks,
+      dispatchers,
+      handing_on: this.handing.size,
+    });
   }
 
   private async wakeOnNewChanges(): Promise<void> {
@@ -136,10 +202,17 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     };
   }
 
+  /** At the stop or when the dispatcher's connection failed (its leases gone with it): every worker cut short. */
   private async stopWorkers(): Promise<void> {
-    const workers = [...this.workers.values()];
+    const workers = [...this.workers.values(), ...[...this.handing.values()].flat()];
     this.workers.clear();
+    this.handing.clear();
+    this.held.clear();
+    this.lastShare = '';
     await Promise.all(workers.map((worker) => worker.stop()));
+    this.metrics.sinkLeased.reset();
+    this.metrics.sinkLag.reset();
+    this.metrics.sinkDispatchers.set(0);
     await this.attempts.flush();
   }
 }

@@ -3,13 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ChangePage, ChangePosition, START } from '../changes/change.js';
 import { comparePositions, decodeChangeCursor } from '../changes/change-cursor.js';
-import {
-  changeColumns,
-  changePosition,
-  NEWEST_CHANGE_POSITION,
-  RawChange,
-  toEntry,
-} from '../changes/change-log.repository.js';
+import { ChangeShape, changePosition, NEWEST_CHANGE_POSITION } from '../changes/change-log.repository.js';
 import type { SqlSession } from '../database/postgres-connection.js';
 import type { Sink } from './sink.js';
 
@@ -86,15 +80,19 @@ export class SinkSnapshots {
    * lie at or below a boundary that was committed when they were chosen, so none commits late.
    * A change compaction removed meanwhile has a newer one after the boundary, which follows.
    */
-  async readAfter(sink: Sink, types: readonly string[]): Promise<ChangePage> {
-    const rows: RawChange[] = await this.dataSource.query(
-      `SELECT ${changeColumns('c')} FROM sink_snapshot_entries s JOIN change_log c ON c.seq = s.seq
+  async readAfter<R, T extends { position: ChangePosition }>(
+    sink: Sink,
+    types: readonly string[],
+    shape: ChangeShape<R, T>,
+  ): Promise<ChangePage<T>> {
+    const rows: R[] = await this.dataSource.query(
+      `SELECT ${shape.columns} FROM sink_snapshot_entries s JOIN change_log c ON c.seq = s.seq
         WHERE s.sink_id = $1 AND (s.transaction_id, s.seq) > ($2::xid8, $3::bigint)
           AND c.type = ANY($5::text[]) AND ($6::text[] IS NULL OR c.owner_id = ANY($6::text[]))
         ORDER BY s.transaction_id, s.seq LIMIT $4`,
       [sink.id, ...pos(sink.cursor), sink.batchSize, [...types], sink.ownerIds],
     );
-    const changes = rows.map(toEntry);
+    const changes = rows.map((row) => shape.make(row));
     const next = changes.length === sink.batchSize ? changes[changes.length - 1].position : sink.snapshotTo!;
     // The cursor is below the compaction horizon by design while the snapshot is delivered.
     return { changes, next, compactedTo: START };

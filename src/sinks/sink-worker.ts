@@ -1,17 +1,18 @@
 import { Logger } from '@nestjs/common';
-import type { ChangeEntry, ChangePage, ChangePosition } from '../changes/change.js';
+import type { ChangeEntry, ChangeFilter, ChangePage, ChangePosition, ChangeText } from '../changes/change.js';
 import { START } from '../changes/change.js';
 import { compactedAway, comparePositions } from '../changes/change-cursor.js';
-import { ChangeLogRepository } from '../changes/change-log.repository.js';
+import { AS_ENTRY, AS_TEXT, ChangeLogRepository } from '../changes/change-log.repository.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { WakeableSleep } from '../common/wakeable-sleep.js';
 import { backoffDelayMs } from './backoff.js';
-import { batchWebhookId, DeliveryOutcome, newestPerResource } from './delivery.js';
+import { batchBody, batchWebhookId, DeliveryOutcome } from './delivery.js';
 import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
 import type { SinkAttemptsService } from './sink-attempts.service.js';
 import { Sink, stateAfterFailure } from './sink.js';
 import { SinkRepository } from './sink.repository.js';
+import { SinkLag } from './sink-lag.js';
 import { inSnapshot, SinkSnapshots } from './sink-start.js';
 import { TableSinksClient } from './tables/table-sinks.client.js';
 import { isTableKind } from './tables/table-target.js';
@@ -31,12 +32,14 @@ export interface SinkWorkerDeps {
   idlePollMs: number;
 }
 
-const LAG_EVERY_MS = 1000;
+/** What a sink's pages hold: changes as objects for a table sink, as the JSON texts it sends for the others. */
+type SinkChange = ChangeEntry | ChangeText;
+const seqOf = (change: SinkChange) => ('change' in change ? change.change.seq : change.seq);
 
 /** A page read ahead, and what it was read for: it serves a round whose sink reads the same. */
 interface ReadAhead {
   key: string;
-  page: Promise<ChangePage | null>;
+  page: Promise<ChangePage<SinkChange> | null>;
 }
 
 const readKey = (sink: Sink) => JSON.stringify([sink.cursor, sink.epoch, sink.batchSize, sink.types, sink.ownerIds]);
@@ -50,12 +53,13 @@ export class SinkWorker {
   private readonly logger = new Logger(SinkWorker.name);
   private readonly stopController = new AbortController();
   private readonly alarm = new WakeableSleep();
-  private lagMeasuredAt = 0;
-  private lagTookMs = 0;
   private known: Sink | null = null;
   private ahead: ReadAhead | null = null;
-  private recording: Promise<Sink | null> | null = null;
-  private lastLag = -1;
+  /** The readers' horizon of the last page read (see ChangeFilter.horizon). */
+  private horizon: string | undefined;
+  private recording: Promise<boolean> | null = null;
+  private readonly lag: SinkLag;
+  private finishing = false;
   /** A table sink resumes from its target's cursor: on start and after every failure (docs/reference.md §12). */
   private targetUnread = true;
   readonly done: Promise<void>;
@@ -64,6 +68,7 @@ export class SinkWorker {
     readonly sinkId: string,
     private readonly deps: SinkWorkerDeps,
   ) {
+    this.lag = new SinkLag(deps.repository, deps.metrics, deps.defaultTypes);
     this.done = this.run();
   }
 
@@ -72,8 +77,10 @@ export class SinkWorker {
     this.alarm.wake();
   }
 
-  stop(): Promise<void> {
-    this.stopController.abort();
+  /** Ends the loop; `finish` lets the batch in flight get its answer first (a lease handed on), else it is cut short. */
+  stop(finish = false): Promise<void> {
+    if (finish) this.finishing = true;
+    else this.stopController.abort();
     this.alarm.stop();
     return this.done;
   }
@@ -83,7 +90,7 @@ export class SinkWorker {
   }
 
   private async run(): Promise<void> {
-    while (!this.stopped) {
+    while (!this.stopped && !this.finishing) {
       try {
         const wait = await this.step();
         if (wait > 0) await this.alarm.sleep(wait);
@@ -96,6 +103,7 @@ export class SinkWorker {
       this.logger.error({ msg: 'sink cursor move failed', sink: this.sinkId, err: error }),
     );
     await this.deps.tables.release(this.sinkId);
+    await this.lag.settled();
   }
 
   /** One round; answers how long to wait before the next (0: at once). */
@@ -121,17 +129,18 @@ export class SinkWorker {
       return Math.min(sink.nextAttemptAt.getTime() - now, 1000);
     }
     if (isTableKind(sink.kind) && this.targetUnread) return this.resumeFromTarget(sink);
-    await this.measureLag(sink);
+    this.lag.soon(sink);
     const ahead = this.ahead;
     this.ahead = null;
     const page = (ahead !== null && ahead.key === readKey(sink) ? await ahead.page : null) ?? (await this.read(sink));
     if (await this.behindHorizon(sink, page.compactedTo)) return 0;
+    this.horizon = page.horizon;
     const batch =
       sink.inflight === null
         ? page.changes
         : page.changes.filter((entry) => comparePositions(entry.position, sink.inflight!) <= 0);
     if (batch.length === 0) {
-      if (this.lastLag !== 0) await this.measureLag(sink, true);
+      if (this.lag.last !== 0) await this.lag.now(sink);
       if (comparePositions(page.next, sink.cursor) > 0) {
         if (!(await this.settle())) return 0;
         this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false);
@@ -151,7 +160,7 @@ export class SinkWorker {
    * epoch); a short one could grow with changes that arrived since, so its end is recorded before
    * it is sent, and a retry after a crash sends exactly it.
    */
-  private async deliver(sink: Sink, batch: ChangeEntry[], full: boolean): Promise<number> {
+  private async deliver(sink: Sink, batch: SinkChange[], full: boolean): Promise<number> {
     const last = batch[batch.length - 1].position;
     if (sink.inflight === null && !full) {
       if (!(await this.settle())) return 0;
@@ -161,7 +170,7 @@ export class SinkWorker {
     // cursor still moves only after the acknowledgement, and one batch is in flight).
     const next = { ...sink, cursor: last };
     // A failed read ahead answers null: the next round reads again.
-    const ahead = full ? { key: readKey(next), page: this.read(next).catch(() => null) } : null;
+    const ahead = full ? { key: readKey(next), page: this.read(next, this.horizon).catch(() => null) } : null;
     const started = process.hrtime.bigint();
     const outcome = await this.send(sink, batch, last);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -172,14 +181,15 @@ export class SinkWorker {
     if (!(await this.settle())) return 0;
     if (outcome.kind === 'ok') {
       this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'ok' });
-      const recorded = this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
+      this.lag.delivered(sink, batch.length);
       if (ahead === null) {
-        this.known = await recorded;
+        this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
         return 0;
       }
       // Catching up: the next batch goes out while this cursor move is written. The target has
-      // acknowledged this one, so still one batch in flight; a crash before the move commits
-      // resends both batches under the same ids (at-least-once).
+      // acknowledged this one, so still one batch in flight; a crash before the move commits (or,
+      // for PostgreSQL, before it reaches the disk) resends the batches under the same ids.
+      const recorded = this.deps.repository.moveCursor(sink.id, sink.cursor, last);
       recorded.catch(() => undefined);
       this.recording = recorded;
       this.known = {
@@ -262,13 +272,13 @@ export class SinkWorker {
   }
 
   /** What was sent and what the target answered (docs/reference.md §12); an attempt cut short by shutdown is none. */
-  private recordAttempt(sink: Sink, batch: ChangeEntry[], outcome: DeliveryOutcome, seconds: number): void {
+  private recordAttempt(sink: Sink, batch: SinkChange[], outcome: DeliveryOutcome, seconds: number): void {
     const last = batch.at(-1);
     this.deps.attempts.record({
       sinkId: sink.id,
       at: new Date(Date.now() - seconds * 1000),
-      firstSeq: batch[0]?.change.seq ?? null,
-      lastSeq: last?.change.seq ?? null,
+      firstSeq: batch.length === 0 ? null : seqOf(batch[0]),
+      lastSeq: last === undefined ? null : seqOf(last),
       changes: batch.length,
       webhookId:
         sink.kind === 'http' && last !== undefined
@@ -282,9 +292,11 @@ export class SinkWorker {
     });
   }
 
-  private send(sink: Sink, batch: ChangeEntry[], last: ChangePosition): Promise<DeliveryOutcome> {
-    const changes = batch.map((entry) => entry.change);
-    if (isTableKind(sink.kind)) return this.deps.tables.apply(sink, sink.types ?? this.deps.defaultTypes, batch);
+  /** `read` gives a table sink changes as objects, any other sink as texts. */
+  private send(sink: Sink, batch: SinkChange[], last: ChangePosition): Promise<DeliveryOutcome> {
+    if (isTableKind(sink.kind))
+      return this.deps.tables.apply(sink, sink.types ?? this.deps.defaultTypes, batch as ChangeEntry[]);
+    const changes = batch as ChangeText[];
     if (sink.kind === 'nats') {
       return this.deps.nats.publish({
         stream: sink.stream!,
@@ -303,7 +315,7 @@ export class SinkWorker {
       sinkId: sink.id,
       url: sink.url!,
       webhookId: batchWebhookId(sink.id, sink.epoch, sink.cursor, last),
-      body: JSON.stringify({ data: newestPerResource(changes) }),
+      body: batchBody(changes),
       secrets: sink.previousSecret === null ? [sink.secret] : [sink.secret, sink.previousSecret],
       timeoutMs: sink.timeoutMs,
       signal: this.stopController.signal,
@@ -320,7 +332,7 @@ export class SinkWorker {
     if (recording === null) return true;
     this.recording = null;
     try {
-      if ((await recording) !== null) return true;
+      if (await recording) return true;
       this.known = null;
       return false;
     } catch (error) {
@@ -329,15 +341,25 @@ export class SinkWorker {
     }
   }
 
-  /** The page after the sink's cursor, of the changes it follows (of its snapshot first, if any). */
-  private read(sink: Sink): Promise<ChangePage> {
+  /**
+   * The page after the sink's cursor, of the changes it follows (of its snapshot first, if any);
+   * `horizon`: the readers' horizon of the page before, when this one is read ahead.
+   */
+  private read(sink: Sink, horizon?: string): Promise<ChangePage<SinkChange>> {
     const types = sink.types ?? this.deps.defaultTypes;
-    if (inSnapshot(sink)) return this.deps.snapshots.readAfter(sink, types);
-    return this.deps.changeLog.readAfter(sink.cursor, {
+    const table = isTableKind(sink.kind);
+    if (inSnapshot(sink)) {
+      const snapshots = this.deps.snapshots;
+      return table ? snapshots.readAfter(sink, types, AS_ENTRY) : snapshots.readAfter(sink, types, AS_TEXT);
+    }
+    const filter: ChangeFilter = {
       limit: sink.batchSize,
       types,
       ...(sink.ownerIds === null ? {} : { ownerIds: sink.ownerIds }),
-    });
+      ...(horizon === undefined ? {} : { horizon }),
+    };
+    const changeLog = this.deps.changeLog;
+    return table ? changeLog.readAfter(sink.cursor, filter) : changeLog.readTextsAfter(sink.cursor, filter);
   }
 
   /**
@@ -355,18 +377,5 @@ export class SinkWorker {
     if (!(await this.settle())) return true;
     await this.deps.repository.restartFrom(sink.id, sink.cursor, START);
     return true;
-  }
-
-  /**
-   * At most once a second while delivering, and never more than a twentieth of the time (counting
-   * a backlog of a million changes takes a while); at once when the sink has caught up.
-   */
-  private async measureLag(sink: Sink, now = false): Promise<void> {
-    if (!now && Date.now() - this.lagMeasuredAt < Math.max(LAG_EVERY_MS, 20 * this.lagTookMs)) return;
-    const started = Date.now();
-    this.lastLag = await this.deps.repository.lag(sink, sink.types ?? this.deps.defaultTypes, sink.ownerIds);
-    this.lagMeasuredAt = Date.now();
-    this.lagTookMs = this.lagMeasuredAt - started;
-    this.deps.metrics.sinkLag.set({ sink: sink.id }, this.lastLag);
   }
 }

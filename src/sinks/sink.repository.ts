@@ -1,9 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { SecretCipher } from '../common/secret-cipher.js';
 import type { ChangePosition } from '../changes/change.js';
-import type { SqlSession } from '../database/postgres-connection.js';
+import { LazyPool, preparedQuery, SqlSession } from '../database/postgres-connection.js';
 import type { Sink, SinkFailure, SinkKind, SinkState } from './sink.js';
 import { inSnapshot, SinkFrom, startSink } from './sink-start.js';
 
@@ -76,16 +76,40 @@ const XIDS = `cursor_xid::text AS cursor_xid, inflight_xid::text AS inflight_xid
 const SELECT = `SELECT *, ${XIDS} FROM sinks`;
 const RETURNING = `RETURNING *, ${XIDS}`;
 const pos = (position: ChangePosition) => [position.transactionId, position.seq];
+/** What a success sets: the cursor at ($4, $5), the backoff cleared; $6: whether a batch was delivered. */
+const SUCCESS = `cursor_xid = $4, cursor_seq = $5, inflight_xid = NULL, inflight_seq = NULL, attempts = 0,
+  next_attempt_at = NULL, failing_since = NULL, last_error = NULL,
+  last_success_at = CASE WHEN $6 THEN now() ELSE last_success_at END,
+  state = CASE WHEN state = 'disabled' THEN state ELSE 'active' END`;
 
 const aad = (id: string, column: 'secret' | 'previous_secret' | 'url') => `sink:${id}:${column}`;
 
 /** Sinks with their secrets sealed at rest: only this repository sees ciphertext. */
 @Injectable()
-export class SinkRepository {
+export class SinkRepository implements OnApplicationShutdown {
+  /**
+   * The cursor moves of sinks catching up, on sessions that commit without waiting for the WAL to
+   * reach the disk (`synchronous_commit`): a move lost to a crash of PostgreSQL sends its batches
+   * again under the same webhook-ids, which at-least-once allows, and the next batch does not wait
+   * for a flush per batch.
+   */
+  private readonly cursorMoves: LazyPool;
+
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly cipher: SecretCipher,
-  ) {}
+  ) {
+    this.cursorMoves = new LazyPool(
+      dataSource,
+      { application_name: 'menu-sync sink cursors', max: 2 },
+      { synchronous_commit: 'off' },
+    );
+  }
+
+  /** Ends the cursor moves' pool (Nest calls this hook last, after the sink workers stopped). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.cursorMoves.end();
+  }
 
   /** The new sink, started from `from` in the same transaction (so no delivery starts anywhere else). */
   async create(input: NewSink): Promise<Sink> {
@@ -220,14 +244,24 @@ export class SinkRepository {
    */
   async recordSuccess(id: string, from: ChangePosition, to: ChangePosition, delivered: boolean): Promise<Sink | null> {
     const [rows] = await this.dataSource.query(
-      `UPDATE sinks SET cursor_xid = $4, cursor_seq = $5, inflight_xid = NULL, inflight_seq = NULL, attempts = 0,
-         next_attempt_at = NULL, failing_since = NULL, last_error = NULL,
-         last_success_at = CASE WHEN $6 THEN now() ELSE last_success_at END,
-         state = CASE WHEN state = 'disabled' THEN state ELSE 'active' END
-       WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3 ${RETURNING}`,
+      `UPDATE sinks SET ${SUCCESS} WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3 ${RETURNING}`,
       [id, ...pos(from), ...pos(to), delivered],
     );
     return rows[0] === undefined ? null : this.toSink(rows[0]);
+  }
+
+  /**
+   * `recordSuccess` of a delivered batch while catching up, committed without waiting for the disk
+   * (`cursorMoves`); answers only whether the cursor moved (the caller knows the sink).
+   */
+  async moveCursor(id: string, from: ChangePosition, to: ChangePosition): Promise<boolean> {
+    const moved = await preparedQuery(
+      this.dataSource,
+      `UPDATE sinks SET ${SUCCESS} WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3 RETURNING 1`,
+      [id, ...pos(from), ...pos(to), true],
+      this.cursorMoves.get(),
+    );
+    return moved.length > 0;
   }
 
   /** Moves the cursor back to `to` (a sink behind the compaction horizon), if it is still at `from`. */

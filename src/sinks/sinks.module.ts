@@ -8,6 +8,7 @@ import { SinkAttemptsController } from './sink-attempts.controller.js';
 import { SinkAttemptsRepository } from './sink-attempts.repository.js';
 import { SinkAttemptsService } from './sink-attempts.service.js';
 import { SinkDispatcherService } from './sink-dispatcher.service.js';
+import { SinkLeaseRepository } from './sink-lease.repository.js';
 import { SinkRepository } from './sink.repository.js';
 import { SinkSnapshots } from './sink-start.js';
 import { SinksController } from './sinks.controller.js';
@@ -31,6 +32,7 @@ export class SinkStoreModule {}
     NatsSinkClient,
     TableSinksClient,
     SinkDispatcherService,
+    SinkLeaseRepository,
     SinkAttemptsRepository,
     SinkAttemptsService,
   ],

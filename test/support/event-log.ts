@@ -56,12 +56,20 @@ export function newLogEntry(event: LoggedEvent): NewLogEntry {
   };
 }
 
-/** Every event in the log, as the projection code types them (entries outside the spec left out). */
-export async function readLog(client: pg.Client): Promise<{ events: WebhookEvent[]; entries: number }> {
+/**
+ * Every event in the log, as the projection code types them (entries outside the spec left out);
+ * with `upTo`, only the entries a projector at that checkpoint has read ((transaction id, position) ≤ it).
+ */
+export async function readLog(
+  client: pg.Client,
+  upTo?: { transactionId: string; position: string },
+): Promise<{ events: WebhookEvent[]; entries: number }> {
   const { rows } = await client.query(
     `SELECT position::text AS position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at,
             event_seq::text AS event_seq, payload::text AS payload
-       FROM event_log ORDER BY position`,
+       FROM event_log ${upTo === undefined ? '' : 'WHERE (transaction_id, position) <= ($1::xid8, $2::bigint)'}
+      ORDER BY position`,
+    upTo === undefined ? [] : [upTo.transactionId, upTo.position],
   );
   const events: WebhookEvent[] = [];
   for (const row of rows) {

@@ -20,11 +20,14 @@ export interface RunningDaemon {
 }
 
 /**
- * `menu-sync serve` (the built dist/) as a child process on a fresh migrated database, ready.
+ * `menu-sync serve` (the built dist/) as a child process on a fresh migrated database, ready; `env`
+ * may be made from that database (e.g. DATABASE_READ_URL naming it on the replica).
  * A child process rather than the Daemon in jest's VM: jest cannot require() the ESM-only
  * dependencies that the Swagger UI's static files plugin loads, so the in-process app cannot boot.
  */
-export async function startDaemon(env: Record<string, string> = {}): Promise<RunningDaemon> {
+export async function startDaemon(
+  env: Record<string, string> | ((database: TestDatabase) => Record<string, string>) = {},
+): Promise<RunningDaemon> {
   const database = await createTestDatabase();
   const dir = await mkdtemp(path.join(tmpdir(), 'menu-sync-e2e-'));
   let daemon: DaemonProcess;
@@ -41,7 +44,7 @@ export async function startDaemon(env: Record<string, string> = {}): Promise<Run
         LOG_LEVEL: 'debug',
         RECONCILE_CRON: 'off',
         SANDBOX: 'false',
-        ...env,
+        ...(typeof env === 'function' ? env(database) : env),
       },
     });
   } catch (error) {
