@@ -91,13 +91,17 @@ export async function createHttpApp({
   serveConsole(app);
   await app.init();
   registerIngressRoute(app.getHttpAdapter().getInstance(), app.get(IngressService), app.get(DeliveriesInFlight));
-  installDirectIngress(app.getHttpServer(), app.getHttpAdapter().getInstance(), {
-    ingress: app.get(IngressService),
-    inFlight: app.get(DeliveriesInFlight),
-    keys: app.get(WebhookKeyRegistry),
-    maxBodyBytes: config.WEBHOOK_MAX_BODY_BYTES,
-    logger,
-  });
+  // Before Fastify, so before the role gate: a process without ingress leaves webhooks to Fastify,
+  // whose gate answers them 503.
+  if (config.hasRole('ingress')) {
+    installDirectIngress(app.getHttpServer(), app.getHttpAdapter().getInstance(), {
+      ingress: app.get(IngressService),
+      inFlight: app.get(DeliveriesInFlight),
+      keys: app.get(WebhookKeyRegistry),
+      maxBodyBytes: config.WEBHOOK_MAX_BODY_BYTES,
+      logger,
+    });
+  }
   return app;
 }
 

@@ -3,8 +3,18 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DaemonProcess } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
-import { Answer, api, deliver, metricValue, RunningDaemon, startDaemon } from './support/http.js';
+import {
+  Answer,
+  api,
+  deliver,
+  LOOPBACK_NETWORKS,
+  metricValue,
+  RunningDaemon,
+  sendJson,
+  startDaemon,
+} from './support/http.js';
 import { at, menuEvent, product } from './support/menu-events.js';
+import { SinkReceiver } from './support/sink-receiver.js';
 
 /**
  * docs/reference.md ยง1 (Roles): ROLES splits the daemon's work across processes on one database.
@@ -49,7 +59,11 @@ describe('ROLES: one database, processes of different roles (docs/reference.md ย
   let dir: string;
 
   beforeAll(async () => {
-    reader = await startDaemon({ ROLES: 'api,projector', RECONCILE_CRON: YEARLY });
+    reader = await startDaemon({
+      ROLES: 'api,projector',
+      RECONCILE_CRON: YEARLY,
+      SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS,
+    });
     dir = await mkdtemp(path.join(tmpdir(), 'menu-sync-roles-'));
     const { PORT: _port, DATA_DIR: _dataDir, ...env } = reader.process.env;
     intake = await DaemonProcess.start({
@@ -130,6 +144,40 @@ describe('ROLES: one database, processes of different roles (docs/reference.md ย
     expect(intake.logs).toContain('reconcile scheduled');
     expect(reader.process.logs).not.toContain('reconcile scheduled');
     expect(reader.process.logs).not.toContain('this daemon is the active sink dispatcher');
+  });
+
+  it("a sink changed through another process's API is read again by the dispatcher holding it: a replay and the next change go by the new settings", async () => {
+    const [first, second] = await Promise.all([new SinkReceiver().start(), new SinkReceiver().start()]);
+    const created = await sendJson(reader, 'POST', '/api/v1/sinks', {
+      kind: 'http',
+      url: first.url,
+      from: 'now',
+      owner_ids: ['moved'],
+    });
+    expect(created.status).toBe(201);
+    const sink = created.json.data;
+    first.secrets = second.secrets = [sink.secret];
+    const ids = (receiver: SinkReceiver) => receiver.acknowledgedChanges.map((change) => change.id);
+    try {
+      const before = menuEvent('created', product('7101'), { at: at(2), ownerId: 'moved' });
+      expect((await deliver(intake.url, before)).status).toBe(202);
+      await eventually(async () => expect(ids(first)).toEqual(['7101']), 15000, 50);
+      const patched = await sendJson(reader, 'PATCH', `/api/v1/sinks/${sink.id}`, { url: second.url });
+      expect(patched.status).toBe(200);
+      const replayed = await sendJson(reader, 'POST', `/api/v1/sinks/${sink.id}/replay`, { from: 'start' });
+      expect(replayed.status).toBe(200);
+      // No new change wakes the worker: the intake process hears of the sink's change only through
+      // the database, at its dispatcher's next look (every 500 ms; an idle worker's own re-read
+      // comes only after 10 s). The replay goes to the new URL.
+      await eventually(async () => expect(ids(second)).toEqual(['7101']), 5000, 50);
+      const after = menuEvent('created', product('7102'), { at: at(3), ownerId: 'moved' });
+      expect((await deliver(intake.url, after)).status).toBe(202);
+      await eventually(async () => expect(ids(second)).toEqual(['7101', '7102']), 15000, 50);
+      expect(ids(first)).toEqual(['7101']);
+    } finally {
+      await api(reader.url, `/api/v1/sinks/${sink.id}`, undefined, { method: 'DELETE' });
+      await Promise.all([first.close(), second.close()]);
+    }
   });
 
   it('an unknown role stops the start with exit code 2, naming ROLES', async () => {

@@ -12,8 +12,8 @@ const POLL_MS = 1000;
 const FIRST_RECHECK_MS = 25;
 
 /**
- * Wakes feed readers waiting for changes, without a database connection per waiter: one LISTEN
- * connection per process (taken on the first wait) hears the NOTIFY that every change-writing
+ * Wakes feed readers waiting for changes and the sink dispatcher's workers, without a database
+ * connection per waiter: one LISTEN connection per process (taken on the first wait) hears the NOTIFY that every change-writing
  * transaction sends on commit, from any daemon on the database. A change is readable only once no
  * older transaction is open (the gap-safe rule), so after a notification the readable head is
  * re-read with a short backoff until it moves; a poll every second covers a lost connection.
@@ -24,6 +24,8 @@ const FIRST_RECHECK_MS = 25;
 export class ChangeNotifier implements BeforeApplicationShutdown {
   private readonly logger = new Logger(ChangeNotifier.name);
   private readonly waiters = new Set<() => void>();
+  /** Listeners called at every move of the readable head until they unwatch (the sink dispatcher). */
+  private readonly watchers = new Set<() => void>();
   private client?: pg.PoolClient;
   private listening?: Promise<void>;
   private poller?: NodeJS.Timeout;
@@ -55,8 +57,22 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
     });
   }
 
+  /**
+   * Calls `listener` whenever the readable change log may have grown, until the returned function
+   * is called: the wake of a loop that runs for long, without a promise per wait.
+   */
+  watch(listener: () => void): () => void {
+    if (this.stopped) return () => undefined;
+    this.watchers.add(listener);
+    this.start();
+    return () => {
+      this.watchers.delete(listener);
+    };
+  }
+
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
+    this.watchers.clear();
     clearInterval(this.poller);
     clearTimeout(this.recheck);
     for (const waiter of [...this.waiters]) waiter();
@@ -66,7 +82,7 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
 
   private start(): void {
     this.poller ??= setInterval(() => {
-      if (this.waiters.size > 0) void this.check();
+      if (this.waiters.size > 0 || this.watchers.size > 0) void this.check();
     }, POLL_MS).unref();
     this.listening ??= this.listen().catch((error) => {
       this.logger.warn({ msg: 'LISTEN failed; polling until the next wait retries', err: String(error) });
@@ -128,6 +144,7 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
       return false;
     }
     for (const waiter of [...this.waiters]) waiter();
+    for (const watcher of [...this.watchers]) watcher();
     return settled;
   }
 }

@@ -3,6 +3,7 @@ import { OnEvent } from '@nestjs/event-emitter';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
+import { ChangeNotifier } from '../changes/change-notifier.service.js';
 import { LeaseLoop, LeaseState } from '../common/lease-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { AdvisoryLease } from '../database/advisory-lease.js';
@@ -21,13 +22,14 @@ export { SINK_DISPATCHER_LOCK } from './sink-lease.repository.js';
 /** Emitted by the sinks API when a sink was created, changed, replayed or removed. */
 export const SINKS_CHANGED = 'sinks.changed';
 
-/** How often the head of the change log is looked at while there are sinks (new changes wake their workers). */
-const HEAD_POLL_MS = 50;
 /**
- * How often the sinks and their leases are looked at again (sinks made elsewhere, dispatchers come
- * or gone): a dead dispatcher's sinks wait at most this long, after PostgreSQL ended its session.
+ * How often the sinks and their leases are looked at again (sinks made or changed elsewhere,
+ * dispatchers come or gone): a dead dispatcher's sinks wait at most this long, after PostgreSQL
+ * ended its session, and a sink changed through another process's API is read again within it.
  */
 const REFRESH_MS = 500;
+/** An idle worker reads its sink at least this often, whatever the wakes (a safety net). */
+const IDLE_REREAD_MS = 10_000;
 export type DispatcherState = LeaseState | 'disabled';
 
 /**
@@ -47,7 +49,9 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   /** Held leases being given up: the workers finishing their batch; a key's list empties when they have. */
   private readonly handing = new Map<number, SinkWorker[]>();
   private readonly loop: LeaseLoop;
-  private lastHead = -1;
+  /** Each deliverable sink's stamp at the last look: a changed one wakes its worker to read it. */
+  private stamps = new Map<string, string>();
+  private unwatch: (() => void) | null = null;
   private lastShare = '';
   private disabled = false;
 
@@ -56,6 +60,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     private readonly repository: SinkRepository,
     private readonly leases: SinkLeaseRepository,
     private readonly changeLog: ChangeLogRepository,
+    private readonly notifier: ChangeNotifier,
     private readonly snapshots: SinkSnapshots,
     private readonly http: HttpSinkClient,
     private readonly nats: NatsSinkClient,
@@ -92,28 +97,50 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     this.loop.alarm.wake();
   }
 
-  /** While a dispatcher: the sinks and leases looked at again when woken (a sink changed, a lease handed on) and every REFRESH_MS. */
+  /**
+   * While a dispatcher: the sinks and leases looked at again when woken (a sink changed, a lease
+   * handed on) and every REFRESH_MS; the workers woken by the change notifier (LISTEN/NOTIFY, and
+   * its poll) whenever the readable head moves, not by a poll of their own.
+   */
   private async dispatch(runner: QueryRunner): Promise<void> {
     const alarm = this.loop.alarm;
-    let refreshedAt = 0;
-    while (!this.loop.stopping) {
-      if (alarm.takeWake() || Date.now() - refreshedAt >= REFRESH_MS) {
-        refreshedAt = Date.now();
+    try {
+      while (!this.loop.stopping) {
+        alarm.takeWake();
+        const started = Date.now();
         await this.rebalance(runner);
+        this.watchChanges(this.workers.size > 0);
+        await alarm.sleep(Math.max(0, REFRESH_MS - (Date.now() - started)));
       }
-      if (this.workers.size > 0) {
-        await this.wakeOnNewChanges();
-        await alarm.sleep(HEAD_POLL_MS);
-      } else {
-        // No sink here, nobody to wake: the next look is the next refresh (or a sink made here, which wakes this).
-        await alarm.sleep(Math.max(0, REFRESH_MS - (Date.now() - refreshedAt)));
-      }
+    } finally {
+      this.watchChanges(false);
+    }
+  }
+
+  /** Has the workers woken for new changes while there are any. */
+  private watchChanges(on: boolean): void {
+    if (on && this.unwatch === null) {
+      this.unwatch = this.notifier.watch(() => {
+        for (const worker of this.workers.values()) worker.wakeForChanges();
+      });
+      // Changes written before the watch began wake nobody: every worker looks once more.
+      for (const worker of this.workers.values()) worker.wakeForChanges();
+    } else if (!on && this.unwatch !== null) {
+      this.unwatch();
+      this.unwatch = null;
     }
   }
 
   /** Gives up the leases handed on, takes or hands on leases to hold this dispatcher's share, and runs a worker per sink held. */
   private async rebalance(runner: QueryRunner): Promise<void> {
-    const keys = new Map((await this.repository.deliverableIds()).map((id) => [id, sinkLeaseKey(id)]));
+    const deliverable = await this.repository.deliverable();
+    const keys = new Map(deliverable.map(({ id }) => [id, sinkLeaseKey(id)]));
+    const stamps = new Map(deliverable.map(({ id, stamp }) => [id, stamp]));
+    for (const [id, worker] of this.workers) {
+      const before = this.stamps.get(id);
+      if (before !== undefined && before !== stamps.get(id)) worker.wake();
+    }
+    this.stamps = stamps;
     for (const [key, finishing] of this.handing) {
       if (finishing.length > 0) continue;
       await this.leases.release(runner, key);
@@ -179,13 +206,6 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     });
   }
 
-  private async wakeOnNewChanges(): Promise<void> {
-    const head = await this.changeLog.head();
-    if (head === this.lastHead) return;
-    this.lastHead = head;
-    for (const worker of this.workers.values()) worker.wake();
-  }
-
   private workerDeps(): SinkWorkerDeps {
     return {
       repository: this.repository,
@@ -198,7 +218,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
       attempts: this.attempts,
       failingAfterMs: this.config.sinkFailingAfterMs,
       defaultTypes: this.config.changeTypes,
-      idlePollMs: 1000,
+      idlePollMs: IDLE_REREAD_MS,
     };
   }
 
@@ -208,6 +228,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     this.workers.clear();
     this.handing.clear();
     this.held.clear();
+    this.stamps.clear();
     this.lastShare = '';
     await Promise.all(workers.map((worker) => worker.stop()));
     this.metrics.sinkLeased.reset();

@@ -28,7 +28,10 @@ export interface SinkWorkerDeps {
   attempts: Pick<SinkAttemptsService, 'record'>;
   failingAfterMs: number;
   defaultTypes: readonly string[];
-  /** How long an idle worker waits for a wake before it looks again. */
+  /**
+   * How long an idle worker waits for a wake before it reads its sink and looks again: only a
+   * safety net, since the dispatcher wakes it for new changes and for a changed sink.
+   */
   idlePollMs: number;
 }
 
@@ -42,6 +45,10 @@ interface ReadAhead {
   page: Promise<ChangePage<SinkChange> | null>;
 }
 
+/** The sink may be known since before its previous secret expired. */
+const previousSecretValid = (sink: Sink) =>
+  sink.previousSecret !== null && (sink.previousSecretExpiresAt?.getTime() ?? 0) > Date.now();
+
 const readKey = (sink: Sink) => JSON.stringify([sink.cursor, sink.epoch, sink.batchSize, sink.types, sink.ownerIds]);
 
 /**
@@ -53,7 +60,10 @@ export class SinkWorker {
   private readonly logger = new Logger(SinkWorker.name);
   private readonly stopController = new AbortController();
   private readonly alarm = new WakeableSleep();
+  /** The sink as this worker last knew it (its last acknowledgement's row, or as read); null: read it. */
   private known: Sink | null = null;
+  /** The sink was changed (the API, another process): read it before the next round. */
+  private stale = false;
   private ahead: ReadAhead | null = null;
   /** The readers' horizon of the last page read (see ChangeFilter.horizon). */
   private horizon: string | undefined;
@@ -72,8 +82,14 @@ export class SinkWorker {
     this.done = this.run();
   }
 
-  /** New changes, or the sink was changed: look again now. */
+  /** The sink was changed: read it and look again now. */
   wake(): void {
+    this.stale = true;
+    this.alarm.wake();
+  }
+
+  /** There may be new changes: look again now, with the sink as known. */
+  wakeForChanges(): void {
     this.alarm.wake();
   }
 
@@ -94,6 +110,8 @@ export class SinkWorker {
       try {
         const wait = await this.step();
         if (wait > 0) await this.alarm.sleep(wait);
+        // An idle wait that no wake cut short ends with a read of the sink (the safety net).
+        if (wait >= this.deps.idlePollMs && !this.alarm.isWoken) this.known = null;
       } catch (error) {
         this.logger.error({ msg: 'sink delivery loop failed; retrying', sink: this.sinkId, err: error });
         await this.alarm.sleep(1000);
@@ -108,8 +126,11 @@ export class SinkWorker {
 
   /** One round; answers how long to wait before the next (0: at once). */
   private async step(): Promise<number> {
-    // The row the last acknowledgement returned is current unless the sink was changed since (wake).
-    const known = this.alarm.takeWake() ? null : this.known;
+    // The row the last acknowledgement returned (or the last round read) is current unless the sink
+    // was changed since (wake).
+    this.alarm.takeWake();
+    const known = this.stale ? null : this.known;
+    this.stale = false;
     this.known = null;
     let sink = known;
     if (sink === null) {
@@ -146,6 +167,7 @@ export class SinkWorker {
         this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false);
         return 0;
       }
+      this.known = sink;
       return this.alarm.isWoken ? 0 : this.deps.idlePollMs;
     }
     // A snapshot's batch is recorded before it is sent, as a short one: compaction may take a change
@@ -316,7 +338,7 @@ export class SinkWorker {
       url: sink.url!,
       webhookId: batchWebhookId(sink.id, sink.epoch, sink.cursor, last),
       body: batchBody(changes),
-      secrets: sink.previousSecret === null ? [sink.secret] : [sink.secret, sink.previousSecret],
+      secrets: previousSecretValid(sink) ? [sink.secret, sink.previousSecret!] : [sink.secret],
       timeoutMs: sink.timeoutMs,
       signal: this.stopController.signal,
     });

@@ -154,12 +154,14 @@ export class SinkRepository implements OnApplicationShutdown {
     return rows.map((row) => this.toSink(row));
   }
 
-  /** The ids of the sinks a dispatcher delivers: all but the disabled ones. */
-  async deliverableIds(): Promise<string[]> {
-    const rows: { id: string }[] = await this.dataSource.query(
-      `SELECT id FROM sinks WHERE state <> 'disabled' ORDER BY id`,
+  /**
+   * The sinks a dispatcher delivers (all but the disabled ones), each with a stamp that changes whenever the sink is changed through the
+   * API (updated_at) or started over (epoch), not when its own delivery moves its cursor.
+   */
+  async deliverable(): Promise<Array<{ id: string; stamp: string }>> {
+    return this.dataSource.query(
+      `SELECT id, updated_at::text || '/' || epoch::text AS stamp FROM sinks WHERE state <> 'disabled' ORDER BY id`,
     );
-    return rows.map((row) => row.id);
   }
 
   async update(id: string, changes: SinkChanges): Promise<Sink | null> {

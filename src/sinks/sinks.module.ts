@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { SecretCipherModule } from '../common/secret-cipher.module.js';
+import { ChangeFeedModule } from '../changes/change-feed.module.js';
 import { ChangesModule } from '../changes/changes.module.js';
 import { EgressGuard } from './egress-guard.js';
 import { HttpSinkClient } from './http-sink.client.js';
@@ -25,7 +26,7 @@ export class SinkStoreModule {}
 
 /** Push sinks (docs/reference.md §11): their API and the dispatcher that delivers them. */
 @Module({
-  imports: [SinkStoreModule, ChangesModule],
+  imports: [SinkStoreModule, ChangesModule, ChangeFeedModule],
   controllers: [SinksController, SinkAttemptsController],
   providers: [
     HttpSinkClient,
