@@ -439,10 +439,13 @@ async function openFeed(process, clients) {
       (response) => {
         let tail = '';
         response.setEncoding('utf8');
+        // better-sse writes `event:change` (no space after the colon, as the SSE format allows);
+        // this counted `event: change` before, and found none.
         response.on('data', (chunk) => {
           const text = tail + chunk;
-          received += text.split('event: change').length - 1;
-          tail = text.slice(-16).includes('event: change') ? '' : text.slice(-16);
+          received += text.match(/^event: ?change\n/gm)?.length ?? 0;
+          const end = text.lastIndexOf('change\n');
+          tail = text.slice(Math.max(end === -1 ? 0 : end + 7, text.length - 16));
         });
       },
     );
