@@ -140,8 +140,11 @@ async function calibrate(bench) {
 }
 
 /**
- * CPU-ms per unit; the process's idle CPU taken out first. A sink's own idle cost (its loop woken by
- * the head poll) stays in its cost per change: at the head a sink delivers about a change per batch.
+ * CPU-ms per unit; the process's idle CPU taken out first. An http sink's unit is a batch (a POST
+ * answered), not a change: its work is per batch (a wake, a page read, the short batch's recorded
+ * end, the POST, the cursor move), and how many changes a batch holds depends on how the projector's
+ * pages fell, which differs between runs; per change, a run whose sinks caught up on a backlog in
+ * larger batches looked cheaper than one at the head.
  */
 function unitCosts({ idle, idleSinks, http, nats, table, sinkRssMiB, sseRssMiB, menu }) {
   const idleMsPerS = (name) => idle.cpuMs[name] / idle.seconds;
@@ -152,7 +155,7 @@ function unitCosts({ idle, idleSinks, http, nats, table, sinkRssMiB, sseRssMiB, 
   const costs = {
     ingress: net(http, 'ingress') / http.units.accepted.ingress,
     projector: net(http, 'projector') / http.units.projected,
-    httpSink: net(http, 'sinks') / http.units.httpDelivered,
+    httpBatch: net(http, 'sinks') / http.units.httpBatches,
     natsSink: net(nats, 'sinks') / nats.units.sinkDelivered,
     tableSink: net(table, 'sinks') / table.units.sinkDelivered,
     notModified: net(http, 'api-304') / http.units.reads['api-304'],
@@ -227,7 +230,7 @@ function predictAndCompare(processes, measured, { costs, baseMsPerS }) {
       ingress: has('ingress') ? costs.ingress * (units.accepted[process.name] ?? 0) : 0,
       api: has('api') ? costs.notModified * reads.notModified + costs.cachedMenu * reads.cached : 0,
       projector: has('projector') ? costs.projector * units.projected : 0,
-      sinks: has('sinks') ? costs.httpSink * units.httpDelivered : 0,
+      sinks: has('sinks') ? costs.httpBatch * units.httpBatches : 0,
     };
     const predictedMs = Object.values(ms).reduce((a, b) => a + b, 0);
     const pct = (value) => round((value / seconds / 1000) * 100, 1);
@@ -256,6 +259,7 @@ async function measure(bench, processes, seconds, { load, sse, sinkIds, via } = 
     machine: machineTicks(),
     load: load?.counts(),
     received: bench.receiver.count(),
+    batches: bench.receiver.batches(),
     feed: sse?.count() ?? 0,
     projected: await projectedPosition(bench.database),
     sinks: sinkIds ? await sinkProgress(bench.database, via, sinkIds) : null,
@@ -281,6 +285,7 @@ async function measure(bench, processes, seconds, { load, sse, sinkIds, via } = 
     failed: counts ? counts.failed - before.load.failed : 0,
     projected: (await projectedPosition(bench.database)) - before.projected,
     httpDelivered: bench.receiver.count() - before.received,
+    httpBatches: bench.receiver.batches() - before.batches,
     feedChanges: (sse?.count() ?? 0) - before.feed,
     sinkDelivered: sinkIds ? (await sinkProgress(bench.database, via, sinkIds)) - before.sinks : 0,
   };
@@ -616,15 +621,17 @@ async function databaseSizes(database) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The receiver of the http sinks: a bare node:http server answering 204, counting changes.
+// The receiver of the http sinks: a bare node:http server answering 204, counting changes and batches.
 
 async function startReceiver() {
   let count = 0;
+  let batches = 0;
   const server = createServer((request, response) => {
     const chunks = [];
     request.on('data', (chunk) => chunks.push(chunk));
     request.on('end', () => {
       count += JSON.parse(Buffer.concat(chunks).toString('utf8')).data.length;
+      batches++;
       response.writeHead(204).end();
     });
   });
@@ -632,6 +639,7 @@ async function startReceiver() {
   return {
     url: `http://127.0.0.1:${server.address().port}/hook`,
     count: () => count,
+    batches: () => batches,
     close: () => new Promise((resolve) => server.close(resolve)),
   };
 }
@@ -646,7 +654,7 @@ function report({ calibration, checks, sizes, duration }) {
   const costRows = [
     ['ingress: delivery acknowledged (202)', costs.ingress, rate(c.http, c.http.units.accepted.ingress), c.http],
     ['projector: event projected', costs.projector, rate(c.http, c.http.units.projected), c.http],
-    ['http sink: change delivered', costs.httpSink, rate(c.http, c.http.units.httpDelivered), c.http],
+    ['http sink: batch delivered (a POST)', costs.httpBatch, rate(c.http, c.http.units.httpBatches), c.http],
     ['nats sink: change delivered', costs.natsSink, rate(c.nats, c.nats.units.sinkDelivered), c.nats],
     ['postgres table sink: change delivered', costs.tableSink, rate(c.table, c.table.units.sinkDelivered), c.table],
     ['api: /menu 304 (If-None-Match)', costs.notModified, rate(c.http, c.http.units.reads['api-304']), c.http],

@@ -305,6 +305,14 @@ async function measureFreshness(base, receiver, seconds) {
     else latencies.push(Math.max(0, arrived - at));
   }
   latencies.sort((a, b) => a - b);
+  if (missing > 0) {
+    // What the daemon says of where they are: the projector's position and the sink's state.
+    const projections = await (await fetch(`${base}/api/v1/projections`)).json();
+    const sink = await (await fetch(`${base}/api/v1/sinks/${created.data.id}`)).json();
+    log(
+      `freshness: ${missing} missing; projections ${JSON.stringify(projections.data)}; sink ${JSON.stringify(sink.data)}`,
+    );
+  }
   const ms = (value) => (value === null ? null : Math.round(value));
   return {
     accepted: accepted.size,
