@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { SecretCipherModule } from '../common/secret-cipher.module.js';
 import { AppendBatcher } from './append-batcher.js';
+import { AppendSignal } from './append-signal.js';
 import { EventLogQueryService } from './event-log-query.service.js';
 import { EventLogRepository } from './event-log.repository.js';
 import { EventsController } from './events.controller.js';
@@ -10,7 +11,7 @@ import { RawBodySealer } from './raw-body-sealer.js';
 @Module({
   imports: [SecretCipherModule],
   controllers: [EventsController, OwnersController],
-  providers: [EventLogRepository, AppendBatcher, EventLogQueryService, RawBodySealer],
-  exports: [EventLogRepository, AppendBatcher, RawBodySealer],
+  providers: [EventLogRepository, AppendBatcher, AppendSignal, EventLogQueryService, RawBodySealer],
+  exports: [EventLogRepository, AppendBatcher, AppendSignal, RawBodySealer],
 })
 export class EventLogModule {}

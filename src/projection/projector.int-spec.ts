@@ -13,6 +13,7 @@ import { toWebhookEvent } from './from-log-entry.js';
 import { MENU_PROJECTION, ORDERS_PROJECTION, PROJECTIONS } from './projection-definitions.js';
 import { ProjectionRepository } from './projection.repository.js';
 import { ProjectorService } from './projector.service.js';
+import { AppendSignal } from '../event-log/append-signal.js';
 import { laneLock } from './projector-lane.js';
 import { lockQuery } from '../database/advisory-locks.js';
 import { RESOURCE_TABLES } from './resource-tables.js';
@@ -332,6 +333,7 @@ describe('projection (PostgreSQL)', () => {
         new ProjectionRepository(),
         new MetricsService(),
         loadConfig({}),
+        new AppendSignal(dataSource),
       );
       projector.onApplicationBootstrap();
       return { dataSource, projector };
@@ -434,7 +436,13 @@ describe('projection (PostgreSQL)', () => {
       const holder = dataSource.createQueryRunner();
       await holder.connect();
       await holder.query(...lockQuery('pg_advisory_lock', laneLock(ORDERS_PROJECTION)));
-      projector = new ProjectorService(dataSource, new ProjectionRepository(), new MetricsService(), loadConfig({}));
+      projector = new ProjectorService(
+        dataSource,
+        new ProjectionRepository(),
+        new MetricsService(),
+        loadConfig({}),
+        new AppendSignal(dataSource),
+      );
       projector.onApplicationBootstrap();
       await until(() => projector.stateOf('menu') === 'running');
       expect(projector.stateOf('orders')).toBe('starting');

@@ -6,7 +6,9 @@ import { LeaseLoop, LeaseState } from '../common/lease-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { AdvisoryLease, tryLock } from '../database/advisory-lease.js';
 import { advisoryLocks } from '../database/advisory-locks.js';
+import { ChannelListener } from '../database/channel-listener.js';
 import { LOG_APPENDED } from '../event-log/append-batcher.js';
+import { APPENDED_CHANNEL, AppendSignal } from '../event-log/append-signal.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS, ProjectionName } from './projection-definitions.js';
 import { ProjectionRepository } from './projection.repository.js';
@@ -22,7 +24,9 @@ export type ProjectorState = LeaseState | 'disabled';
  * per database projects, while the others stand by and take over when its session ends. While it
  * holds the lease, each projection has a lane of its own (ProjectorLane) on a session of its own,
  * so the projections catch up in parallel, on as many PostgreSQL backends: the first lane applies
- * its pages on the lease's own session, each other one on a session opened for it.
+ * its pages on the lease's own session, each other one on a session opened for it. The lanes wake
+ * on appends made in this process (LOG_APPENDED) and, through LISTEN, on those made in others
+ * (AppendSignal), besides their own poll.
  */
 @Injectable()
 export class ProjectorService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -30,13 +34,16 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
   private readonly loop: LeaseLoop;
   private lanes: ProjectorLane[] = [];
   private disabled = false;
+  private readonly appendsElsewhere: ChannelListener;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: ProjectionRepository,
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
+    private readonly appendSignal: AppendSignal,
   ) {
+    this.appendsElsewhere = new ChannelListener(dataSource, APPENDED_CHANNEL, this.logger);
     this.loop = new LeaseLoop(new AdvisoryLease(dataSource, PROJECTOR_LOCK, (runner) => repository.prepare(runner)), {
       role: 'projector',
       logger: this.logger,
@@ -88,11 +95,16 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
       for (const lane of lanes) lane.stop();
       throw error;
     };
+    this.appendSignal.projectingHere = true;
+    const unsubscribe = this.appendsElsewhere.subscribe(() => this.onAppended());
     const ended = await Promise.allSettled(
       lanes.map((lane, index) =>
         (index === 0 ? lane.run(this.leaseSession(runner, lane)) : this.runOnOwnSession(lane)).catch(stopAll),
       ),
-    );
+    ).finally(() => {
+      unsubscribe();
+      this.appendSignal.projectingHere = false;
+    });
     const failure = ended.find((end): end is PromiseRejectedResult => end.status === 'rejected');
     if (failure !== undefined) throw failure.reason;
   }

@@ -1,0 +1,77 @@
+import { Logger } from '@nestjs/common';
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import { sharedPool } from './postgres-connection.js';
+
+const RETRY_MS = 1000;
+
+/**
+ * LISTEN on one channel, on a connection of its own (not one of the pool's), while anyone
+ * subscribes: every notification calls every subscriber. A lost connection is opened again after
+ * a second while there are subscribers; what was notified meanwhile is lost, so a subscriber keeps
+ * a poll of its own as the fallback.
+ */
+export class ChannelListener {
+  private readonly subscribers = new Set<() => void>();
+  private client?: pg.Client;
+  private opening?: Promise<void>;
+  private retry?: NodeJS.Timeout;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly channel: string,
+    private readonly logger: Logger,
+  ) {}
+
+  subscribe(subscriber: () => void): () => void {
+    this.subscribers.add(subscriber);
+    this.open();
+    return () => {
+      this.subscribers.delete(subscriber);
+      if (this.subscribers.size === 0) this.close();
+    };
+  }
+
+  private open(): void {
+    if (this.client !== undefined || this.opening !== undefined || this.subscribers.size === 0) return;
+    clearTimeout(this.retry);
+    this.retry = undefined;
+    const client = new pg.Client({ ...sharedPool(this.dataSource).options, application_name: 'menu-sync listen' });
+    this.opening = (async () => {
+      client.on('notification', () => {
+        for (const subscriber of [...this.subscribers]) subscriber();
+      });
+      client.on('error', (error) => this.lost(client, error));
+      await client.connect();
+      await client.query(`LISTEN ${this.channel}`);
+      this.client = client;
+      if (this.subscribers.size === 0) this.close();
+    })()
+      .catch((error) => this.lost(client, error))
+      .finally(() => {
+        this.opening = undefined;
+      });
+  }
+
+  private lost(client: pg.Client, error: unknown): void {
+    client.removeAllListeners('notification');
+    client.end().catch(() => undefined);
+    if (this.client === client) this.client = undefined;
+    if (this.subscribers.size === 0) return;
+    this.logger.warn({ msg: `LISTEN ${this.channel} failed; polling until it is back`, err: String(error) });
+    this.retry ??= setTimeout(() => {
+      this.retry = undefined;
+      this.open();
+    }, RETRY_MS).unref();
+  }
+
+  private close(): void {
+    clearTimeout(this.retry);
+    this.retry = undefined;
+    const client = this.client;
+    this.client = undefined;
+    if (client === undefined) return;
+    client.removeAllListeners('notification');
+    client.end().catch(() => undefined);
+  }
+}
