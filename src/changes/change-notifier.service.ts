@@ -1,8 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { sharedPool } from '../database/postgres-connection.js';
+import { ChannelListener } from '../database/channel-listener.js';
 import { replicaOf } from '../database/read-replica.js';
 import { ReadRouter } from '../database/read-router.service.js';
 import { CHANGES_CHANNEL } from '../projection/published-changes.js';
@@ -13,8 +12,9 @@ const FIRST_RECHECK_MS = 25;
 
 /**
  * Wakes feed readers waiting for changes and the sink dispatcher's workers, without a database
- * connection per waiter: one LISTEN connection per process (taken on the first wait) hears the NOTIFY that every change-writing
- * transaction sends on commit, from any daemon on the database. A change is readable only once no
+ * connection per waiter: one LISTEN connection per process (a ChannelListener, opened at the first
+ * wait) hears the NOTIFY that every change-writing transaction sends on commit, from any daemon on
+ * the database. A change is readable only once no
  * older transaction is open (the gap-safe rule), so after a notification the readable head is
  * re-read with a short backoff until it moves; a poll every second covers a lost connection.
  * While reads go to the replica (which cannot LISTEN), its readable head is watched too, and the
@@ -26,8 +26,8 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
   private readonly waiters = new Set<() => void>();
   /** Listeners called at every move of the readable head until they unwatch (the sink dispatcher). */
   private readonly watchers = new Set<() => void>();
-  private client?: pg.PoolClient;
-  private listening?: Promise<void>;
+  private readonly listener: ChannelListener;
+  private unsubscribe?: () => void;
   private poller?: NodeJS.Timeout;
   private recheck?: NodeJS.Timeout;
   private head?: string;
@@ -38,7 +38,9 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
     private readonly changes: ChangeLogRepository,
     private readonly router: ReadRouter,
     @Inject(replicaOf(ChangeLogRepository)) private readonly replicaChanges: ChangeLogRepository | null,
-  ) {}
+  ) {
+    this.listener = new ChannelListener(dataSource, CHANGES_CHANNEL, this.logger);
+  }
 
   /** Resolves when the readable change log may have grown, after `ms`, or when `signal` aborts. */
   wait(ms: number, signal?: AbortSignal): Promise<void> {
@@ -76,41 +78,14 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
     clearInterval(this.poller);
     clearTimeout(this.recheck);
     for (const waiter of [...this.waiters]) waiter();
-    await this.listening?.catch(() => undefined);
-    this.release();
+    this.unsubscribe?.();
   }
 
   private start(): void {
     this.poller ??= setInterval(() => {
       if (this.waiters.size > 0 || this.watchers.size > 0) void this.check();
     }, POLL_MS).unref();
-    this.listening ??= this.listen().catch((error) => {
-      this.logger.warn({ msg: 'LISTEN failed; polling until the next wait retries', err: String(error) });
-      this.release();
-      this.listening = undefined;
-    });
-  }
-
-  private async listen(): Promise<void> {
-    const client = await sharedPool(this.dataSource).connect();
-    this.client = client;
-    client.on('notification', () => this.onNotified());
-    client.on('error', (error) => {
-      this.logger.warn({ msg: 'LISTEN connection lost', err: String(error) });
-      this.release(error);
-      this.listening = undefined;
-    });
-    await client.query(`LISTEN ${CHANGES_CHANNEL}`);
-    if (this.stopped) this.release();
-  }
-
-  private release(error?: Error): void {
-    const client = this.client;
-    this.client = undefined;
-    if (!client) return;
-    client.removeAllListeners('notification');
-    // A connection that listened must not go back to the pool: it would keep receiving notifications.
-    client.release(error ?? true);
+    this.unsubscribe ??= this.listener.subscribe(() => this.onNotified());
   }
 
   private onNotified(): void {
