@@ -165,9 +165,9 @@ describe('the egress guard of sinks (docs/reference.md §12)', () => {
     const id = created.json.data.id;
     // What a name that resolves elsewhere later amounts to: the stored target is now a refused address.
     const refusedUrl = target.url.replace('127.0.0.1', '127.0.0.2');
-    // As the API writes it (updated_at), and past the dispatcher's next look (every 500 ms), which
-    // has the sink's worker read it again.
-    await sqlQuery(open.database.url, `UPDATE sinks SET url = $2, updated_at = now() WHERE id = $1`, [id, refusedUrl]);
+    // Past the dispatcher's next look (every 500 ms), which finds the sink's settings changed and
+    // has its worker read it again.
+    await sqlQuery(open.database.url, `UPDATE sinks SET url = $2 WHERE id = $1`, [id, refusedUrl]);
     await new Promise((resolve) => setTimeout(resolve, 1500));
     await insertChanges(open.database.url, [{ type: 'product', id: 'later-1', ownerId: 'later' }]);
     await eventually(

@@ -82,6 +82,22 @@ const SUCCESS = `cursor_xid = $4, cursor_seq = $5, inflight_xid = NULL, inflight
   last_success_at = CASE WHEN $6 THEN now() ELSE last_success_at END,
   state = CASE WHEN state = 'disabled' THEN state ELSE 'active' END`;
 
+/** The columns a sink's own delivery writes: left out of its stamp (deliverable). */
+const DELIVERY_COLUMNS = [
+  'cursor_xid',
+  'cursor_seq',
+  'inflight_xid',
+  'inflight_seq',
+  'attempts',
+  'next_attempt_at',
+  'failing_since',
+  'last_error',
+  'last_success_at',
+  'state',
+  'snapshot_xid',
+  'snapshot_seq',
+];
+
 const aad = (id: string, column: 'secret' | 'previous_secret' | 'url') => `sink:${id}:${column}`;
 
 /** Sinks with their secrets sealed at rest: only this repository sees ciphertext. */
@@ -155,12 +171,15 @@ export class SinkRepository implements OnApplicationShutdown {
   }
 
   /**
-   * The sinks a dispatcher delivers (all but the disabled ones), each with a stamp that changes whenever the sink is changed through the
-   * API (updated_at) or started over (epoch), not when its own delivery moves its cursor.
+   * The sinks a dispatcher delivers (all but the disabled ones), each with a stamp of its settings:
+   * a digest of the row without the columns its own delivery writes (cursor, batch in flight,
+   * attempts, state, snapshot walk). It changes with any change of a setting, whoever wrote it, and
+   * with a replay (epoch), never with a delivery.
    */
   async deliverable(): Promise<Array<{ id: string; stamp: string }>> {
     return this.dataSource.query(
-      `SELECT id, updated_at::text || '/' || epoch::text AS stamp FROM sinks WHERE state <> 'disabled' ORDER BY id`,
+      `SELECT id, md5((to_jsonb(s) - $1::text[])::text) AS stamp FROM sinks s WHERE state <> 'disabled' ORDER BY id`,
+      [DELIVERY_COLUMNS],
     );
   }
 
