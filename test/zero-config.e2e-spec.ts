@@ -2,7 +2,13 @@ import { randomInt } from 'node:crypto';
 import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DaemonProcess, expectCleanStop, processesMentioning, stopLeftovers } from './support/daemon-process.js';
+import {
+  DaemonProcess,
+  expectCleanStop,
+  postmasters,
+  processesMentioning,
+  stopLeftovers,
+} from './support/daemon-process.js';
 import { webhookEvent } from './support/webhook-events.js';
 
 /**
@@ -108,7 +114,7 @@ describe('zero configuration: `menu-sync serve` with nothing set', () => {
     expect(orphans.length).toBeGreaterThan(0);
 
     daemon = await start();
-    const running = await processesMentioning(dir);
+    const running = postmasters(await processesMentioning(dir));
     expect(running.filter((p) => orphans.some((o) => o.pid === p.pid))).toEqual([]);
     expect(running).toHaveLength(1);
     expect(await postEvent(daemon, key, body)).toEqual({ status: 200, json: { status: 'duplicate', position } });

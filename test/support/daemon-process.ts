@@ -205,20 +205,29 @@ function probe(url: string): Promise<number> {
 }
 
 /** Running processes whose command line contains `text` (from `ps -eo pid,args`), this process's `ps` excluded. */
-export function processesMentioning(text: string): Promise<Array<{ pid: number; args: string }>> {
+/**
+ * The processes whose command line mentions `text`. A PostgreSQL child shows its postmaster's command line for
+ * the instant between its fork and its retitling, so a caller that counts servers counts `postmasters` of this.
+ */
+export function processesMentioning(text: string): Promise<Array<{ pid: number; ppid: number; args: string }>> {
   return new Promise((resolve, reject) => {
-    execFile('ps', ['-eo', 'pid,args'], { env: baseEnv(), maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
+    execFile('ps', ['-eo', 'pid,ppid,args'], { env: baseEnv(), maxBuffer: 16 * 1024 * 1024 }, (error, stdout) => {
       if (error) return reject(error);
       resolve(
         stdout
           .split('\n')
           .slice(1)
-          .map((line) => /^\s*(\d+)\s+(.*)$/.exec(line))
-          .filter((match): match is RegExpExecArray => match !== null && match[2].includes(text))
-          .map((match) => ({ pid: Number(match[1]), args: match[2] })),
+          .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
+          .filter((match): match is RegExpExecArray => match !== null && match[3].includes(text))
+          .map((match) => ({ pid: Number(match[1]), ppid: Number(match[2]), args: match[3] })),
       );
     });
   });
+}
+
+/** Those of `processes` whose parent is not among them: the servers, not their children caught mid-fork. */
+export function postmasters<T extends { pid: number; ppid: number }>(processes: T[]): T[] {
+  return processes.filter((p) => !processes.some((q) => q.pid === p.ppid));
 }
 
 export function sleep(ms: number): Promise<void> {
