@@ -81,8 +81,16 @@ export async function preparedQuery<T>(
   params: unknown[],
   pool = sharedPool(dataSource),
 ): Promise<T[]> {
-  const name = `menu_sync_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
-  return (await pool.query({ name, text: sql, values: params })).rows;
+  return (await pool.query({ name: statementName(sql), text: sql, values: params })).rows;
+}
+
+/** preparedQuery on the session of a connected query runner (inside its transaction, if one is open). */
+export async function preparedOn<T>(runner: QueryRunner, sql: string, params: unknown[]): Promise<T[]> {
+  return (await postgresConnection(runner).query({ name: statementName(sql), text: sql, values: params })).rows;
+}
+
+function statementName(sql: string): string {
+  return `menu_sync_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
 }
 
 /**

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import { ownerVersionsCte } from './owner-versions.js';
 import { CHANGE_COLUMNS, NEWEST_FIRST, versionRow } from './projection-definitions.js';
@@ -52,6 +53,18 @@ export function pageBoundsSql(
 function digits(value: string): string {
   if (!/^\d+$/.test(value)) throw new Error(`not a log position: ${value}`);
   return value;
+}
+
+/**
+ * `sql` with each parameter `$n` replaced by `params[n-1]` as a literal: a statement without
+ * parameters is planned for its values even on a session that plans prepared statements generically.
+ */
+export function withLiterals(sql: string, params: readonly string[]): string {
+  return sql.replace(/\$(\d+)\b/g, (placeholder, n: string) => {
+    const value = params[Number(n) - 1];
+    if (value === undefined) throw new Error(`no value for ${placeholder}`);
+    return pg.escapeLiteral(value);
+  });
 }
 
 /** Up to this many entries, a page looks rows up by id; beyond, it joins whole tables (see ownerVersionsCte). */

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { advisoryLocks, lockStatement } from '../database/advisory-locks.js';
-import { queryBatch } from '../database/postgres-connection.js';
+import { preparedOn, queryBatch } from '../database/postgres-connection.js';
 import { isDataError } from '../database/database-errors.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import {
@@ -11,6 +11,7 @@ import {
   rangeSql,
   SMALL_PAGE_ENTRIES,
   winnersSql,
+  withLiterals,
 } from './page-statements.js';
 import type { ProjectionDefinition } from './projection-definitions.js';
 import { MENU_RESOURCE_TYPES } from './published-changes.js';
@@ -64,6 +65,19 @@ export class ProjectionRepository {
     await runner.query(`SET enable_nestloop = off`);
     await runner.query(`SET enable_seqscan = off`);
     await runner.query(`SET jit = off`);
+  }
+
+  /**
+   * prepare, for a projector lane's session, whose small pages (live ones, a few deliveries each)
+   * run as prepared statements with a generic plan: parsing and planning the page statement cost
+   * more than running it, on every page. Its plan barely depends on the range (nested loops and
+   * sequential scans are off, the lookups go by id), while PostgreSQL's own choice would stay with
+   * custom plans, whose estimated cost the generic one's range guess exceeds. Large pages (a
+   * catch-up) carry their range as literals, so they are planned for it.
+   */
+  async prepareLane(runner: QueryRunner): Promise<void> {
+    await this.prepare(runner);
+    await runner.query(`SET plan_cache_mode = force_generic_plan`);
   }
 
   async checkpoint(
@@ -236,18 +250,22 @@ export class ProjectionRepository {
     entries: number,
   ): Promise<number> {
     const smallPage = entries <= SMALL_PAGE_ENTRIES;
+    const live = schema === projection.schema;
     const params = [from.transactionId, from.position, to.transactionId, to.position];
     // Only the live projection publishes: a rebuild's shadow publishes at its swap, and only what differs.
-    const published = schema === projection.schema ? new Set(this.publishedTypes(projection)) : new Set<string>();
+    const published = live ? new Set(this.publishedTypes(projection)) : new Set<string>();
+    const run = async (sql: string, values: string[]) => {
+      const [row] = await (smallPage && live
+        ? preparedOn<Record<string, number>>(runner, sql, values)
+        : runner.query(withLiterals(sql, values)));
+      return row;
+    };
     if (projection.winners !== undefined) {
-      const [fast] = await runner.query(winnersSql(projection, schema, published, smallPage), params);
+      const fast = await run(winnersSql(projection, schema, published, smallPage), params);
       // A winner without its subject would have to give way to the next newest: the full statement sorts that out.
       if (fast.missing === 0) return 0;
     }
-    const [row] = await runner.query(rangeSql(projection, schema, published, smallPage), [
-      ...params,
-      projection.missingError,
-    ]);
+    const row = await run(rangeSql(projection, schema, published, smallPage), [...params, projection.missingError]);
     return row.parked;
   }
 

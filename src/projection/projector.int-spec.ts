@@ -160,7 +160,7 @@ describe('projection (PostgreSQL)', () => {
               .map(logEntry);
             const runner = dataSource.createQueryRunner();
             await runner.connect();
-            await projections.prepare(runner);
+            await projections.prepareLane(runner);
             for (let i = 0; i < delivered.length; i += batchSize) {
               await log.append(delivered.slice(i, i + batchSize));
               if (randoms.next().value < 0.5) await projections.applyPage(runner, MENU_PROJECTION, pageSize);
@@ -210,7 +210,7 @@ describe('projection (PostgreSQL)', () => {
       await log.append([logEntry(spec('before', '1')), nul, missing, logEntry(spec('after', '4'))]);
       const runner = db.dataSource.createQueryRunner();
       await runner.connect();
-      await projections.prepare(runner);
+      await projections.prepareLane(runner);
       const covered = { entries: 0, parked: 0 };
       const deadline = Date.now() + 30000;
       while (covered.entries < 4 && Date.now() < deadline) {
@@ -283,11 +283,13 @@ describe('projection (PostgreSQL)', () => {
   describe('with poisoned events scattered through a large page', () => {
     const db = useDatabase();
 
+    // Above SMALL_PAGE_ENTRIES: the page is tried as one statement with its range as literals, its
+    // halves (at most 3,500) as the lane's prepared, generically planned statements.
     it('parks exactly the bad ones (found by bisection) and applies every other entry of the page', async () => {
       const log = new EventLogRepository(db.dataSource);
       const projections = new ProjectionRepository();
-      const poisoned = new Set([17, 1000, 1001, 2999]);
-      const entries = Array.from({ length: 3000 }, (_, i) => {
+      const poisoned = new Set([17, 1000, 1001, 6999]);
+      const entries = Array.from({ length: 7000 }, (_, i) => {
         const entry = logEntry({
           eventType: 'product.created',
           subjectType: 'product',
@@ -303,11 +305,11 @@ describe('projection (PostgreSQL)', () => {
       for (let i = 0; i < entries.length; i += 500) await log.append(entries.slice(i, i + 500));
       const runner = db.dataSource.createQueryRunner();
       await runner.connect();
-      await projections.prepare(runner);
-      await catchUp(projections, runner, [MENU_PROJECTION], 5000, entries.length);
+      await projections.prepareLane(runner);
+      await catchUp(projections, runner, [MENU_PROJECTION], 10_000, entries.length);
       await runner.release();
       const [{ count }] = await db.dataSource.query(`SELECT count(*)::int AS count FROM proj_menu.products`);
-      expect(count).toBe(3000 - poisoned.size);
+      expect(count).toBe(7000 - poisoned.size);
       const parked = await db.dataSource.query(`SELECT event_id FROM proj_menu.parked_events ORDER BY position`);
       expect(parked.map((row: { event_id: string }) => row.event_id)).toEqual([...poisoned].map((i) => `e${i}`));
     });

@@ -44,11 +44,14 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     private readonly appendSignal: AppendSignal,
   ) {
     this.appendsElsewhere = new ChannelListener(dataSource, APPENDED_CHANNEL, this.logger);
-    this.loop = new LeaseLoop(new AdvisoryLease(dataSource, PROJECTOR_LOCK, (runner) => repository.prepare(runner)), {
-      role: 'projector',
-      logger: this.logger,
-      whileHeld: (runner) => this.project(runner),
-    });
+    this.loop = new LeaseLoop(
+      new AdvisoryLease(dataSource, PROJECTOR_LOCK, (runner) => repository.prepareLane(runner)),
+      {
+        role: 'projector',
+        logger: this.logger,
+        whileHeld: (runner) => this.project(runner),
+      },
+    );
   }
 
   get state(): ProjectorState {
@@ -115,7 +118,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
 
   private async runOnOwnSession(lane: ProjectorLane): Promise<void> {
     const session = new AdvisoryLease(this.dataSource, laneLock(lane.projection), (runner) =>
-      this.repository.prepare(runner),
+      this.repository.prepareLane(runner),
     );
     try {
       await lane.run(session);
