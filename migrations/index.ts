@@ -12,6 +12,7 @@ import { SinkEgressFrom1764700000000 } from './1764700000000-sink-egress-from.js
 import { SinkAttempts1764800000000 } from './1764800000000-sink-attempts.js';
 import { TableSinks1764900000000 } from './1764900000000-table-sinks.js';
 import { ChangeJson1765300000000 } from './1765300000000-change-json.js';
+import { HorizonCachedPlan1765400000000 } from './1765400000000-horizon-cached-plan.js';
 
 /** Every migration, in order. A new migration is added here as well. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   SinkAttempts1764800000000,
   TableSinks1764900000000,
   ChangeJson1765300000000,
+  HorizonCachedPlan1765400000000,
 ];

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import pg from 'pg';
 import type { DataSource } from 'typeorm';
-import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
+import { createTestDatabase, openDataSource, TEST_SERVER_URL, TestDatabase } from '../../test/support/database.js';
 import { newLogEntry } from '../../test/support/event-log.js';
 import { EventLogRepository } from './event-log.repository.js';
 import { LOG_START, LogCheckpoint, NewLogEntry } from './log-entry.js';
@@ -109,6 +110,33 @@ describe('EventLogRepository (PostgreSQL)', () => {
     expect({ key: first.rawKey!.equals(sealedKey), at: first.rawKeyAt }).toEqual({ key: true, at: [12, 345] });
     expect((await repository.findByPosition(two.position))!.rawKeyAt).toEqual([7]);
     await expect(repository.append([{ ...entry(), rawKey: sealedKey }])).rejects.toThrow(/event_log_raw_key_check/);
+  });
+
+  it("event_log_horizon() stops at this database's oldest transaction in progress, not at another database's", async () => {
+    const horizon = async () => BigInt((await dataSource.query(`SELECT event_log_horizon()::text AS h`))[0].h);
+    const xidOf = async (query: (sql: string) => Promise<Array<{ xid: string }>>) =>
+      BigInt((await query(`SELECT pg_current_xact_id()::text AS xid`))[0].xid);
+    const elsewhere = new pg.Client({ connectionString: TEST_SERVER_URL });
+    await elsewhere.connect();
+    const here = dataSource.createQueryRunner();
+    try {
+      await elsewhere.query('BEGIN');
+      const otherXid = await xidOf(async (sql) => (await elsewhere.query(sql)).rows);
+      await here.startTransaction();
+      const ownXid = await xidOf((sql) => here.query(sql));
+      // A later transaction that commits, so that both open ones are below the snapshot's xmax (at or
+      // above it, the horizon is xmax: lower than both, safe, and not what is tested here).
+      await xidOf((sql) => dataSource.query(sql));
+      // Twice: the second call runs the plan the first one kept for the session.
+      expect([await horizon(), await horizon()]).toEqual([ownXid, ownXid]);
+      await here.commitTransaction();
+      const after = await horizon();
+      expect(after > ownXid && after > otherXid).toBe(true);
+    } finally {
+      if (here.isTransactionActive) await here.rollbackTransaction();
+      await here.release();
+      await elsewhere.end();
+    }
   });
 
   describe('readAfter, with writers committing out of order', () => {
