@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { insertChanges, sqlQuery } from './support/change-log-factory.js';
 import { DaemonProcess } from './support/daemon-process.js';
+import { eventually } from './support/eventually.js';
 import { api, API_TOKEN, LOOPBACK_NETWORKS, RunningDaemon, scrape, startDaemon } from './support/http.js';
 import { createMysqlTarget, MysqlTarget } from './support/mariadb.js';
 import { createPostgresTarget, PostgresTarget } from './support/postgres-target.js';
@@ -199,8 +200,10 @@ describe('table sinks under faults: replays, privileges, bad input, the egress g
       [pgId, '42501', pgError],
       [myId, 1142, myError],
     ] as const) {
-      const [newest] = (await api(baseUrl, `/api/v1/sinks/${id}/attempts`)).json.data as Json[];
-      expect(newest).toMatchObject({ outcome: 'retry', status, error, batch: { changes: 1 } });
+      await eventually(async () => {
+        const [newest] = (await api(baseUrl, `/api/v1/sinks/${id}/attempts`)).json.data as Json[];
+        expect(newest).toMatchObject({ outcome: 'retry', status, error, batch: { changes: 1 } });
+      });
     }
 
     await pgTarget.admin.query(`GRANT INSERT, UPDATE, DELETE ON revoked.products TO ${pgTarget.role}`);
@@ -252,12 +255,15 @@ describe('table sinks under faults: replays, privileges, bad input, the egress g
       // A fresh daemon reads the target's cursor before it sends a batch: that read is refused, an
       // attempt of no batch with status 0.
       expect(await scrape(baseUrl, 'menu_sync_sink_egress_refused_total', { sink: id })).toBeGreaterThanOrEqual(1);
-      const [newest] = (await api(baseUrl, `/api/v1/sinks/${id}/attempts`)).json.data as Json[];
-      expect(newest).toMatchObject({
-        outcome: 'retry',
-        status: 0,
-        error: REFUSED,
-        batch: { first_seq: null, last_seq: null, changes: 0 },
+      // Attempts are written in the background, up to a fifth of a second after the sink's state.
+      await eventually(async () => {
+        const [newest] = (await api(baseUrl, `/api/v1/sinks/${id}/attempts`)).json.data as Json[];
+        expect(newest).toMatchObject({
+          outcome: 'retry',
+          status: 0,
+          error: REFUSED,
+          batch: { first_seq: null, last_seq: null, changes: 0 },
+        });
       });
     }
     const [pgRows, myRows] = await targetRows(owner, 'egress');
