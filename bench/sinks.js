@@ -104,7 +104,7 @@ export async function run({ duration = defaults.duration, logDir }) {
     log(`daemon nats sink: ${rate(changes, daemonNats)} changes/s`);
 
     // (a) freshness: a fresh sink at the head; deliveries of new products, timed 202 -> receipt.
-    const freshness = await measureFreshness(base, receiver, duration);
+    const freshness = await measureFreshness(base, receiver, duration, client);
     log(
       `freshness: p50 ${freshness.p50Ms} ms, p99 ${freshness.p99Ms} ms, max ${freshness.maxMs} ms over ${freshness.accepted}, ${freshness.missing} missing`,
     );
@@ -261,7 +261,40 @@ async function startReceiver() {
   return receiver;
 }
 
-async function measureFreshness(base, receiver, seconds) {
+/**
+ * Samples, every 200 ms until stopped, the sessions (of any database: `here` says whether of this
+ * one) whose transaction has held an id for more than half a second, with the readers' horizon seen
+ * then: one of this database holds event_log_horizon() back. Answers the longest of each statement.
+ */
+function watchTransactions(client) {
+  const seen = new Map();
+  let stopped = false;
+  const sampling = (async () => {
+    while (!stopped) {
+      const { rows } = await client.query(
+        `SELECT datname = current_database() AS here, application_name, backend_type, state, wait_event_type,
+                wait_event, left(query, 200) AS query, extract(epoch FROM now() - xact_start)::float8 AS seconds,
+                event_log_horizon()::text AS horizon, pg_current_snapshot()::text AS snapshot
+           FROM pg_stat_activity
+          WHERE pid <> pg_backend_pid() AND backend_xid IS NOT NULL AND now() - xact_start > interval '500 ms'`,
+      );
+      for (const row of rows) {
+        const key = `${row.here} ${row.backend_type} ${row.application_name} ${row.query}`;
+        if ((seen.get(key)?.seconds ?? 0) < row.seconds) seen.set(key, row);
+      }
+      await sleep(200);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await sampling;
+      return [...seen.values()].sort((a, b) => b.seconds - a.seconds).slice(0, 5);
+    },
+  };
+}
+
+async function measureFreshness(base, receiver, seconds, client) {
   receiver.reset(Infinity);
   const created = await postJson(`${base}/api/v1/sinks`, {
     kind: 'http',
@@ -277,6 +310,7 @@ async function measureFreshness(base, receiver, seconds) {
     await sleep(200);
   }
   const accepted = new Map();
+  const holders = watchTransactions(client);
   const started = performance.now();
   const sends = [];
   for (let i = 0; i < RATE * seconds; i++) {
@@ -297,6 +331,8 @@ async function measureFreshness(base, receiver, seconds) {
   }
   await Promise.all(sends);
   await sleep(3000);
+  const held = await holders.stop();
+  if (held.length > 0) log(`freshness: transactions with an id open > 0.5 s meanwhile: ${JSON.stringify(held)}`);
   const latencies = [];
   let missing = 0;
   for (const [eventId, at] of accepted) {
@@ -312,6 +348,19 @@ async function measureFreshness(base, receiver, seconds) {
     log(
       `freshness: ${missing} missing; projections ${JSON.stringify(projections.data)}; sink ${JSON.stringify(sink.data)}`,
     );
+    // And what PostgreSQL says: the readers' horizon, and the sessions of this database holding a
+    // transaction id or waiting, with what they run.
+    const { rows: horizon } = await client.query(
+      `SELECT event_log_horizon()::text AS horizon, pg_current_snapshot()::text AS snapshot`,
+    );
+    const { rows: sessions } = await client.query(
+      `SELECT pid, application_name, state, backend_xid::text, backend_xmin::text, wait_event_type, wait_event,
+              now() - xact_start AS in_transaction_for, left(query, 160) AS query
+         FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid()
+          AND (backend_xid IS NOT NULL OR wait_event_type = 'Lock' OR state LIKE 'idle in transaction%')`,
+    );
+    log(`freshness: horizon ${JSON.stringify(horizon[0])}; sessions ${JSON.stringify(sessions)}`);
   }
   const ms = (value) => (value === null ? null : Math.round(value));
   return {
