@@ -1,20 +1,8 @@
 import fc from 'fast-check';
-import type { DataSource } from 'typeorm';
-import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
+import { useDatabase } from '../../test/support/database.js';
 import { canonicalId, parseExact } from './canonical-id.js';
 
-let database: TestDatabase;
-let dataSource: DataSource;
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-  dataSource = await openDataSource(database.url, 2);
-});
-
-afterAll(async () => {
-  await dataSource?.destroy();
-  await database?.drop();
-});
+const db = useDatabase(2);
 
 /** JSON number texts: integers of any size, with fraction zeros or digits, exponents, signs. */
 const numberText = fc
@@ -61,7 +49,7 @@ describe('menu_sync_canonical_id (SQL) and canonicalId (TypeScript)', () => {
   it('agree on every JSON value as an id', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(idJson, { minLength: 1, maxLength: 50 }), async (values) => {
-        const rows: Array<{ id: string | null }> = await dataSource.query(
+        const rows: Array<{ id: string | null }> = await db.dataSource.query(
           `SELECT menu_sync_canonical_id(value::jsonb) AS id FROM unnest($1::text[]) WITH ORDINALITY AS v(value, n) ORDER BY n`,
           [values],
         );
@@ -74,7 +62,7 @@ describe('menu_sync_canonical_id (SQL) and canonicalId (TypeScript)', () => {
   });
 
   it('is inlined by the planner (plain SQL, IMMUTABLE): no function call per row', async () => {
-    const [plan] = await dataSource.query(
+    const [plan] = await db.dataSource.query(
       `EXPLAIN (VERBOSE, FORMAT JSON) SELECT menu_sync_canonical_id(value) FROM jsonb_array_elements('["1", 1.0]') AS v(value)`,
     );
     const output = JSON.stringify(plan['QUERY PLAN'][0].Plan.Output);

@@ -1,7 +1,6 @@
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
-import type { DataSource } from 'typeorm';
-import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
+import { useDatabase } from '../../test/support/database.js';
 import { ChannelListener } from '../database/channel-listener.js';
 import { APPENDED_CHANNEL, AppendSignal } from './append-signal.js';
 
@@ -10,23 +9,12 @@ import { APPENDED_CHANNEL, AppendSignal } from './append-signal.js';
  * ChannelListener's LISTEN, against the real PostgreSQL.
  */
 describe('AppendSignal and ChannelListener', () => {
-  let database: TestDatabase;
-  let dataSource: DataSource;
+  const db = useDatabase(4);
   const logger = new Logger('append-signal.int-spec');
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    dataSource = await openDataSource(database.url, 4);
-  });
-
-  afterAll(async () => {
-    await dataSource?.destroy();
-    await database?.drop();
-  });
 
   /** A plain client listening on the channel, counting notifications. */
   async function listen(): Promise<{ count: () => number; end: () => Promise<void> }> {
-    const client = new pg.Client({ connectionString: database.url });
+    const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     let count = 0;
     client.on('notification', () => count++);
@@ -43,7 +31,7 @@ describe('AppendSignal and ChannelListener', () => {
   };
 
   const listeners = async (): Promise<number> => {
-    const [row] = await dataSource.query(
+    const [row] = await db.dataSource.query(
       `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'menu-sync listen'`,
     );
     return row.n;
@@ -52,7 +40,7 @@ describe('AppendSignal and ChannelListener', () => {
   it('notifies after appends where no projector projects, coalescing a burst into at most two; not at all where one does', async () => {
     const heard = await listen();
     try {
-      const signal = new AppendSignal(dataSource);
+      const signal = new AppendSignal(db.dataSource);
       for (let i = 0; i < 5; i++) signal.onAppended();
       await until(() => heard.count() >= 1);
       await new Promise((resolve) => setTimeout(resolve, 300));
@@ -69,7 +57,7 @@ describe('AppendSignal and ChannelListener', () => {
   });
 
   it('a ChannelListener calls its subscribers on each notification, listens again after its connection is cut, and closes when the last leaves', async () => {
-    const listener = new ChannelListener(dataSource, APPENDED_CHANNEL, logger);
+    const listener = new ChannelListener(db.dataSource, APPENDED_CHANNEL, logger);
     let calls = 0;
     const unsubscribe = listener.subscribe(() => calls++);
     try {
@@ -77,7 +65,7 @@ describe('AppendSignal and ChannelListener', () => {
       await untilHeard(() => calls >= 1);
       expect(await listeners()).toBe(1);
 
-      await dataSource.query(
+      await db.dataSource.query(
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'menu-sync listen'`,
       );
       const before = calls;
@@ -93,7 +81,7 @@ describe('AppendSignal and ChannelListener', () => {
     const deadline = Date.now() + ms;
     while (!check()) {
       if (Date.now() > deadline) throw new Error('not heard');
-      await dataSource.query(`SELECT pg_notify($1, '')`, [APPENDED_CHANNEL]);
+      await db.dataSource.query(`SELECT pg_notify($1, '')`, [APPENDED_CHANNEL]);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { DataSource } from 'typeorm';
-import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
+import { createTestDatabase, openDataSource, TestDatabase, useDatabase } from '../../test/support/database.js';
 import { catchUp } from '../../test/support/projection.js';
 import { newLogEntry } from '../../test/support/event-log.js';
 import { ProjectionStatusRepository } from './projection-status.repository.js';
@@ -120,25 +120,6 @@ function expected(states: Map<string, ResourceState>): Map<string, Partial<Resou
 async function allEntries(log: EventLogRepository): Promise<LogEntry[]> {
   const summaries = await log.list({ after: 0, limit: 100000 });
   return Promise.all(summaries.map(async (summary) => (await log.findByPosition(summary.position))!));
-}
-
-/** A fresh migrated database (and a data source on it) for the tests of one describe block. */
-function useDatabase(): { readonly dataSource: DataSource } {
-  let database: TestDatabase;
-  let dataSource: DataSource;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    dataSource = await openDataSource(database.url);
-  });
-  afterAll(async () => {
-    await dataSource.destroy();
-    await database.drop();
-  });
-  return {
-    get dataSource() {
-      return dataSource;
-    },
-  };
 }
 
 describe('projection (PostgreSQL)', () => {

@@ -38,3 +38,28 @@ export async function openDataSource(url: string, poolSize = 10): Promise<DataSo
   await dataSource.initialize();
   return dataSource;
 }
+
+/**
+ * A fresh migrated database and a data source on it, made before the tests of the calling block
+ * (or file) and dropped after them. Read its fields inside hooks and tests, not when declaring.
+ */
+export function useDatabase(poolSize = 10): { readonly url: string; readonly dataSource: DataSource } {
+  let database: TestDatabase | undefined;
+  let dataSource: DataSource | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    dataSource = await openDataSource(database.url, poolSize);
+  });
+  afterAll(async () => {
+    await dataSource?.destroy();
+    await database?.drop();
+  });
+  return {
+    get url() {
+      return database!.url;
+    },
+    get dataSource() {
+      return dataSource!;
+    },
+  };
+}
