@@ -140,18 +140,23 @@ function onConflict(): string {
 
 /**
  * Per id, the range's newest change (deciding version and `deleted`) and its newest create/update
- * (deciding attributes) are written when newer than what the row has.
+ * (deciding attributes) are written when newer than what the row has. The changes are sorted once:
+ * an id's newest create/update is its newest change unless that is a destroy, and only the ids with
+ * a destroy in the range have theirs sorted again (the order projection has none).
  */
 function upsertSql(table: string, type: string): string {
   const ofType = `type = '${type}' AND NOT missing`;
+  const data = (column: string) => `CASE WHEN v.deleted THEN d.${column} ELSE v.${column} END`;
   return `
     INSERT INTO ${table} AS t (${ROW_COLUMNS})
-    SELECT v.id, v.owner_id, coalesce(d.attributes, '{}'), coalesce(d.relationships, '{}'), v.deleted, v.occurred_at,
-           v.event_seq, v.event_id, v.position, d.occurred_at, d.event_seq, d.event_id
-      FROM (SELECT DISTINCT ON (id) id, owner_id, deleted, occurred_at, event_seq, event_id, position
-              FROM changes WHERE ${ofType} ORDER BY id, ${NEWEST_FIRST}) v
-      LEFT JOIN (SELECT DISTINCT ON (id) id, attributes, relationships, occurred_at, event_seq, event_id
-                   FROM changes WHERE ${ofType} AND NOT deleted ORDER BY id, ${NEWEST_FIRST}) d USING (id)
+    SELECT v.id, v.owner_id, coalesce(${data('attributes')}, '{}'), coalesce(${data('relationships')}, '{}'), v.deleted,
+           v.occurred_at, v.event_seq, v.event_id, v.position, ${['occurred_at', 'event_seq', 'event_id'].map(data).join(', ')}
+      FROM (SELECT DISTINCT ON (id COLLATE "C") id, owner_id, deleted, occurred_at, event_seq, event_id, position,
+                   attributes, relationships
+              FROM changes WHERE ${ofType} ORDER BY id COLLATE "C", ${NEWEST_FIRST}) v
+      LEFT JOIN (SELECT DISTINCT ON (id COLLATE "C") id, attributes, relationships, occurred_at, event_seq, event_id
+                   FROM changes WHERE ${ofType} AND NOT deleted AND id IN (SELECT id FROM changes WHERE ${ofType} AND deleted)
+                  ORDER BY id COLLATE "C", ${NEWEST_FIRST}) d USING (id)
     ${onConflict()}`;
 }
 
@@ -159,6 +164,11 @@ function upsertSql(table: string, type: string): string {
  * The same page by winners: the versions are sorted without payloads, and only each id's newest
  * create/update is parsed (by position). Nothing is written when a winner lacks its subject
  * (`missing` > 0): the caller then applies the page with the full statement.
+ *
+ * The versions are sorted once. An id's newest create/update is its newest change unless that is a
+ * destroy; only the few ids whose newest change is a destroy have their versions sorted again. The
+ * sort groups by byte order (COLLATE "C"): it only needs equal ids together, and so it compares
+ * without the database's collation.
  */
 export function winnersSql(
   projection: ProjectionDefinition,
@@ -166,7 +176,9 @@ export function winnersSql(
   published: ReadonlySet<string>,
   smallPage: boolean,
 ): string {
-  const newest = `ORDER BY type, id, ${NEWEST_FIRST}`;
+  const byId = `type COLLATE "C", id COLLATE "C"`;
+  const newest = `SELECT DISTINCT ON (${byId}) * FROM versions`;
+  const newestFirst = `ORDER BY ${byId}, ${NEWEST_FIRST}`;
   const upserts = projection.tables.map(({ type, table }) => {
     const upsert = `
     INSERT INTO ${schema}.${table} AS t (${ROW_COLUMNS})
@@ -181,8 +193,11 @@ export function winnersSql(
          RETURNING t.id, t.owner_id)`;
   });
   return `WITH versions (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted) AS MATERIALIZED (${projection.winners!.versions(RANGE)}),
-       newest AS MATERIALIZED (SELECT DISTINCT ON (type, id) * FROM versions ${newest}),
-       newest_data AS MATERIALIZED (SELECT DISTINCT ON (type, id) * FROM versions WHERE NOT deleted ${newest}),
+       newest AS MATERIALIZED (${newest} ${newestFirst}),
+       newest_data AS MATERIALIZED (
+         SELECT * FROM newest WHERE NOT deleted
+         UNION ALL
+         (${newest} WHERE NOT deleted AND (type, id) IN (SELECT type, id FROM newest WHERE deleted) ${newestFirst})),
        resources (type, id, missing, attributes, relationships) AS MATERIALIZED (
          ${projection.winners!.resources('ARRAY(SELECT position FROM newest_data)')}),
        checked AS (SELECT NOT EXISTS (SELECT 1 FROM resources WHERE missing) AS complete),

@@ -18,10 +18,11 @@ import { MENU_RESOURCE_TYPES } from './published-changes.js';
 
 /**
  * Entries per page while catching up (live pages hold what arrived since the last). Large pages
- * write a resource's row and its change once for all its events in the page, instead of once per
- * smaller page. The price is PostgreSQL's memory for the page's sorts (work_mem, see prepare).
+ * write a resource's row and its change, and parse its winning payload, once for all its events in
+ * the page, instead of once per smaller page. The price: the page's transaction holds the readers'
+ * horizon (sinks and feeds wait for it), and its sort spills to disk beyond work_mem (see prepare).
  */
-export const PAGE_ENTRIES = 500_000;
+export const PAGE_ENTRIES = 1_000_000;
 
 /** The resource types whose changes the live projection writes to the change log (CHANGES_TYPES). */
 export const CHANGES_TYPES = Symbol('CHANGES_TYPES');

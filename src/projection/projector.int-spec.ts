@@ -26,6 +26,8 @@ interface Spec {
   seq: number | null;
   eventId: string;
   title: string;
+  /** A menu create/update without its subject in `included`: the projector parks it, so it changes nothing. */
+  missing?: boolean;
 }
 
 /** A log entry for a spec event; order events carry an order, its products, options and store. */
@@ -49,7 +51,7 @@ function logEntry(spec: Spec): NewLogEntry {
           resource('product', '1'),
           resource('user', '42'),
         ]
-      : destroyed
+      : destroyed || spec.missing
         ? []
         : [resource(spec.subjectType, spec.subjectId, { traits: { data: [{ id: '1', type: 'trait' }] } })];
   return newLogEntry({
@@ -78,6 +80,11 @@ const anEvent = fc
       seq: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
       eventId: fc.uuid(),
       title: fc.string({ maxLength: 5 }),
+      // Now and then a winner without its subject, which sends its page through the full statement.
+      missing:
+        type !== 'order' && kind !== 'destroyed'
+          ? fc.integer({ min: 0, max: 7 }).map((n) => n === 0)
+          : fc.constant(false),
     }),
   );
 
@@ -123,7 +130,7 @@ async function allEntries(log: EventLogRepository): Promise<LogEntry[]> {
 }
 
 describe('projection (PostgreSQL)', () => {
-  it('applied to a shuffled log with duplicates, in pages of any size, equals the fold of the set', async () => {
+  it('applied to a shuffled log with duplicates, in pages of any size, equals the fold of the set (less the events missing their subject)', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(anEvent, { minLength: 1, maxLength: 120 }),
@@ -149,7 +156,8 @@ describe('projection (PostgreSQL)', () => {
             const logged = await allEntries(log);
             await catchUp(projections, runner, PROJECTIONS, pageSize, logged.length);
             await runner.release();
-            const events = logged.map(toWebhookEvent).filter((event) => event !== null);
+            const missing = new Set(specs.filter((spec) => spec.missing).map((spec) => spec.eventId));
+            const events = logged.map(toWebhookEvent).filter((event) => event !== null && !missing.has(event.eventId));
             expect(new Map([...(await readModel(dataSource))].sort())).toEqual(
               new Map([...expected(fold(events))].sort()),
             );
@@ -293,6 +301,51 @@ describe('projection (PostgreSQL)', () => {
       expect(count).toBe(7000 - poisoned.size);
       const parked = await db.dataSource.query(`SELECT event_id FROM proj_menu.parked_events ORDER BY position`);
       expect(parked.map((row: { event_id: string }) => row.event_id)).toEqual([...poisoned].map((i) => `e${i}`));
+    });
+  });
+
+  describe('a resource created, updated and destroyed within one page', () => {
+    const db = useDatabase();
+
+    // Both statements sort a page's versions once and look again only at the ids whose newest is a
+    // destroy: the row keeps the destroy's version and its newest update's attributes (reference §4).
+    it('keeps its newest update as its data, by the winners statement and by the full one alike', async () => {
+      const log = new EventLogRepository(db.dataSource);
+      const projections = new ProjectionRepository();
+      const runner = db.dataSource.createQueryRunner();
+      await runner.connect();
+      await projections.prepareLane(runner);
+      const lifeOf = (subjectId: string, prefix: string): Spec[] =>
+        (['created', 'updated', 'destroyed'] as const).map((kind, i) => ({
+          eventType: `product.${kind}`,
+          subjectType: 'product',
+          subjectId,
+          createdAt: `2024-01-0${i + 1}T00:00:00.000Z`,
+          seq: i + 1,
+          eventId: `${prefix}-${kind}`,
+          title: kind === 'created' ? 'one' : 'two',
+        }));
+      try {
+        // Page 1: every winner has its subject, so the winners statement applies it.
+        await log.append(lifeOf('11', 'a').map(logEntry));
+        await catchUp(projections, runner, [MENU_PROJECTION], 100, 3);
+        // Page 2: another product's winner lacks its subject, so the full statement applies the page.
+        const [missing] = lifeOf('22', 'missing').map((spec) => ({ ...spec, missing: true }));
+        await log.append([...lifeOf('21', 'b'), missing].map(logEntry));
+        await catchUp(projections, runner, [MENU_PROJECTION], 100, 7);
+      } finally {
+        await runner.release();
+      }
+      expect(
+        await db.dataSource.query(
+          `SELECT id, deleted, attributes ->> 'title' AS title, event_id, data_event_id FROM proj_menu.products ORDER BY id`,
+        ),
+      ).toEqual([
+        { id: '11', deleted: true, title: 'two product', event_id: 'a-destroyed', data_event_id: 'a-updated' },
+        { id: '21', deleted: true, title: 'two product', event_id: 'b-destroyed', data_event_id: 'b-updated' },
+      ]);
+      const parked = await db.dataSource.query(`SELECT event_id FROM proj_menu.parked_events`);
+      expect(parked).toEqual([{ event_id: 'missing-created' }]);
     });
   });
 
