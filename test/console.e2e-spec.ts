@@ -127,9 +127,10 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     await expect(connections.first().textContent()).resolves.toMatch(/^1active4001/);
     await page.locator('#reconcile tbody tr').first().waitFor();
     await page.locator('#projections tbody tr').first().waitFor();
-    await expect(page.locator('#sinks').textContent()).resolves.toMatch(
-      /Sinks are not available on this daemon|No sinks yet|Target/,
-    );
+    // The sinks come from a request of their own, which may still be under way ("Loading sinks…").
+    const sinksShown = /Sinks are not available on this daemon|No sinks yet|Target/;
+    await page.locator('#sinks', { hasText: sinksShown }).waitFor();
+    await expect(page.locator('#sinks').textContent()).resolves.toMatch(sinksShown);
     // The sandbox's catalogue sink: its newest delivery attempts are shown beside it (docs/reference.md §12).
     const attempt = page.locator('#sinks table.attempts tbody tr').first();
     await attempt.waitFor({ timeout: 20_000 });
