@@ -330,7 +330,7 @@ describe('projection (PostgreSQL)', () => {
         await log.append(lifeOf('11', 'a').map(logEntry));
         await catchUp(projections, runner, [MENU_PROJECTION], 100, 3);
         // Page 2: another product's winner lacks its subject, so the full statement applies the page.
-        const [missing] = lifeOf('22', 'missing').map((spec) => ({ ...spec, missing: true }));
+        const missing: Spec = { ...lifeOf('22', 'missing')[0], missing: true };
         await log.append([...lifeOf('21', 'b'), missing].map(logEntry));
         await catchUp(projections, runner, [MENU_PROJECTION], 100, 7);
       } finally {
