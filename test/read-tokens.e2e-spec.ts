@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { sqlQuery } from './support/change-log-factory.js';
 import { eventually } from './support/eventually.js';
-import { api, API_TOKEN, deliver, LOOPBACK_NETWORKS, RunningDaemon, startDaemon } from './support/http.js';
+import {
+  api,
+  API_TOKEN,
+  bytesOf,
+  deliver,
+  LOOPBACK_NETWORKS,
+  RunningDaemon,
+  startDaemon,
+  WEBHOOK_KEY,
+} from './support/http.js';
 import { SinkReceiver } from './support/sink-receiver.js';
 import { webhookEvent } from './support/webhook-events.js';
 
@@ -47,8 +56,15 @@ describe('read: tokens may only read (docs/reference.md §12)', () => {
     expect((await api(app.url, '/api/v1/whoami', 'not-a-token-of-this-daemon')).status).toBe(401);
   });
 
-  it('answers every GET of the API document as for an admin, and 403 for everything else, changing nothing', async () => {
-    expect((await deliver(app.url, webhookEvent())).status).toBe(202);
+  it('answers every GET of the API document as for an admin but /raw, never with the webhook key, and 403 for everything else, changing nothing', async () => {
+    // As the platform sends them: the callback URI, with the key, in the event (and in a rejected one).
+    const keyed = webhookEvent();
+    (keyed.data as Json).attributes.uri = `http://127.0.0.1/webhooks/${WEBHOOK_KEY}`;
+    expect((await deliver(app.url, keyed)).status).toBe(202);
+    const rejected = {
+      data: { id: 'x', type: 'not_a_webhook_event', attributes: { uri: `/webhooks/${WEBHOOK_KEY}` } },
+    };
+    expect((await deliver(app.url, rejected)).status).toBe(400);
     const product = await eventually(
       async () => {
         const [first] = (await api(app.url, '/api/v1/products')).json.data;
@@ -86,6 +102,7 @@ describe('read: tokens may only read (docs/reference.md §12)', () => {
     const before = await writableState(app);
     const reads: Array<[string, number, number]> = [];
     const writes: Array<[string, number]> = [];
+    const leaks: string[] = [];
     for (const [path, operations] of Object.entries<Json>(document.paths)) {
       const guarded = path.startsWith('/api/') || path === '/auth/connect';
       if (!guarded) continue;
@@ -100,6 +117,7 @@ describe('read: tokens may only read (docs/reference.md §12)', () => {
         if (READ_METHODS.has(method) && path !== '/auth/connect') {
           const asAdmin = await api(app.url, url, API_TOKEN, { method: method.toUpperCase() });
           reads.push([`${method} ${path}`, asReader.status, asAdmin.status]);
+          leaks.push(...(asReader.text.includes(WEBHOOK_KEY) ? [`${method} ${path}`] : []));
         } else {
           expect(asReader.headers.get('content-type')).toMatch(/^application\/problem\+json/);
           writes.push([`${method} ${path}`, asReader.status]);
@@ -120,7 +138,23 @@ describe('read: tokens may only read (docs/reference.md §12)', () => {
         'get /auth/connect',
       ]),
     );
-    expect(reads.filter(([, reader, admin]) => reader !== admin)).toEqual([]);
+    expect(reads.filter(([, reader, admin]) => reader !== admin)).toEqual([
+      ['get /api/v1/events/{position}/raw', 403, 200],
+    ]);
+    expect(leaks).toEqual([]);
+    // The quarantine and the parsed event were read: each holds the delivery, its key redacted.
+    const quarantined = (await api(app.url, '/api/v1/quarantine', READ_TOKEN)).json.data;
+    expect(quarantined.map((entry: Json) => JSON.parse(entry.body).data.attributes.uri)).toEqual([
+      '/webhooks/[redacted]',
+    ]);
+    const parsed = (await api(app.url, `/api/v1/events/${event.position}`, READ_TOKEN)).json;
+    expect(parsed.payload.data.attributes.uri).toBe('http://127.0.0.1/webhooks/[redacted]');
+    // An admin token gets the exact bytes received, key and all.
+    const raw = await api(app.url, `/api/v1/events/${event.position}/raw`, ADMIN_TOKEN);
+    expect(raw.bytes.equals(bytesOf(keyed))).toBe(true);
+    const refused = await api(app.url, `/api/v1/events/${event.position}/raw`, READ_TOKEN);
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(reads.filter(([, reader]) => reader === 200).length).toBeGreaterThan(10);
     expect(writes.filter(([, status]) => status !== 403)).toEqual([]);
     expect(await writableState(app)).toEqual(before);

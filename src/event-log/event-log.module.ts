@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { SecretCipherModule } from '../common/secret-cipher.module.js';
 import { AppendBatcher } from './append-batcher.js';
 import { AppendSignal } from './append-signal.js';
@@ -11,7 +12,7 @@ import { RawBodySealer } from './raw-body-sealer.js';
 @Module({
   imports: [SecretCipherModule],
   controllers: [EventsController, OwnersController],
-  providers: [EventLogRepository, AppendBatcher, AppendSignal, EventLogQueryService, RawBodySealer],
+  providers: [ApiTokenGuard, EventLogRepository, AppendBatcher, AppendSignal, EventLogQueryService, RawBodySealer],
   exports: [EventLogRepository, AppendBatcher, AppendSignal, RawBodySealer],
 })
 export class EventLogModule {}

@@ -1,7 +1,8 @@
-import { Controller, Get, Param, Query, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
-import type { FastifyReply } from 'fastify';
+import { Controller, Get, Param, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiForbiddenResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
+import { ForbiddenError } from '../common/app-error.js';
 import { PositivePipe } from '../common/position.pipe.js';
 import { EventsQuery } from './event-log.dto.js';
 import { EventLogQueryService } from './event-log-query.service.js';
@@ -11,7 +12,10 @@ import { EventLogQueryService } from './event-log-query.service.js';
 @UseGuards(ApiTokenGuard)
 @Controller('api/v1/events')
 export class EventsController {
-  constructor(private readonly events: EventLogQueryService) {}
+  constructor(
+    private readonly events: EventLogQueryService,
+    private readonly guard: ApiTokenGuard,
+  ) {}
 
   @Get()
   list(@Query() query: EventsQuery) {
@@ -24,7 +28,20 @@ export class EventsController {
   }
 
   @Get(':position/raw')
-  async raw(@Param('position', new PositivePipe()) position: number, @Res() reply: FastifyReply) {
+  @ApiOperation({ summary: 'The exact bytes received, webhook key included: admin tokens only' })
+  @ApiForbiddenResponse({
+    description: 'A read token: the bytes hold the webhook key, which would let it forge deliveries',
+  })
+  async raw(
+    @Param('position', new PositivePipe()) position: number,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ) {
+    if (this.guard.role(request) !== 'admin') {
+      throw new ForbiddenError(
+        'The exact bytes of a delivery hold its webhook key: only an admin token may read them. GET /api/v1/events/{position} gives the payload with the key redacted.',
+      );
+    }
     const { contentType, body } = await this.events.raw(position);
     await reply.header('Content-Type', contentType).send(body);
   }

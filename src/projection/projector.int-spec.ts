@@ -10,6 +10,7 @@ import { loadConfig } from '../config/app-config.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { fold, ResourceState } from '../domain/evolve.js';
 import { toWebhookEvent } from './from-log-entry.js';
+import type { WebhookEvent } from '../domain/webhook-event.js';
 import { MENU_PROJECTION, ORDERS_PROJECTION, PROJECTIONS } from './projection-definitions.js';
 import { ProjectionRepository } from './projection.repository.js';
 import { ProjectorService } from './projector.service.js';
@@ -157,7 +158,9 @@ describe('projection (PostgreSQL)', () => {
             await catchUp(projections, runner, PROJECTIONS, pageSize, logged.length);
             await runner.release();
             const missing = new Set(specs.filter((spec) => spec.missing).map((spec) => spec.eventId));
-            const events = logged.map(toWebhookEvent).filter((event) => event !== null && !missing.has(event.eventId));
+            const events = logged
+              .map(toWebhookEvent)
+              .filter((event): event is WebhookEvent => event !== null && !missing.has(event.eventId));
             expect(new Map([...(await readModel(dataSource))].sort())).toEqual(
               new Map([...expected(fold(events))].sort()),
             );
