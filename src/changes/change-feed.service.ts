@@ -58,10 +58,12 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     const deadline = Date.now() + query.wait * 1000;
     // The page carries the compaction horizon of its own snapshot: no separate look at it (start()).
     const { position: from, field } = cursorOf(query.after);
+    let seen = this.notifier.generation;
     let page = await changes.readAfter(from, filter);
     if (compactedAway(from, page.compactedTo)) throw new ExpiredChangeCursorError(field);
     while (page.changes.length === 0 && Date.now() < deadline && !closed?.aborted) {
-      await this.notifier.wait(deadline - Date.now(), closed);
+      await this.notifier.wait(deadline - Date.now(), closed, seen);
+      seen = this.notifier.generation;
       page = await changes.readAfter(page.next, filter);
     }
     return { data: page.changes.map((entry) => entry.change), next_cursor: encodeChangeCursor(page.next) };
@@ -86,6 +88,7 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     let next: ReadSide | undefined = side;
     try {
       while (!signal.aborted) {
+        const seen = this.notifier.generation;
         const [page] = await this.router.run(next ?? (await this.router.side()), (on) =>
           onSide(on, this.changes, this.replicaChanges).readAfter(position, filter),
         );
@@ -102,7 +105,7 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
           if (sink.stream.writableNeedDrain) await once(sink.stream, 'drain', { signal }).catch(() => undefined);
         }
         position = page.next;
-        if (page.changes.length < filter.limit) await this.notifier.wait(STREAM_WAIT_MS, signal);
+        if (page.changes.length < filter.limit) await this.notifier.wait(STREAM_WAIT_MS, signal, seen);
       }
     } catch (error) {
       // The client resumes from its Last-Event-ID on its next connection.

@@ -31,6 +31,8 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
   private poller?: NodeJS.Timeout;
   private recheck?: NodeJS.Timeout;
   private head?: string;
+  /** How many times the readable head was seen to move: a reader that saw a value before its read waits only if it is unchanged. */
+  private moves = 0;
   private stopped = false;
 
   constructor(
@@ -42,9 +44,18 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
     this.listener = new ChannelListener(dataSource, CHANGES_CHANNEL, this.logger);
   }
 
-  /** Resolves when the readable change log may have grown, after `ms`, or when `signal` aborts. */
-  wait(ms: number, signal?: AbortSignal): Promise<void> {
-    if (this.stopped || signal?.aborted) return Promise.resolve();
+  /** A mark to take before a read, for `wait`: the head moves seen so far. */
+  get generation(): number {
+    return this.moves;
+  }
+
+  /**
+   * Resolves when the readable change log may have grown, after `ms`, or when `signal` aborts.
+   * `since`: the `generation` taken before the caller's last read; if the head moved after it
+   * (while the caller read), it resolves at once, so a move seen during a read is never lost.
+   */
+  wait(ms: number, signal?: AbortSignal, since?: number): Promise<void> {
+    if (this.stopped || signal?.aborted || (since !== undefined && since !== this.moves)) return Promise.resolve();
     this.start();
     return new Promise((resolve) => {
       const done = () => {
@@ -113,6 +124,7 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
       const head = `${primary} ${replica ?? ''}`;
       if (head === this.head) return false;
       this.head = head;
+      this.moves++;
       settled = replica === undefined || replica === primary;
     } catch {
       // The database is away: waiters wake on their timeouts and report it themselves.

@@ -39,10 +39,15 @@ export const LOCK_SPACES = {
   /** One rebuild (replay or verify) of a projection at a time. */
   rebuild: 7_260_300,
   /**
-   * The lease of a sink, held by the dispatcher delivering it; the second key is a hash of the
-   * sink's id (sinks whose ids hash alike share one lease, and one dispatcher delivers them).
+   * The lease of one sink, by a hash of its id, as daemons before sink buckets took it: only
+   * looked for, so that a dispatcher of either version never delivers a sink the other holds.
    */
   sinkLease: 7_260_400,
+  /**
+   * The lease of a bucket of sinks (sinkLeaseKey: 0 … SINK_BUCKETS - 1), held by the dispatcher
+   * delivering every sink of that bucket.
+   */
+  sinkBucket: 7_260_600,
   /** Held by the session of the active projector that applies a projection (its lane), per projection. */
   projectorLane: 7_260_500,
 } as const;

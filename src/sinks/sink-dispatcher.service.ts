@@ -148,6 +148,11 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
       this.handing.delete(key);
     }
     const view = await this.leases.view(runner);
+    if (view.olderDispatchers > 0 && this.lastShare !== 'older')
+      this.logger.warn({
+        msg: 'a sink dispatcher of an older version (a lease per sink) is running: this one delivers nothing until it stops',
+        older_dispatchers: view.olderDispatchers,
+      });
     const delivering = new Set([...this.held].filter((key) => !this.handing.has(key)));
     const plan = planShare([...keys.values()], delivering, view);
     for (const key of plan.release) this.handOn(key);
@@ -159,7 +164,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     this.runWorkers(keys);
     this.metrics.sinkDispatchers.set(view.dispatchers);
     this.metrics.sinksFailing.set(await this.repository.countFailing());
-    this.logShare(keys.size, view.dispatchers);
+    this.logShare(keys.size, view.dispatchers, view.olderDispatchers);
   }
 
   /** Lets the workers of a lease's sinks finish their batch in flight; the lease is unlocked at the next look after. */
@@ -193,7 +198,11 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     for (const id of this.workers.keys()) this.metrics.sinkLeased.set({ sink: id }, 1);
   }
 
-  private logShare(sinks: number, dispatchers: number): void {
+  private logShare(sinks: number, dispatchers: number, older: number): void {
+    if (older > 0) {
+      this.lastShare = 'older';
+      return;
+    }
     const share = `${this.workers.size}/${sinks}/${dispatchers}/${this.handing.size}`;
     if (share === this.lastShare) return;
     this.lastShare = share;

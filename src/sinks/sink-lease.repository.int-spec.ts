@@ -1,7 +1,7 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
 import { AdvisoryLease } from '../database/advisory-lease.js';
-import { advisoryLocks } from '../database/advisory-locks.js';
+import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import { SINK_DISPATCHER_LOCK, SinkLeaseRepository } from './sink-lease.repository.js';
 
 describe('SinkLeaseRepository (PostgreSQL): dispatchers and sink leases as pg_locks shows them', () => {
@@ -29,13 +29,13 @@ describe('SinkLeaseRepository (PostgreSQL): dispatchers and sink leases as pg_lo
     await database?.drop();
   });
 
-  it('counts the dispatchers, tells who holds each lease (negative keys too), and a lease is held by one session at a time', async () => {
+  it('counts the dispatchers, tells who holds each bucket, and a bucket is held by one session at a time', async () => {
     const first = await dispatcher();
     const second = await dispatcher();
     const [firstPid, secondPid] = await Promise.all(
       [first, second].map(async (runner) => (await runner.query('SELECT pg_backend_pid() AS pid'))[0].pid as number),
     );
-    expect(await repository.tryTake(first, -1_234_567_890)).toBe(true);
+    expect(await repository.tryTake(first, 1023)).toBe(true);
     expect(await repository.tryTake(first, 42)).toBe(true);
     expect(await repository.tryTake(second, 42)).toBe(false);
     expect(await repository.tryTake(second, 7)).toBe(true);
@@ -45,10 +45,11 @@ describe('SinkLeaseRepository (PostgreSQL): dispatchers and sink leases as pg_lo
       self: secondPid,
       dispatchers: 2,
       holders: [
-        [-1_234_567_890, firstPid],
         [7, secondPid],
         [42, firstPid],
+        [1023, firstPid],
       ],
+      olderDispatchers: 0,
     });
     const settings = await first.query(`SELECT current_setting('tcp_keepalives_count') AS count`);
     expect(settings[0].count).toBe('2');
@@ -56,6 +57,15 @@ describe('SinkLeaseRepository (PostgreSQL): dispatchers and sink leases as pg_lo
     await repository.release(first, 42);
     expect(await repository.tryTake(second, 42)).toBe(true);
     expect((await repository.view(first)).holders.get(42)).toBe(secondPid);
+
+    // A dispatcher of a version before buckets holds a lease per sink (a hash of its id, negative too).
+    const older = dataSource.createQueryRunner();
+    await older.connect();
+    await older.query(...lockQuery('pg_advisory_lock', advisoryLocks.inSpace('sinkLease', -1_234_567_890)));
+    expect((await repository.view(first)).olderDispatchers).toBe(1);
+    await older.query(...lockQuery('pg_advisory_unlock', advisoryLocks.inSpace('sinkLease', -1_234_567_890)));
+    await older.release();
+    expect((await repository.view(first)).olderDispatchers).toBe(0);
   });
 
   it('a daemon of before shared leases, holding the dispatcher lock alone, keeps the new dispatchers out, and the other way round', async () => {

@@ -6,12 +6,13 @@ import type { LeaseView } from './sink-shares.js';
 /** Held shared by every sink dispatcher: its holders are the dispatchers alive (docs/design.md, Sinks). */
 export const SINK_DISPATCHER_LOCK = advisoryLocks.single('sinkDispatcher');
 
-const leaseLock = (key: number): AdvisoryLock => advisoryLocks.inSpace('sinkLease', key);
+const leaseLock = (key: number): AdvisoryLock => advisoryLocks.inSpace('sinkBucket', key);
 
 /**
- * The sink leases: session advisory locks, all taken on the dispatcher's own connection (the one
- * holding SINK_DISPATCHER_LOCK), so that they end with its session: when its process dies,
- * PostgreSQL frees every lease it held at once.
+ * The sink leases: a session advisory lock per bucket of sinks (SINK_BUCKETS in all, whatever the
+ * number of sinks), all taken on the dispatcher's own connection (the one holding
+ * SINK_DISPATCHER_LOCK), so that they end with its session: when its process dies, PostgreSQL
+ * frees every lease it held at once.
  */
 @Injectable()
 export class SinkLeaseRepository {
@@ -27,7 +28,10 @@ export class SinkLeaseRepository {
     );
   }
 
-  /** The dispatchers alive and who holds each sink lease, from pg_locks (this database only). */
+  /**
+   * The dispatchers alive and who holds each bucket, from pg_locks (this database only), and
+   * whether a dispatcher of an older version holds per-sink leases.
+   */
   async view(runner: QueryRunner): Promise<LeaseView> {
     const [member, params] = pgLocksMatch(SINK_DISPATCHER_LOCK);
     const [row] = (await runner.query(
@@ -36,15 +40,18 @@ export class SinkLeaseRepository {
                 WHERE l.locktype = 'advisory' AND l.database = d.oid AND l.granted AND ${member})::int AS dispatchers,
               (SELECT coalesce(json_agg(json_build_array(l.objid::bigint, l.pid)), '[]') FROM pg_locks l
                 WHERE l.locktype = 'advisory' AND l.database = d.oid AND l.granted
-                  AND l.classid = $${params.length + 1} AND l.objsubid = 2) AS holders
+                  AND l.classid = $${params.length + 1} AND l.objsubid = 2) AS holders,
+              (SELECT count(DISTINCT l.pid) FROM pg_locks l
+                WHERE l.locktype = 'advisory' AND l.database = d.oid AND l.granted
+                  AND l.classid = $${params.length + 2} AND l.objsubid = 2)::int AS older
          FROM pg_database d WHERE d.datname = current_database()`,
-      [...params, LOCK_SPACES.sinkLease],
-    )) as Array<{ self: number; dispatchers: number; holders: Array<[number, number]> }>;
-    // pg_locks shows the second key as an oid (unsigned); the lease keys are int4.
+      [...params, LOCK_SPACES.sinkBucket, LOCK_SPACES.sinkLease],
+    )) as Array<{ self: number; dispatchers: number; holders: Array<[number, number]>; older: number }>;
     return {
       self: row.self,
       dispatchers: row.dispatchers,
-      holders: new Map(row.holders.map(([objid, pid]) => [objid | 0, pid])),
+      holders: new Map(row.holders.map(([objid, pid]) => [Number(objid), pid])),
+      olderDispatchers: row.older,
     };
   }
 

@@ -1,9 +1,10 @@
-import { LeaseView, planShare, sinkLeaseKey } from './sink-shares.js';
+import { LeaseView, planShare, SINK_BUCKETS, sinkLeaseKey } from './sink-shares.js';
 
-const view = (dispatchers: number, holders: Array<[number, number]>, self = 100): LeaseView => ({
+const view = (dispatchers: number, holders: Array<[number, number]>, self = 100, olderDispatchers = 0): LeaseView => ({
   dispatchers,
   holders: new Map(holders),
   self,
+  olderDispatchers,
 });
 const keys = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
@@ -76,12 +77,25 @@ describe('planShare: a sink dispatcher holds ceil(leases / dispatchers)', () => 
   });
 });
 
+describe('planShare beside a dispatcher of an older version', () => {
+  it('takes no bucket and gives up those it holds while per-sink leases are held', () => {
+    const plan = planShare(keys(4), new Set([1, 2]), view(2, [[1, 100]], 100, 1));
+    expect(plan).toEqual({ share: 0, release: [1, 2], candidates: [], room: 0 });
+  });
+});
+
 describe('sinkLeaseKey', () => {
-  it('is a signed 32-bit key, the same for the same sink id', () => {
+  it('is a bucket of 0 … SINK_BUCKETS - 1, the same for the same sink id', () => {
     const id = '0b5e2c0e-6a53-4b8e-9d56-0c5f8b1a1f00';
-    const key = sinkLeaseKey(id);
-    expect(key).toBe(sinkLeaseKey(id));
-    expect(key | 0).toBe(key);
-    expect(sinkLeaseKey('0b5e2c0e-6a53-4b8e-9d56-0c5f8b1a1f01')).not.toBe(key);
+    expect(sinkLeaseKey(id)).toBe(sinkLeaseKey(id));
+    expect(SINK_BUCKETS).toBe(1024);
+    const buckets = Array.from({ length: 20_000 }, (_, i) => sinkLeaseKey(`sink-${i}`));
+    expect(Math.min(...buckets)).toBe(0);
+    expect(Math.max(...buckets)).toBe(SINK_BUCKETS - 1);
+    // Spread evenly: 20,000 sinks give each bucket about 19.5 of them.
+    const counts = new Map<number, number>();
+    for (const bucket of buckets) counts.set(bucket, (counts.get(bucket) ?? 0) + 1);
+    expect(counts.size).toBe(SINK_BUCKETS);
+    expect(Math.max(...counts.values())).toBeLessThan(40);
   });
 });

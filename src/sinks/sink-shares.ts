@@ -1,8 +1,15 @@
 import { createHash } from 'node:crypto';
 
-/** The second key of a sink's lease (LOCK_SPACES.sinkLease): the first four bytes of the SHA-256 of its id, signed. */
+/**
+ * How many leases the sinks are shared in: a dispatcher holds at most this many advisory locks
+ * whatever the number of sinks, so PostgreSQL's lock table (shared by the whole cluster) stays
+ * usable with tens of thousands of sinks.
+ */
+export const SINK_BUCKETS = 1024;
+
+/** The lease of a sink (LOCK_SPACES.sinkBucket): its bucket, the SHA-256 of its id modulo SINK_BUCKETS. */
 export function sinkLeaseKey(sinkId: string): number {
-  return createHash('sha256').update(sinkId).digest().readInt32BE(0);
+  return createHash('sha256').update(sinkId).digest().readUInt32BE(0) % SINK_BUCKETS;
 }
 
 /** Who delivers what, as the database shows it. */
@@ -13,6 +20,8 @@ export interface LeaseView {
   holders: ReadonlyMap<number, number>;
   /** This dispatcher's session. */
   self: number;
+  /** Sessions holding a lease of a version before buckets (one lock per sink): while any does, nobody takes a bucket. */
+  olderDispatchers: number;
 }
 
 export interface SharePlan {
@@ -44,7 +53,7 @@ const rank = (self: number) => (key: number) => {
  * dispatcher holds and still delivers (not what it is giving up).
  */
 export function planShare(leases: readonly number[], held: ReadonlySet<number>, view: LeaseView): SharePlan {
-  const wanted = new Set(leases);
+  const wanted = new Set(view.olderDispatchers > 0 ? [] : leases);
   const share = Math.ceil(wanted.size / Math.max(1, view.dispatchers));
   const order = rank(view.self);
   const byRank = (a: number, b: number) => order(a) - order(b);
