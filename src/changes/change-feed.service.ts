@@ -3,18 +3,22 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { replicaOf } from '../database/read-replica.js';
 import { onSide, ReadRouter, type ReadSide } from '../database/read-router.service.js';
-import { Change, ChangeFilter, ChangePosition, START } from './change.js';
+import { Change, ChangeFilter, ChangePosition, ChangeText, START } from './change.js';
 import { compactedAway, decodeChangeCursor, encodeChangeCursor, ExpiredChangeCursorError } from './change-cursor.js';
 import { ChangeLogRepository } from './change-log.repository.js';
 import { ChangeNotifier } from './change-notifier.service.js';
+import { ChangeRouter } from './change-router.service.js';
 import { ChangesQuery, TYPE_NAMES } from './changes.dto.js';
 
 /** How long a stream waits for changes before it reads again anyway (the notifier wakes it sooner). */
 const STREAM_WAIT_MS = 15_000;
 
-/** Where an SSE stream writes: one event per change, its id the change's cursor. */
+/** How many changes a stream following the shared read may have waiting for its client before it reads on its own. */
+const MAX_WAITING = 1000;
+
+/** Where an SSE stream writes: one event per change (its JSON text), its id the change's cursor. */
 export interface ChangeSink {
-  push(change: Change, cursor: string): void;
+  push(json: string, cursor: string): void;
   /** The response the events go to, for back-pressure. */
   readonly stream: Writable;
 }
@@ -32,6 +36,7 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
   constructor(
     private readonly changes: ChangeLogRepository,
     private readonly notifier: ChangeNotifier,
+    private readonly shared: ChangeRouter,
     private readonly router: ReadRouter,
     @Inject(replicaOf(ChangeLogRepository)) private readonly replicaChanges: ChangeLogRepository | null,
   ) {}
@@ -70,8 +75,10 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
   }
 
   /**
-   * Streams changes from `from` until `closed` aborts or the daemon stops; waits on the notifier in
-   * between. The first read is on `side`, each next one where the router sends reads then.
+   * Streams changes from `from` until `closed` aborts or the daemon stops. A stream reads on its
+   * own while it is behind (the first read on `side`, each next one where the router sends reads
+   * then), and once it has caught up follows the shared read (ChangeRouter) until it ends or falls
+   * too far behind its client.
    */
   async stream(
     sink: ChangeSink,
@@ -101,17 +108,66 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
         }
         for (const entry of page.changes) {
           if (signal.aborted) return;
-          sink.push(entry.change, encodeChangeCursor(entry.position));
+          sink.push(JSON.stringify(entry.change), encodeChangeCursor(entry.position));
           if (sink.stream.writableNeedDrain) await once(sink.stream, 'drain', { signal }).catch(() => undefined);
         }
         position = page.next;
-        if (page.changes.length < filter.limit) await this.notifier.wait(STREAM_WAIT_MS, signal, seen);
+        if (page.changes.length === filter.limit) continue;
+        const left = await this.follow(sink, position, filter, signal);
+        if (left !== null) position = left;
+        else await this.notifier.wait(STREAM_WAIT_MS, signal, seen);
       }
     } catch (error) {
       // The client resumes from its Last-Event-ID on its next connection.
       this.logger.warn({ msg: 'change stream ended by an error', err: String(error) });
     } finally {
       this.streams.delete(stop);
+    }
+  }
+
+  /**
+   * Follows the shared read from `from` (every change up to it was pushed): null when the router
+   * cannot take the stream yet, else the position of the last change pushed when it left the
+   * router (its client too slow, or the stream ended), from which it reads on its own.
+   */
+  private async follow(
+    sink: ChangeSink,
+    from: ChangePosition,
+    filter: ChangeFilter,
+    signal: AbortSignal,
+  ): Promise<ChangePosition | null> {
+    const waiting: ChangeText[] = [];
+    let taken = 0;
+    let overrun = false;
+    let wake: (() => void) | null = null;
+    const route = this.shared.join(filter, from, {
+      deliver: (changes) => {
+        if (waiting.length - taken + changes.length > MAX_WAITING) overrun = true;
+        else waiting.push(...changes);
+        wake?.();
+      },
+    });
+    if (route === null) return null;
+    const aborted = () => wake?.();
+    signal.addEventListener('abort', aborted, { once: true });
+    let position = from;
+    try {
+      while (!signal.aborted && !overrun) {
+        if (taken === waiting.length) {
+          waiting.length = taken = 0;
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = null;
+          continue;
+        }
+        const change = waiting[taken++];
+        sink.push(change.json, encodeChangeCursor(change.position));
+        position = change.position;
+        if (sink.stream.writableNeedDrain) await once(sink.stream, 'drain', { signal }).catch(() => undefined);
+      }
+      return position;
+    } finally {
+      route.close();
+      signal.removeEventListener('abort', aborted);
     }
   }
 

@@ -122,7 +122,11 @@ export class ChangeLogRepository implements OnApplicationShutdown {
     const params: unknown[] = [after.transactionId, after.seq, filter.limit, filter.horizon ?? null];
     const where = [`(c.transaction_id, c.seq) > ($1::xid8, $2::bigint)`, `c.transaction_id < h.horizon`];
     if (filter.types !== undefined) where.push(`c.type = ANY($${params.push([...filter.types])}::text[])`);
-    if (filter.ownerIds !== undefined) where.push(`c.owner_id = ANY($${params.push([...filter.ownerIds])}::text[])`);
+    // One owner (a sink or stream per store) is an equality, so the owner index is scanned in
+    // reader order and the LIMIT stops it; `= ANY` of several is a bitmap of all their changes after the cursor.
+    if (filter.ownerIds?.length === 1) where.push(`c.owner_id = $${params.push(filter.ownerIds[0])}::text`);
+    else if (filter.ownerIds !== undefined)
+      where.push(`c.owner_id = ANY($${params.push([...filter.ownerIds])}::text[])`);
     // One statement, so one snapshot: the compaction horizon read with the rows is the one they
     // obey (a compaction committed between two statements could delete changes after the cursor
     // unseen). A page with no rows still answers one row, of the horizons alone. MATERIALIZED: the
@@ -165,6 +169,18 @@ export class ChangeLogRepository implements OnApplicationShutdown {
         WHERE transaction_id < event_log_horizon() ORDER BY transaction_id DESC, seq DESC LIMIT 1`,
     );
     return row?.head ?? '';
+  }
+
+  /**
+   * The newest change a gap-safe reader may read now (START when none): every change at or before
+   * it is committed, and every change committed later comes after it.
+   */
+  async readablePosition(): Promise<ChangePosition> {
+    const [row]: Array<{ transaction_id: string; seq: string }> = await this.dataSource.query(
+      `SELECT transaction_id::text AS transaction_id, seq::text AS seq FROM change_log
+        WHERE transaction_id < event_log_horizon() ORDER BY transaction_id DESC, seq DESC LIMIT 1`,
+    );
+    return changePosition(row);
   }
 
   /**

@@ -53,9 +53,14 @@ export class ChangesController {
     if (this.router.configured) reply.raw.setHeader('X-Served-By', side);
     reply.hijack();
     const closed = closedSignal(reply);
-    const session = await createSession(request.raw, reply.raw, { keepAlive: HEARTBEAT_MS, trustClientEventId: false });
+    // The changes come as JSON text already (the shared read's, or stringified once).
+    const session = await createSession(request.raw, reply.raw, {
+      keepAlive: HEARTBEAT_MS,
+      trustClientEventId: false,
+      serializer: (data) => (typeof data === 'string' ? data : JSON.stringify(data)),
+    });
     await this.feed.stream(
-      { push: (change, cursor) => session.push(change, 'change', cursor), stream: reply.raw },
+      { push: (json, cursor) => session.push(json, 'change', cursor), stream: reply.raw },
       from,
       query,
       closed,

@@ -38,7 +38,7 @@ export class WakeableSleep {
     return woken;
   }
 
-  /** Waits `ms`, less if woken or stopped; not at all while a wake is untaken or after the stop. */
+  /** Waits `ms` (Infinity: with no timer, until woken), less if woken or stopped; not at all while a wake is untaken or after the stop. */
   sleep(ms: number): Promise<void> {
     if (this.woken || this.stopped) return Promise.resolve();
     return this.wait(ms, this.sleeping);
@@ -57,7 +57,7 @@ export class WakeableSleep {
         waiting.delete(end);
         resolve();
       };
-      const timer = setTimeout(end, ms);
+      const timer = ms === Infinity ? undefined : setTimeout(end, ms);
       waiting.add(end);
     });
   }

@@ -7,12 +7,12 @@ const RETRY_MS = 1000;
 
 /**
  * LISTEN on one channel, on a connection of its own (not one of the pool's), while anyone
- * subscribes: every notification calls every subscriber. A lost connection is opened again after
+ * subscribes: every notification calls every subscriber, with its payload. A lost connection is opened again after
  * a second while there are subscribers; what was notified meanwhile is lost, so a subscriber keeps
  * a poll of its own as the fallback.
  */
 export class ChannelListener {
-  private readonly subscribers = new Set<() => void>();
+  private readonly subscribers = new Set<(payload: string) => void>();
   private client?: pg.Client;
   private opening?: Promise<void>;
   private retry?: NodeJS.Timeout;
@@ -23,7 +23,7 @@ export class ChannelListener {
     private readonly logger: Logger,
   ) {}
 
-  subscribe(subscriber: () => void): () => void {
+  subscribe(subscriber: (payload: string) => void): () => void {
     this.subscribers.add(subscriber);
     this.open();
     return () => {
@@ -38,8 +38,8 @@ export class ChannelListener {
     this.retry = undefined;
     const client = new pg.Client({ ...sharedPool(this.dataSource).options, application_name: 'menu-sync listen' });
     this.opening = (async () => {
-      client.on('notification', () => {
-        for (const subscriber of [...this.subscribers]) subscriber();
+      client.on('notification', (message) => {
+        for (const subscriber of [...this.subscribers]) subscriber(message.payload ?? '');
       });
       client.on('error', (error) => this.lost(client, error));
       await client.connect();

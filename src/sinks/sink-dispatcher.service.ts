@@ -4,9 +4,11 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import { ChangeLogRepository } from '../changes/change-log.repository.js';
 import { ChangeNotifier } from '../changes/change-notifier.service.js';
+import { ChangeRouter } from '../changes/change-router.service.js';
 import { LeaseLoop, LeaseState } from '../common/lease-loop.js';
 import { AppConfig } from '../config/app-config.js';
 import { AdvisoryLease } from '../database/advisory-lease.js';
+import { ChannelListener } from '../database/channel-listener.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { HttpSinkClient } from './http-sink.client.js';
 import { NatsSinkClient } from './nats-sink.client.js';
@@ -19,17 +21,26 @@ import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
 import { TableSinksClient } from './tables/table-sinks.client.js';
 
 export { SINK_DISPATCHER_LOCK } from './sink-lease.repository.js';
-/** Emitted by the sinks API when a sink was created, changed, replayed or removed. */
+/** Emitted by the sinks API with a sink's id when it was created, changed, replayed or removed. */
 export const SINKS_CHANGED = 'sinks.changed';
+/** Notified with a sink's id by every transaction that makes, changes or removes it (a trigger on `sinks`). */
+const SINKS_CHANNEL = 'menu_sync_sinks';
 
 /**
- * How often the sinks and their leases are looked at again (sinks made or changed elsewhere,
- * dispatchers come or gone): a dead dispatcher's sinks wait at most this long, after PostgreSQL
- * ended its session, and a sink changed through another process's API is read again within it.
+ * How often the leases are looked at again (dispatchers come or gone): a dead dispatcher's sinks
+ * wait at most this long, after PostgreSQL ended its session. Sinks are read one by one when they
+ * change (SINKS_CHANNEL), all of them only every FULL_READ_MS (what a lost LISTEN connection missed).
  */
 const REFRESH_MS = 500;
-/** An idle worker reads its sink at least this often, whatever the wakes (a safety net). */
+const FULL_READ_MS = 30_000;
+/** How often the failing sinks are counted for their gauge. */
+const COUNT_FAILING_MS = 10_000;
+/** An idle worker reading on its own reads its sink at least this often, whatever the wakes (a safety net). */
 const IDLE_REREAD_MS = 10_000;
+/** A sink following the shared read has its cursor written forward at least this often (far inside CHANGES_RETENTION). */
+const IDLE_CURSOR_MS = 3_600_000;
+/** How often the workers following the shared read are looked at for that. */
+const IDLE_NUDGE_MS = 60_000;
 export type DispatcherState = LeaseState | 'disabled';
 
 /**
@@ -49,8 +60,17 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   /** Held leases being given up: the workers finishing their batch; a key's list empties when they have. */
   private readonly handing = new Map<number, SinkWorker[]>();
   private readonly loop: LeaseLoop;
-  /** Each deliverable sink's stamp at the last look: a changed one wakes its worker to read it. */
-  private stamps = new Map<string, string>();
+  /** Each deliverable sink's stamp and lease at the last look: a changed one wakes its worker to read it. */
+  private sinks = new Map<string, { stamp: string; key: number }>();
+  /** Sinks told changed since: read again at the next look. */
+  private readonly dirty = new Set<string>();
+  private fullReadAt = 0;
+  private failingCountedAt = 0;
+  /** What the workers were last run for: sinks read, leases held and handed on. */
+  private ranFor = '';
+  private sinksVersion = 0;
+  private readonly listener: ChannelListener;
+  private unlisten: (() => void) | null = null;
   private unwatch: (() => void) | null = null;
   private lastShare = '';
   private disabled = false;
@@ -61,6 +81,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     private readonly leases: SinkLeaseRepository,
     private readonly changeLog: ChangeLogRepository,
     private readonly notifier: ChangeNotifier,
+    private readonly router: ChangeRouter,
     private readonly snapshots: SinkSnapshots,
     private readonly http: HttpSinkClient,
     private readonly nats: NatsSinkClient,
@@ -69,6 +90,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     private readonly config: AppConfig,
     private readonly attempts: SinkAttemptsService,
   ) {
+    this.listener = new ChannelListener(dataSource, SINKS_CHANNEL, this.logger);
     const lease = new AdvisoryLease(dataSource, SINK_DISPATCHER_LOCK, (runner) => leases.prepare(runner), 'shared');
     this.loop = new LeaseLoop(lease, {
       role: 'sink dispatcher',
@@ -91,9 +113,15 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     await this.loop.stop();
   }
 
+  /** A sink of this process's API changed: its worker reads it now (the notification comes too, a little later). */
   @OnEvent(SINKS_CHANGED)
-  onSinksChanged(): void {
-    for (const worker of this.workers.values()) worker.wake();
+  onSinksChanged(id: string): void {
+    this.sinkChanged(id);
+  }
+
+  private sinkChanged(id: string): void {
+    this.workers.get(id)?.wake();
+    this.dirty.add(id);
     this.loop.alarm.wake();
   }
 
@@ -104,16 +132,25 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
    */
   private async dispatch(runner: QueryRunner): Promise<void> {
     const alarm = this.loop.alarm;
+    let nudged = Date.now();
+    this.fullReadAt = 0;
+    this.unlisten = this.listener.subscribe((id) => (id === '' ? undefined : this.sinkChanged(id)));
     try {
       while (!this.loop.stopping) {
         alarm.takeWake();
         const started = Date.now();
         await this.rebalance(runner);
         this.watchChanges(this.workers.size > 0);
+        if (started - nudged > IDLE_NUDGE_MS) {
+          nudged = started;
+          for (const worker of this.workers.values()) worker.nudgeIdle(started);
+        }
         await alarm.sleep(Math.max(0, REFRESH_MS - (Date.now() - started)));
       }
     } finally {
       this.watchChanges(false);
+      this.unlisten?.();
+      this.unlisten = null;
     }
   }
 
@@ -131,16 +168,12 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     }
   }
 
-  /** Gives up the leases handed on, takes or hands on leases to hold this dispatcher's share, and runs a worker per sink held. */
+  /**
+   * Reads the sinks told changed (every sink only every FULL_READ_MS), gives up the leases handed
+   * on, takes or hands on leases to hold this dispatcher's share, and runs a worker per sink held.
+   */
   private async rebalance(runner: QueryRunner): Promise<void> {
-    const deliverable = await this.repository.deliverable();
-    const keys = new Map(deliverable.map(({ id }) => [id, sinkLeaseKey(id)]));
-    const stamps = new Map(deliverable.map(({ id, stamp }) => [id, stamp]));
-    for (const [id, worker] of this.workers) {
-      const before = this.stamps.get(id);
-      if (before !== undefined && before !== stamps.get(id)) worker.wake();
-    }
-    this.stamps = stamps;
+    await this.readSinks();
     for (const [key, finishing] of this.handing) {
       if (finishing.length > 0) continue;
       await this.leases.release(runner, key);
@@ -154,17 +187,46 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
         older_dispatchers: view.olderDispatchers,
       });
     const delivering = new Set([...this.held].filter((key) => !this.handing.has(key)));
-    const plan = planShare([...keys.values()], delivering, view);
+    const plan = planShare([...new Set([...this.sinks.values()].map(({ key }) => key))], delivering, view);
     for (const key of plan.release) this.handOn(key);
     for (let i = 0, room = plan.room; i < plan.candidates.length && room > 0; i++) {
       if (!(await this.leases.tryTake(runner, plan.candidates[i]))) continue;
       this.held.add(plan.candidates[i]);
       room--;
     }
-    this.runWorkers(keys);
+    const ranFor = `${this.sinksVersion}/${[...this.held].join()}/${[...this.handing.keys()].join()}`;
+    if (ranFor !== this.ranFor) {
+      this.ranFor = ranFor;
+      this.runWorkers();
+    }
     this.metrics.sinkDispatchers.set(view.dispatchers);
-    this.metrics.sinksFailing.set(await this.repository.countFailing());
-    this.logShare(keys.size, view.dispatchers, view.olderDispatchers);
+    if (Date.now() - this.failingCountedAt > COUNT_FAILING_MS) {
+      this.failingCountedAt = Date.now();
+      this.metrics.sinksFailing.set(await this.repository.countFailing());
+    }
+    this.logShare(this.sinks.size, view.dispatchers, view.olderDispatchers);
+  }
+
+  /** Every sink every FULL_READ_MS, else those told changed; a changed sink's worker is woken to read it. */
+  private async readSinks(): Promise<void> {
+    const full = Date.now() - this.fullReadAt > FULL_READ_MS;
+    if (!full && this.dirty.size === 0) return;
+    const ids = [...this.dirty];
+    this.dirty.clear();
+    const rows = full ? await this.repository.deliverable() : await this.repository.deliverableOf(ids);
+    const read = new Map(rows.map(({ id, stamp }) => [id, stamp]));
+    if (full) this.fullReadAt = Date.now();
+    let changed = false;
+    for (const id of full ? new Set([...this.sinks.keys(), ...read.keys()]) : ids) {
+      const before = this.sinks.get(id);
+      const stamp = read.get(id);
+      if (before?.stamp === stamp) continue;
+      changed = true;
+      if (stamp === undefined) this.sinks.delete(id);
+      else this.sinks.set(id, { stamp, key: before?.key ?? sinkLeaseKey(id) });
+      if (before !== undefined) this.workers.get(id)?.wake();
+    }
+    if (changed) this.sinksVersion++;
   }
 
   /** Lets the workers of a lease's sinks finish their batch in flight; the lease is unlocked at the next look after. */
@@ -183,16 +245,16 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   }
 
   /** A worker for each deliverable sink whose lease is held and kept; the others' workers stop. */
-  private runWorkers(keys: Map<string, number>): void {
+  private runWorkers(): void {
     const delivers = (key: number | undefined) => key !== undefined && this.held.has(key) && !this.handing.has(key);
     for (const [id, worker] of this.workers) {
-      if (delivers(keys.get(id)) && !worker.stopped) continue;
+      if (delivers(this.sinks.get(id)?.key) && !worker.stopped) continue;
       this.workers.delete(id);
-      if (!keys.has(id)) this.metrics.sinkLag.remove({ sink: id });
+      if (!this.sinks.has(id)) this.metrics.sinkLag.remove({ sink: id });
       void worker.stop();
     }
     const deps = this.workerDeps();
-    for (const [id, key] of keys)
+    for (const [id, { key }] of this.sinks)
       if (delivers(key) && !this.workers.has(id)) this.workers.set(id, new SinkWorker(id, deps));
     this.metrics.sinkLeased.reset();
     for (const id of this.workers.keys()) this.metrics.sinkLeased.set({ sink: id }, 1);
@@ -219,6 +281,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     return {
       repository: this.repository,
       changeLog: this.changeLog,
+      router: this.router,
       snapshots: this.snapshots,
       http: this.http,
       nats: this.nats,
@@ -228,6 +291,9 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
       failingAfterMs: this.config.sinkFailingAfterMs,
       defaultTypes: this.config.changeTypes,
       idlePollMs: IDLE_REREAD_MS,
+      idleCursorMs: Math.min(IDLE_CURSOR_MS, this.config.changesRetentionMs / 4),
+      // A worker that stopped by itself (its sink gone or disabled): its sink is read again.
+      stopped: (id) => this.sinkChanged(id),
     };
   }
 
@@ -237,7 +303,9 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     this.workers.clear();
     this.handing.clear();
     this.held.clear();
-    this.stamps.clear();
+    this.sinks.clear();
+    this.dirty.clear();
+    this.ranFor = '';
     this.lastShare = '';
     await Promise.all(workers.map((worker) => worker.stop()));
     this.metrics.sinkLeased.reset();

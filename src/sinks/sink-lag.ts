@@ -44,6 +44,13 @@ export class SinkLag {
     this.metrics.sinkLag.set({ sink: sink.id }, this.last);
   }
 
+  /** The backlog is known without a count: `changes` (a sink following the shared read has them in hand). */
+  known(sink: Sink, changes: number): void {
+    if (this.last === changes) return;
+    this.last = changes;
+    this.metrics.sinkLag.set({ sink: sink.id }, changes);
+  }
+
   async settled(): Promise<void> {
     await this.running;
   }

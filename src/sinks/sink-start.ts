@@ -32,6 +32,8 @@ const pos = (position: ChangePosition) => [position.transactionId, position.seq]
  * committed later comes after that position and is read after it (no gap). A snapshot is the
  * newest change up to the boundary of every resource the sink follows whose newest change is an
  * upsert (a deleted resource is left out), chosen here once, so the worker pages through a fixed set.
+ * A sink of a few owners reads only their changes (by the owner index): a resource belongs to one
+ * owner for good, so its newest change is among its owner's.
  */
 export async function startSink(
   db: SqlSession,
@@ -48,10 +50,11 @@ export async function startSink(
     await db.query(
       `INSERT INTO sink_snapshot_entries (sink_id, transaction_id, seq)
        SELECT $1, n.transaction_id, n.seq FROM (
-         SELECT DISTINCT ON (c.type, c.id) c.transaction_id, c.seq, c.op, c.owner_id FROM change_log c
+         SELECT DISTINCT ON (c.type, c.id) c.transaction_id, c.seq, c.op FROM change_log c
           WHERE (c.transaction_id, c.seq) <= ($2::xid8, $3::bigint) AND c.type = ANY($4::text[])
+            AND ($5::text[] IS NULL OR c.owner_id = ANY($5::text[]))
           ORDER BY c.type, c.id, c.transaction_id DESC, c.seq DESC) n
-        WHERE n.op = 'upsert' AND ($5::text[] IS NULL OR n.owner_id = ANY($5::text[]))`,
+        WHERE n.op = 'upsert'`,
       [id, ...pos(boundary), [...types], ownerIds === null ? null : [...ownerIds]],
     );
   }

@@ -3,6 +3,7 @@ import type { ChangeEntry, ChangeFilter, ChangePage, ChangePosition, ChangeText 
 import { START } from '../changes/change.js';
 import { compactedAway, comparePositions } from '../changes/change-cursor.js';
 import { AS_ENTRY, AS_TEXT, ChangeLogRepository } from '../changes/change-log.repository.js';
+import type { ChangeRouter, Route } from '../changes/change-router.service.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { WakeableSleep } from '../common/wakeable-sleep.js';
 import { backoffDelayMs } from './backoff.js';
@@ -20,6 +21,7 @@ import { isTableKind } from './tables/table-target.js';
 export interface SinkWorkerDeps {
   repository: SinkRepository;
   changeLog: ChangeLogRepository;
+  router: ChangeRouter;
   snapshots: SinkSnapshots;
   http: HttpSinkClient;
   nats: NatsSinkClient;
@@ -29,14 +31,30 @@ export interface SinkWorkerDeps {
   failingAfterMs: number;
   defaultTypes: readonly string[];
   /**
-   * How long an idle worker waits for a wake before it reads its sink and looks again: only a
-   * safety net, since the dispatcher wakes it for new changes and for a changed sink.
+   * How long an idle worker reading on its own waits for a wake before it reads its sink and looks
+   * again: only a safety net, since the dispatcher wakes it for new changes and for a changed sink.
+   * A worker following the shared read waits for its changes without a timer.
    */
   idlePollMs: number;
+  /**
+   * How old the cursor of a sink following the shared read may grow while nothing it follows
+   * changes, before it is written forward (so compaction never passes it): it is not written for
+   * the other stores' changes it skips.
+   */
+  idleCursorMs: number;
+  /** Told when the loop ended by itself (its sink removed or disabled), not when stopped. */
+  stopped?(sinkId: string): void;
 }
 
 /** What a sink's pages hold: changes as objects for a table sink, as the JSON texts it sends for the others. */
 type SinkChange = ChangeEntry | ChangeText;
+/** A table sink takes changes as objects: the shared read's texts parsed (the text is the change's JSON). */
+const asEntry = (text: ChangeText): ChangeEntry => ({
+  change: JSON.parse(text.json) as ChangeEntry['change'],
+  position: text.position,
+});
+/** How many changes a sink following the shared read may have waiting before it leaves it and reads on its own. */
+const MAX_ROUTED = 10_000;
 const seqOf = (change: SinkChange) => ('change' in change ? change.change.seq : change.seq);
 
 /** A page read ahead, and what it was read for: it serves a round whose sink reads the same. */
@@ -72,6 +90,13 @@ export class SinkWorker {
   private finishing = false;
   /** A table sink resumes from its target's cursor: on start and after every failure (docs/reference.md §12). */
   private targetUnread = true;
+  /** Following the shared read: its changes after the sink's cursor wait in `routed` from `taken` on. */
+  private route: Route | null = null;
+  private routed: ChangeText[] = [];
+  private taken = 0;
+  private overrun = false;
+  /** When the sink's cursor was last written (or read), for idleCursorMs. */
+  private cursorAt = Date.now();
   readonly done: Promise<void>;
 
   constructor(
@@ -88,9 +113,19 @@ export class SinkWorker {
     this.alarm.wake();
   }
 
-  /** There may be new changes: look again now, with the sink as known. */
+  /** There may be new changes: look again now, with the sink as known (the shared read hands a following worker its own). */
   wakeForChanges(): void {
-    this.alarm.wake();
+    if (this.route === null) this.alarm.wake();
+  }
+
+  /** Whether the worker follows the shared read. */
+  get following(): boolean {
+    return this.route !== null;
+  }
+
+  /** Wakes a worker following the shared read whose cursor is older than idleCursorMs, to write it forward. */
+  nudgeIdle(now = Date.now()): void {
+    if (this.route !== null && now - this.cursorAt > this.deps.idleCursorMs) this.alarm.wake();
   }
 
   /** Ends the loop; `finish` lets the batch in flight get its answer first (a lease handed on), else it is cut short. */
@@ -110,13 +145,15 @@ export class SinkWorker {
       try {
         const wait = await this.step();
         if (wait > 0) await this.alarm.sleep(wait);
-        // An idle wait that no wake cut short ends with a read of the sink (the safety net).
-        if (wait >= this.deps.idlePollMs && !this.alarm.isWoken) this.known = null;
+        // An idle wait that no wake cut short ends with a read of the sink (the safety net of a
+        // worker reading on its own; one following the shared read is woken for everything).
+        if (wait >= this.deps.idlePollMs && !this.alarm.isWoken && this.route === null) this.known = null;
       } catch (error) {
         this.logger.error({ msg: 'sink delivery loop failed; retrying', sink: this.sinkId, err: error });
         await this.alarm.sleep(1000);
       }
     }
+    this.leave();
     await this.settle().catch((error) =>
       this.logger.error({ msg: 'sink cursor move failed', sink: this.sinkId, err: error }),
     );
@@ -134,11 +171,15 @@ export class SinkWorker {
     this.known = null;
     let sink = known;
     if (sink === null) {
+      // Its filters, cursor or epoch may have changed: it reads on its own again until it caught up.
+      this.leave();
       await this.settle();
       sink = await this.deps.repository.find(this.sinkId);
+      this.cursorAt = Date.now();
     }
     if (sink === null || sink.state === 'disabled') {
       this.stopController.abort();
+      this.deps.stopped?.(this.sinkId);
       return 0;
     }
     if (sink.snapshotTo !== null && !inSnapshot(sink)) {
@@ -150,6 +191,8 @@ export class SinkWorker {
       return Math.min(sink.nextAttemptAt.getTime() - now, 1000);
     }
     if (isTableKind(sink.kind) && this.targetUnread) return this.resumeFromTarget(sink);
+    if (this.overrun) this.leave();
+    if (this.route !== null) return this.stepFollowing(sink);
     this.lag.soon(sink);
     const ahead = this.ahead;
     this.ahead = null;
@@ -162,6 +205,12 @@ export class SinkWorker {
         : page.changes.filter((entry) => comparePositions(entry.position, sink.inflight!) <= 0);
     if (batch.length === 0) {
       if (this.lag.last !== 0) await this.lag.now(sink);
+      // Caught up: the shared read hands it what comes after what it read, and nothing is written
+      // for the changes of others it passed (a read after its cursor finds none of its own there).
+      if (!inSnapshot(sink) && sink.inflight === null && this.join(sink, page.next)) {
+        this.known = sink;
+        return 0;
+      }
       if (comparePositions(page.next, sink.cursor) > 0) {
         if (!(await this.settle())) return 0;
         this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false);
@@ -172,7 +221,62 @@ export class SinkWorker {
     }
     // A snapshot's batch is recorded before it is sent, as a short one: compaction may take a change
     // out of the snapshot meanwhile, and a retry must still send the batch it sent under that id.
-    return this.deliver(sink, batch, batch.length === sink.batchSize && !inSnapshot(sink));
+    return (await this.deliver(sink, batch, batch.length === sink.batchSize && !inSnapshot(sink))).wait;
+  }
+
+  /**
+   * A round of a worker following the shared read: its next batch is the changes waiting, which are
+   * exactly those a read after its cursor would find (the shared read hands it every change it
+   * follows, in reader order). Idle, it waits for the router's wake, without a timer; its cursor is
+   * written forward only once it is idleCursorMs old.
+   */
+  private async stepFollowing(sink: Sink): Promise<number> {
+    const batch = this.routed.slice(this.taken, this.taken + sink.batchSize);
+    this.lag.known(sink, this.routed.length - this.taken);
+    if (batch.length === 0) {
+      this.routed = [];
+      this.taken = 0;
+      const head = this.route!.position;
+      if (Date.now() - this.cursorAt > this.deps.idleCursorMs && comparePositions(head, sink.cursor) > 0) {
+        if (!(await this.settle())) return 0;
+        this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, head, false);
+        this.cursorAt = Date.now();
+        return 0;
+      }
+      this.known = sink;
+      return this.alarm.isWoken ? 0 : Infinity;
+    }
+    const changes = isTableKind(sink.kind) ? batch.map(asEntry) : batch;
+    const { wait, ok } = await this.deliver(sink, changes, batch.length === sink.batchSize, false);
+    if (ok) this.taken += batch.length;
+    // A failed batch is retried as a sink reading on its own does (its end recorded if short).
+    else this.leave();
+    return wait;
+  }
+
+  /** Follows the shared read from `from` (every change the sink follows up to it delivered); false when it cannot yet. */
+  private join(sink: Sink, from: ChangePosition): boolean {
+    const filter = {
+      types: sink.types ?? this.deps.defaultTypes,
+      ...(sink.ownerIds === null ? {} : { ownerIds: sink.ownerIds }),
+    };
+    this.route = this.deps.router.join(filter, from, {
+      deliver: (changes) => {
+        if (this.routed.length - this.taken + changes.length > MAX_ROUTED) this.overrun = true;
+        else this.routed.push(...changes);
+        this.alarm.wake();
+      },
+    });
+    return this.route !== null;
+  }
+
+  /** Stops following the shared read: the next round reads after the sink's cursor on its own. */
+  private leave(): void {
+    this.route?.close();
+    this.route = null;
+    this.routed = [];
+    this.taken = 0;
+    this.overrun = false;
   }
 
   /**
@@ -182,17 +286,23 @@ export class SinkWorker {
    * epoch); a short one could grow with changes that arrived since, so its end is recorded before
    * it is sent, and a retry after a crash sends exactly it.
    */
-  private async deliver(sink: Sink, batch: SinkChange[], full: boolean): Promise<number> {
+  private async deliver(
+    sink: Sink,
+    batch: SinkChange[],
+    full: boolean,
+    readAhead = true,
+  ): Promise<{ wait: number; ok: boolean }> {
     const last = batch[batch.length - 1].position;
     if (sink.inflight === null && !full) {
-      if (!(await this.settle())) return 0;
+      if (!(await this.settle())) return { wait: 0, ok: false };
       await this.deps.repository.setInflight(sink.id, sink.cursor, last);
     }
     // Catching up, the next page is read while the target handles this batch (read only: the
     // cursor still moves only after the acknowledgement, and one batch is in flight).
     const next = { ...sink, cursor: last };
     // A failed read ahead answers null: the next round reads again.
-    const ahead = full ? { key: readKey(next), page: this.read(next, this.horizon).catch(() => null) } : null;
+    const ahead =
+      full && readAhead ? { key: readKey(next), page: this.read(next, this.horizon).catch(() => null) } : null;
     const started = process.hrtime.bigint();
     const outcome = await this.send(sink, batch, last);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -200,13 +310,15 @@ export class SinkWorker {
     if (!this.stopped || outcome.kind === 'ok') this.recordAttempt(sink, batch, outcome, seconds);
     // The cursor move of the batch before (if still being written) comes first: compare-and-set
     // from where it left the cursor. If it found the cursor moved (a replay), this batch's is void.
-    if (!(await this.settle())) return 0;
+    if (!(await this.settle())) return { wait: 0, ok: false };
     if (outcome.kind === 'ok') {
       this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'ok' });
       this.lag.delivered(sink, batch.length);
+      this.cursorAt = Date.now();
       if (ahead === null) {
         this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
-        return 0;
+        // Null: the cursor had moved (a replay): the next round reads the sink afresh.
+        return { wait: 0, ok: this.known !== null };
       }
       // Catching up: the next batch goes out while this cursor move is written. The target has
       // acknowledged this one, so still one batch in flight; a crash before the move commits (or,
@@ -224,9 +336,9 @@ export class SinkWorker {
         lastError: null,
       };
       this.ahead = ahead;
-      return 0;
+      return { wait: 0, ok: true };
     }
-    if (this.stopped) return 0;
+    if (this.stopped) return { wait: 0, ok: false };
     if (outcome.kind === 'gone') {
       this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'disabled' });
       this.logger.warn({ msg: 'sink disabled: its target answered 410 Gone', sink: sink.id });
@@ -237,9 +349,9 @@ export class SinkWorker {
         failingSince: sink.failingSince ?? new Date(),
         inflight: last,
       });
-      return 0;
+      return { wait: 0, ok: false };
     }
-    return this.backOff(sink, outcome, last);
+    return { wait: await this.backOff(sink, outcome, last), ok: false };
   }
 
   /**

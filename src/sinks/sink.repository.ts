@@ -183,6 +183,14 @@ export class SinkRepository implements OnApplicationShutdown {
     );
   }
 
+  /** `deliverable` of the sinks of `ids` that still are (a sink removed or disabled is not among them). */
+  async deliverableOf(ids: readonly string[]): Promise<Array<{ id: string; stamp: string }>> {
+    return this.dataSource.query(
+      `SELECT id, md5((to_jsonb(s) - $1::text[])::text) AS stamp FROM sinks s WHERE state <> 'disabled' AND id = ANY($2::uuid[])`,
+      [DELIVERY_COLUMNS, [...ids]],
+    );
+  }
+
   async update(id: string, changes: SinkChanges): Promise<Sink | null> {
     const [rows] = await this.dataSource.query(
       `UPDATE sinks SET

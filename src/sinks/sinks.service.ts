@@ -69,7 +69,7 @@ export class SinksService {
       from: parseSinkFrom(dto.from ?? 'snapshot'),
       defaultTypes: this.config.changeTypes,
     });
-    this.events.emit(SINKS_CHANGED);
+    this.events.emit(SINKS_CHANGED, sink.id);
     return { data: { ...(await this.view(sink)), ...(secret === null ? {} : { secret }) } };
   }
 
@@ -100,14 +100,14 @@ export class SinksService {
       state: dto.state,
     });
     if (updated === null) throw new SinkNotFoundError(id);
-    this.events.emit(SINKS_CHANGED);
+    this.events.emit(SINKS_CHANGED, id);
     return { data: await this.view(updated) };
   }
 
   async remove(id: string): Promise<void> {
     checkId(id);
     if (!(await this.repository.delete(id))) throw new SinkNotFoundError(id);
-    this.events.emit(SINKS_CHANGED);
+    this.events.emit(SINKS_CHANGED, id);
   }
 
   /**
@@ -118,7 +118,7 @@ export class SinksService {
     checkId(id);
     const sink = await this.repository.replay(id, parseSinkFrom(dto.from), this.config.changeTypes);
     if (sink === null) throw new SinkNotFoundError(id);
-    this.events.emit(SINKS_CHANGED);
+    this.events.emit(SINKS_CHANGED, id);
     return { data: await this.view(sink) };
   }
 
@@ -129,7 +129,7 @@ export class SinksService {
     const secret = generateSinkSecret();
     const rotated = await this.repository.rotateSecret(id, secret, new Date(Date.now() + SECRET_OVERLAP_MS));
     if (rotated === null) throw new SinkNotFoundError(id);
-    this.events.emit(SINKS_CHANGED);
+    this.events.emit(SINKS_CHANGED, id);
     return { data: { ...(await this.view(rotated)), secret } };
   }
 
