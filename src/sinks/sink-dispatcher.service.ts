@@ -158,7 +158,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     }
     this.runWorkers(keys);
     this.metrics.sinkDispatchers.set(view.dispatchers);
-    this.metrics.sinksFailing.set(await this.repository.countFailing());
+    this.metrics.sinks.count(await this.repository.countByKindAndState());
     this.logShare(keys.size, view.dispatchers);
   }
 
@@ -171,7 +171,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
       this.workers.delete(worker.sinkId);
       void worker.stop(true).then(() => {
         finishing.splice(finishing.indexOf(worker), 1);
-        if (!this.workers.has(worker.sinkId)) this.metrics.sinkLag.remove({ sink: worker.sinkId });
+        if (!this.workers.has(worker.sinkId)) this.metrics.sinks.forget(worker.sinkId);
         this.loop.alarm.wake();
       });
     }
@@ -183,14 +183,13 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     for (const [id, worker] of this.workers) {
       if (delivers(keys.get(id)) && !worker.stopped) continue;
       this.workers.delete(id);
-      if (!keys.has(id)) this.metrics.sinkLag.remove({ sink: id });
+      if (!keys.has(id)) this.metrics.sinks.forget(id);
       void worker.stop();
     }
     const deps = this.workerDeps();
     for (const [id, key] of keys)
       if (delivers(key) && !this.workers.has(id)) this.workers.set(id, new SinkWorker(id, deps));
-    this.metrics.sinkLeased.reset();
-    for (const id of this.workers.keys()) this.metrics.sinkLeased.set({ sink: id }, 1);
+    this.metrics.sinks.leased(this.workers.keys());
   }
 
   private logShare(sinks: number, dispatchers: number): void {
@@ -231,8 +230,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     this.stamps.clear();
     this.lastShare = '';
     await Promise.all(workers.map((worker) => worker.stop()));
-    this.metrics.sinkLeased.reset();
-    this.metrics.sinkLag.reset();
+    this.metrics.sinks.clear();
     this.metrics.sinkDispatchers.set(0);
     await this.attempts.flush();
   }

@@ -41,7 +41,7 @@ export class SinkLag {
   delivered(sink: Sink, changes: number): void {
     if (this.last <= 0) return;
     this.last = Math.max(0, this.last - changes);
-    this.metrics.sinkLag.set({ sink: sink.id }, this.last);
+    this.metrics.sinks.lag(sink, this.last);
   }
 
   async settled(): Promise<void> {
@@ -53,6 +53,6 @@ export class SinkLag {
     this.last = await this.repository.lag(sink, sink.types ?? this.defaultTypes, sink.ownerIds);
     this.measuredAt = Date.now();
     this.tookMs = this.measuredAt - started;
-    this.metrics.sinkLag.set({ sink: sink.id }, this.last);
+    this.metrics.sinks.lag(sink, this.last);
   }
 }
