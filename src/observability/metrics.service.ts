@@ -106,7 +106,7 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  /** The sink metrics: by kind, and by sink for the METRICS_SINK_SERIES most lagging or failing (docs/reference.md §13). */
+  /** The sink metrics: by kind, and by sink for the METRICS_SINK_SERIES most lagging or failing (docs/reference.md §11). */
   readonly sinks: SinkSeries;
 
   constructor(@Optional() config?: AppConfig) {

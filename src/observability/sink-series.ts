@@ -47,7 +47,7 @@ function moreInteresting([aId, a]: [string, SinkEntry], [bId, b]: [string, SinkE
 const quantile = (sorted: number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
 
 /**
- * The sink metrics (docs/reference.md §13): aggregates by `kind` (and `outcome`, `state`) for every
+ * The sink metrics (docs/reference.md §11): aggregates by `kind` (and `outcome`, `state`) for every
  * sink, and series labelled by `sink` only for `size` of them, the most lagging or failing, chosen
  * again at a scrape at most every second. Memory is a few numbers per sink, series O(kinds + size).
  * `menu_sync_sink_delivery_seconds{sink}` counts a sink's attempts since it was last chosen.
@@ -116,7 +116,7 @@ export class SinkSeries {
   }
 
   observeSeconds(sink: SinkRef, seconds: number): void {
-    this.entry(sink);
+    this.entry(sink.id, sink.kind);
     this.seconds.observe({ kind: sink.kind }, seconds);
     if (this.entries.size > this.size && !this.selected.has(sink.id)) return;
     this.sinkSeconds.observe({ sink: sink.id }, seconds);
@@ -124,18 +124,18 @@ export class SinkSeries {
   }
 
   delivered(sink: SinkRef, outcome: SinkOutcome): void {
-    const entry = this.entry(sink);
+    const entry = this.entry(sink.id, sink.kind);
     entry[outcome]++;
     entry.failures = outcome === 'ok' ? 0 : entry.failures + 1;
     this.deliveries.inc({ kind: sink.kind, outcome });
   }
 
   lag(sink: SinkRef, changes: number): void {
-    this.entry(sink).lag = changes;
+    this.entry(sink.id, sink.kind).lag = changes;
   }
 
   egressRefused(sink: SinkRef): void {
-    this.entry(sink).refused++;
+    this.entry(sink.id, sink.kind).refused++;
     this.refused.inc({ kind: sink.kind });
   }
 
@@ -143,7 +143,7 @@ export class SinkSeries {
   leased(ids: Iterable<string>): void {
     const delivering = new Set(ids);
     for (const [id, entry] of this.entries) entry.delivering = delivering.delete(id);
-    for (const id of delivering) this.entry({ id, kind: '' }).delivering = true;
+    for (const id of delivering) this.entry(id).delivering = true;
   }
 
   /** The sink is no longer delivered here: its lag is unknown; what it delivered is still counted. */
@@ -167,13 +167,14 @@ export class SinkSeries {
     this.failing.set(counts.filter(({ state }) => state === 'failing').reduce((sum, { n }) => sum + n, 0));
   }
 
-  private entry(sink: SinkRef): SinkEntry {
-    let entry = this.entries.get(sink.id);
+  /** A sink leased is known before its worker reported its kind. */
+  private entry(id: string, kind?: string): SinkEntry {
+    let entry = this.entries.get(id);
     if (entry === undefined) {
       entry = { kind: undefined, lag: null, delivering: false, failures: 0, ok: 0, retry: 0, disabled: 0, refused: 0 };
-      this.entries.set(sink.id, entry);
+      this.entries.set(id, entry);
     }
-    if (sink.kind !== '') entry.kind = sink.kind;
+    if (kind !== undefined) entry.kind = kind;
     return entry;
   }
 
