@@ -572,7 +572,8 @@ async function createSink(api, body) {
 
 async function leased(process) {
   const text = await (await fetch(`${process.base}/metrics`)).text();
-  return [...text.matchAll(/^menu_sync_sink_leased\{[^}]*\} (\S+)$/gm)].filter((m) => Number(m[1]) === 1).length;
+  // menu_sync_sink_leased{sink} shows only METRICS_SINK_SERIES sinks; the aggregate counts them all.
+  return Number(/^menu_sync_sinks_leased (\S+)$/m.exec(text)?.[1] ?? 0);
 }
 
 async function deleteSinks(api, ids) {

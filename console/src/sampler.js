@@ -45,7 +45,7 @@ async function sample() {
       'menu_sync_webhook_deliveries_total',
       (l) => !ACCEPTED.has(l.outcome) && !UNAVAILABLE.has(l.outcome),
     ),
-    sink_ok: total(metrics, 'menu_sync_sink_deliveries_total', (l) => l.outcome === 'ok'),
+    sink_ok: total(metrics, 'menu_sync_sinks_deliveries_total', (l) => l.outcome === 'ok'),
   };
   const rate = (key) => {
     if (!previous) return null;

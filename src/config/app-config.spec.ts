@@ -166,6 +166,15 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('METRICS_SINK_SERIES: 20 by default, 0 for none, anything but an integer of 0 or more named', () => {
+    expect(loadConfig({}).METRICS_SINK_SERIES).toBe(20);
+    expect(loadConfig({ METRICS_SINK_SERIES: '0' }).METRICS_SINK_SERIES).toBe(0);
+    expect(loadConfig({ METRICS_SINK_SERIES: '500' }).METRICS_SINK_SERIES).toBe(500);
+    for (const value of ['-1', '2.5', 'many'])
+      expect(problems({ METRICS_SINK_SERIES: value })).toEqual([expect.stringMatching(/^METRICS_SINK_SERIES: /)]);
+    expect(problems({ METRICS_SINK_SERIES: 'many' })[0]).toContain('must be an integer of 0 or more');
+  });
+
   it('HEAP_GROWTH_PERCENT: 40 by default, 0 leaves it to V8, anything outside 0..400 named', () => {
     expect(loadConfig({}).HEAP_GROWTH_PERCENT).toBe(40);
     expect(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).HEAP_GROWTH_PERCENT).toBe(0);

@@ -387,6 +387,12 @@ export class AppConfig {
   @Matches(DURATION, { message: 'SINK_ATTEMPTS_RETENTION must be a duration such as 7d, 12h, 15m or 30s' })
   SINK_ATTEMPTS_RETENTION = '7d';
 
+  /** How many sinks get series labelled by `sink` (the most lagging or failing); the others are counted by `kind` only. */
+  @Transform(int)
+  @IsInt({ message: 'METRICS_SINK_SERIES must be an integer of 0 or more' })
+  @Min(0)
+  METRICS_SINK_SERIES = 20;
+
   /** Disk space for serialised live `/menu` bodies, reused while an owner's menu is unchanged; 0: none kept. */
   @Transform(int)
   @IsInt({ message: 'MENU_CACHE_MB must be an integer from 0 to 65536' })

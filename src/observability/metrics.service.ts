@@ -1,5 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AppConfig } from '../config/app-config.js';
+import { SinkSeries } from './sink-series.js';
+
+const DEFAULT_SINK_SERIES = 20;
 
 /** One registry per application instance (tests boot several apps in one process). */
 @Injectable()
@@ -96,56 +100,18 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  readonly sinkLag = new Gauge({
-    name: 'menu_sync_sink_lag_changes',
-    help: 'Changes a sink follows that its target has not acknowledged yet',
-    labelNames: ['sink'] as const,
-    registers: [this.registry],
-  });
-
-  readonly sinkDeliveries = new Counter({
-    name: 'menu_sync_sink_deliveries_total',
-    help: 'Sink deliveries (a batch, or one JetStream publish round) by outcome: ok, retry, disabled',
-    labelNames: ['sink', 'outcome'] as const,
-    registers: [this.registry],
-  });
-
-  readonly sinkDeliverySeconds = new Histogram({
-    name: 'menu_sync_sink_delivery_seconds',
-    help: 'Time of one delivery attempt of a sink, until its target acknowledged or failed',
-    labelNames: ['sink'] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60],
-    registers: [this.registry],
-  });
-
-  readonly sinkEgressRefused = new Counter({
-    name: 'menu_sync_sink_egress_refused_total',
-    help: 'Connections of a sink the egress guard refused (an address outside public unicast and SINK_ALLOWED_NETWORKS)',
-    labelNames: ['sink'] as const,
-    registers: [this.registry],
-  });
-
-  readonly sinkLeased = new Gauge({
-    name: 'menu_sync_sink_leased',
-    help: 'Sinks this process delivers (it holds their lease): 1 per sink',
-    labelNames: ['sink'] as const,
-    registers: [this.registry],
-  });
-
   readonly sinkDispatchers = new Gauge({
     name: 'menu_sync_sink_dispatchers',
     help: 'Sink dispatchers alive on the database, sharing its sinks, as this process last saw (0: it is none)',
     registers: [this.registry],
   });
 
-  readonly sinksFailing = new Gauge({
-    name: 'menu_sync_sinks_failing',
-    help: 'Sinks failing for longer than SINK_FAILING_AFTER',
-    registers: [this.registry],
-  });
+  /** The sink metrics: by kind, and by sink for the METRICS_SINK_SERIES most lagging or failing (docs/reference.md §11). */
+  readonly sinks: SinkSeries;
 
-  constructor() {
+  constructor(@Optional() config?: AppConfig) {
     collectDefaultMetrics({ register: this.registry, prefix: 'menu_sync_' });
+    this.sinks = new SinkSeries(this.registry, config?.METRICS_SINK_SERIES ?? DEFAULT_SINK_SERIES);
   }
 
   /** Raises the head gauge; appends finish out of order, so it never moves back. */

@@ -82,7 +82,7 @@ export class HttpSinkClient implements OnModuleDestroy {
       const name = (error as Error)?.name;
       if (batch.signal?.aborted) return { kind: 'retry', error: 'interrupted by shutdown' };
       if (error instanceof EgressRefusedError) {
-        this.metrics.sinkEgressRefused.inc({ sink: batch.sinkId });
+        this.metrics.sinks.egressRefused({ id: batch.sinkId, kind: 'http' });
         return { kind: 'retry', error: error.message };
       }
       if (name === 'TimeoutError' || name === 'AbortError')

@@ -33,7 +33,7 @@ const SINKS_CHANNEL = 'menu_sync_sinks';
  */
 const REFRESH_MS = 500;
 const FULL_READ_MS = 30_000;
-/** How often the failing sinks are counted for their gauge. */
+/** How often the sinks are counted by kind and state for their gauges. */
 const COUNT_FAILING_MS = 10_000;
 /** An idle worker reading on its own reads its sink at least this often, whatever the wakes (a safety net). */
 const IDLE_REREAD_MS = 10_000;
@@ -202,7 +202,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     this.metrics.sinkDispatchers.set(view.dispatchers);
     if (Date.now() - this.failingCountedAt > COUNT_FAILING_MS) {
       this.failingCountedAt = Date.now();
-      this.metrics.sinksFailing.set(await this.repository.countFailing());
+      this.metrics.sinks.count(await this.repository.countByKindAndState());
     }
     this.logShare(this.sinks.size, view.dispatchers, view.olderDispatchers);
   }
@@ -238,7 +238,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
       this.workers.delete(worker.sinkId);
       void worker.stop(true).then(() => {
         finishing.splice(finishing.indexOf(worker), 1);
-        if (!this.workers.has(worker.sinkId)) this.metrics.sinkLag.remove({ sink: worker.sinkId });
+        if (!this.workers.has(worker.sinkId)) this.metrics.sinks.forget(worker.sinkId);
         this.loop.alarm.wake();
       });
     }
@@ -250,14 +250,13 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     for (const [id, worker] of this.workers) {
       if (delivers(this.sinks.get(id)?.key) && !worker.stopped) continue;
       this.workers.delete(id);
-      if (!this.sinks.has(id)) this.metrics.sinkLag.remove({ sink: id });
+      if (!this.sinks.has(id)) this.metrics.sinks.forget(id);
       void worker.stop();
     }
     const deps = this.workerDeps();
     for (const [id, { key }] of this.sinks)
       if (delivers(key) && !this.workers.has(id)) this.workers.set(id, new SinkWorker(id, deps));
-    this.metrics.sinkLeased.reset();
-    for (const id of this.workers.keys()) this.metrics.sinkLeased.set({ sink: id }, 1);
+    this.metrics.sinks.leased(this.workers.keys());
   }
 
   private logShare(sinks: number, dispatchers: number, older: number): void {
@@ -308,8 +307,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     this.ranFor = '';
     this.lastShare = '';
     await Promise.all(workers.map((worker) => worker.stop()));
-    this.metrics.sinkLeased.reset();
-    this.metrics.sinkLag.reset();
+    this.metrics.sinks.clear();
     this.metrics.sinkDispatchers.set(0);
     await this.attempts.flush();
   }

@@ -41,14 +41,14 @@ export class SinkLag {
   delivered(sink: Sink, changes: number): void {
     if (this.last <= 0) return;
     this.last = Math.max(0, this.last - changes);
-    this.metrics.sinkLag.set({ sink: sink.id }, this.last);
+    this.metrics.sinks.lag(sink, this.last);
   }
 
   /** The backlog is known without a count: `changes` (a sink following the shared read has them in hand). */
   known(sink: Sink, changes: number): void {
     if (this.last === changes) return;
     this.last = changes;
-    this.metrics.sinkLag.set({ sink: sink.id }, changes);
+    this.metrics.sinks.lag(sink, changes);
   }
 
   async settled(): Promise<void> {
@@ -60,6 +60,6 @@ export class SinkLag {
     this.last = await this.repository.lag(sink, sink.types ?? this.defaultTypes, sink.ownerIds);
     this.measuredAt = Date.now();
     this.tookMs = this.measuredAt - started;
-    this.metrics.sinkLag.set({ sink: sink.id }, this.last);
+    this.metrics.sinks.lag(sink, this.last);
   }
 }

@@ -306,13 +306,13 @@ export class SinkWorker {
     const started = process.hrtime.bigint();
     const outcome = await this.send(sink, batch, last);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    this.deps.metrics.sinkDeliverySeconds.observe({ sink: sink.id }, seconds);
+    this.deps.metrics.sinks.observeSeconds(sink, seconds);
     if (!this.stopped || outcome.kind === 'ok') this.recordAttempt(sink, batch, outcome, seconds);
     // The cursor move of the batch before (if still being written) comes first: compare-and-set
     // from where it left the cursor. If it found the cursor moved (a replay), this batch's is void.
     if (!(await this.settle())) return { wait: 0, ok: false };
     if (outcome.kind === 'ok') {
-      this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'ok' });
+      this.deps.metrics.sinks.delivered(sink, 'ok');
       this.lag.delivered(sink, batch.length);
       this.cursorAt = Date.now();
       if (ahead === null) {
@@ -340,7 +340,7 @@ export class SinkWorker {
     }
     if (this.stopped) return { wait: 0, ok: false };
     if (outcome.kind === 'gone') {
-      this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'disabled' });
+      this.deps.metrics.sinks.delivered(sink, 'disabled');
       this.logger.warn({ msg: 'sink disabled: its target answered 410 Gone', sink: sink.id });
       await this.deps.repository.recordFailure(sink.id, sink.cursor, {
         error: outcome.error,
@@ -386,7 +386,7 @@ export class SinkWorker {
     const delay = backoffDelayMs(attempt, Math.random, outcome.retryAfterMs);
     const failingSince = sink.failingSince ?? now;
     const state = stateAfterFailure(failingSince, now, this.deps.failingAfterMs);
-    this.deps.metrics.sinkDeliveries.inc({ sink: sink.id, outcome: 'retry' });
+    this.deps.metrics.sinks.delivered(sink, 'retry');
     this.logger.warn({
       msg: 'sink delivery failed; retrying',
       sink: sink.id,

@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { SecretCipher } from '../common/secret-cipher.js';
 import type { ChangePosition } from '../changes/change.js';
 import { LazyPool, preparedQuery, SqlSession } from '../database/postgres-connection.js';
+import type { SinkCount } from '../observability/sink-series.js';
 import type { Sink, SinkFailure, SinkKind, SinkState } from './sink.js';
 import { inSnapshot, SinkFrom, startSink } from './sink-start.js';
 
@@ -303,11 +304,8 @@ export class SinkRepository implements OnApplicationShutdown {
   }
 
   /** How many sinks are `failing`, for the metric. */
-  async countFailing(): Promise<number> {
-    const [row]: Array<{ n: number }> = await this.dataSource.query(
-      `SELECT count(*)::int AS n FROM sinks WHERE state = 'failing'`,
-    );
-    return row.n;
+  async countByKindAndState(): Promise<SinkCount[]> {
+    return this.dataSource.query(`SELECT kind, state, count(*)::int AS n FROM sinks GROUP BY kind, state`);
   }
 
   async recordFailure(id: string, cursor: ChangePosition, failure: SinkFailure): Promise<void> {

@@ -37,7 +37,7 @@ export async function expectEgressRefusedAtConnection(kind: 'postgres' | 'mysql'
     expect((outcome as Json).error).toMatch(
       /^the egress guard refused (127\.0\.0\.1|::1) \(loopback\): add its network to SINK_ALLOWED_NETWORKS to allow it$/,
     );
-    const counted = await metrics.sinkEgressRefused.get();
+    const counted = await metrics.registry.getSingleMetric('menu_sync_sink_egress_refused_total')!.get();
     expect(counted.values.find((value) => value.labels.sink === sink.id)?.value).toBe(1);
   }
   await client.beforeApplicationShutdown();

@@ -88,7 +88,7 @@ export class TableSinksClient implements BeforeApplicationShutdown {
       await this.discard(sink.id);
       // mysql2's promise API hands back a copy of the error: its code tells a refusal, not its class.
       if ((error as { code?: unknown })?.code === EGRESS_REFUSED) {
-        this.metrics.sinkEgressRefused.inc({ sink: sink.id });
+        this.metrics.sinks.egressRefused(sink);
         return { kind: 'retry', status: 0, error: (error as Error).message };
       }
       if (error instanceof TargetUnusable) return { kind: 'retry', status: 0, error: error.message };
