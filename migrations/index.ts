@@ -13,6 +13,7 @@ import { SinkAttempts1764800000000 } from './1764800000000-sink-attempts.js';
 import { TableSinks1764900000000 } from './1764900000000-table-sinks.js';
 import { ChangeJson1765300000000 } from './1765300000000-change-json.js';
 import { HorizonCachedPlan1765400000000 } from './1765400000000-horizon-cached-plan.js';
+import { SinkPages1765500000000 } from './1765500000000-sink-pages.js';
 import { FanOut1765600000000 } from './1765600000000-fan-out.js';
 
 /** Every migration, in order. A new migration is added here as well. */
@@ -32,5 +33,6 @@ export const MIGRATIONS = [
   TableSinks1764900000000,
   ChangeJson1765300000000,
   HorizonCachedPlan1765400000000,
+  SinkPages1765500000000,
   FanOut1765600000000,
 ];

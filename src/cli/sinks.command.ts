@@ -10,6 +10,7 @@ import { CreateSinkDto, ReplaySinkDto } from '../sinks/sinks.dto.js';
 import { SinkNotFoundError } from '../sinks/sinks.errors.js';
 import { SinkStoreModule } from '../sinks/sinks.module.js';
 import { SinksService } from '../sinks/sinks.service.js';
+import type { SinkView } from '../sinks/sink-view.js';
 import { printJson } from './auth-context.js';
 import { withDaemonContext } from './daemon-database.js';
 
@@ -53,6 +54,8 @@ async function runSinkCommand(
 }
 
 const validation = createValidationPipe();
+/** Sinks per page read by `sinks list`. */
+const LIST_PAGE = 100;
 const list = (value: string) =>
   value
     .split(',')
@@ -164,14 +167,18 @@ export class SinksAddCommand extends CommandRunner {
   }
 }
 
-@SubCommand({ name: 'list', description: 'List the sinks with their cursor, state, lag and last error' })
+@SubCommand({ name: 'list', description: 'List every sink with its cursor, state, lag and last error (oldest first)' })
 export class SinksListCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
     super();
   }
 
   async run(): Promise<void> {
-    await runSinkCommand('list', this.config, async (sinks) => printJson(await sinks.list()));
+    await runSinkCommand('list', this.config, async (sinks) => {
+      const data: SinkView[] = [];
+      for await (const page of sinks.all({ limit: LIST_PAGE, order: 'created' })) data.push(...page);
+      printJson({ data });
+    });
   }
 }
 

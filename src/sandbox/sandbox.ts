@@ -94,10 +94,12 @@ export class Sandbox {
     // Loopback for this receiver alone: the egress guard still refuses every other local address.
     const { hostname, port } = new URL(this.catalogue.url);
     egress.allowEndpoint(hostname, Number(port));
-    for (const sink of (await sinks.list()).data) {
-      if (sink.kind === 'http' && /^http:\/\/127\.0\.0\.1:\d+\/sandbox-catalogue$/.test(sink.url ?? ''))
-        await sinks.remove(sink.id);
+    const earlier: string[] = [];
+    for await (const page of sinks.all({ limit: 1000, order: 'created', kind: 'http' })) {
+      for (const sink of page)
+        if (/^http:\/\/127\.0\.0\.1:\d+\/sandbox-catalogue$/.test(sink.url ?? '')) earlier.push(sink.id);
     }
+    for (const id of earlier) await sinks.remove(id);
     const { data } = await sinks.create({ kind: 'http', url: this.catalogue.url, batch_size: 500 });
     this.catalogue.useSecret(data.secret!);
     this.logger.log({

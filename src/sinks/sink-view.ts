@@ -1,5 +1,5 @@
 import { encodeChangeCursor } from '../changes/change-cursor.js';
-import type { Sink } from './sink.js';
+import type { LagCount, Sink } from './sink.js';
 
 /** A sink as the API shows it: never a secret. */
 export interface SinkView {
@@ -18,6 +18,8 @@ export interface SinkView {
   cursor: string;
   state: Sink['state'];
   lag: number;
+  /** The count of `lag` stopped at its bound: the sink is at least `lag` changes behind. */
+  lag_capped: boolean;
   attempts: number;
   last_success_at: string | null;
   last_error: string | null;
@@ -46,7 +48,7 @@ function kindFields(sink: Sink): Partial<SinkView> {
   }
 }
 
-export function toSinkView(sink: Sink, lag: number, defaultTypes: readonly string[]): SinkView {
+export function toSinkView(sink: Sink, lag: LagCount, defaultTypes: readonly string[]): SinkView {
   return {
     id: sink.id,
     kind: sink.kind,
@@ -57,7 +59,8 @@ export function toSinkView(sink: Sink, lag: number, defaultTypes: readonly strin
     timeout_ms: sink.timeoutMs,
     cursor: encodeChangeCursor(sink.cursor),
     state: sink.state,
-    lag,
+    lag: lag.lag,
+    lag_capped: lag.capped,
     attempts: sink.attempts,
     last_success_at: iso(sink.lastSuccessAt),
     last_error: sink.lastError,

@@ -54,6 +54,12 @@ export interface Sink {
   updatedAt: Date;
 }
 
+/** A sink's lag as counted for the API: `capped` when the count stopped at its bound (at least `lag` behind). */
+export interface LagCount {
+  lag: number;
+  capped: boolean;
+}
+
 /** What a delivery failure leaves on the sink. */
 export interface SinkFailure {
   error: string;

@@ -1,8 +1,8 @@
-import { Controller, Delete, Get, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { JsonBody, jsonBodyValidation } from './json-body.decorator.js';
-import { CreateSinkDto, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
+import { CreateSinkDto, ListSinksQuery, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
 import { SinksService } from './sinks.service.js';
 
 @ApiTags('sinks')
@@ -21,9 +21,17 @@ export class SinksController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'Sinks with their cursor, state, lag, last success, last error and next attempt' })
-  list() {
-    return this.sinks.list();
+  @ApiOperation({
+    summary: 'A page of sinks with their cursor, state, lag, last success, last error and next attempt',
+  })
+  list(@Query() query: ListSinksQuery) {
+    return this.sinks.list(query);
+  }
+
+  @Get('summary')
+  @ApiOperation({ summary: 'Sinks by state and by kind, the failing ones and the most lagging' })
+  summary() {
+    return this.sinks.summary();
   }
 
   @Get(':id')

@@ -16,11 +16,14 @@ import {
   ValidateIf,
   ValidationArguments,
 } from 'class-validator';
+import { PageQuery } from '../common/pagination.js';
 import { RESOURCE_TABLES } from '../projection/resource-tables.js';
-import { SINK_KINDS } from './sink.js';
+import { SINK_KINDS, SINK_STATES } from './sink.js';
+import { AFTER_MESSAGE, SINK_ORDERS } from './sink-page.js';
+import type { SinkOrder } from './sink-page.js';
 import { SINK_FROM_MESSAGE } from './sink-start.js';
 import { isHttpUrl } from './sink-url.js';
-import type { SinkKind } from './sink.js';
+import type { SinkKind, SinkState } from './sink.js';
 import { isTableKind, parseTableUrl, SCHEMA_PATTERN, TABLE_PREFIX_PATTERN } from './tables/table-target.js';
 
 export const CHANGE_TYPES = Object.keys(RESOURCE_TABLES);
@@ -168,4 +171,46 @@ export class UpdateSinkDto extends SinkFilterDto {
 export class ReplaySinkDto {
   @SinkFrom(true)
   from!: string;
+}
+
+/** `GET /api/v1/sinks` (docs/reference.md §13): a page, its filters and its order. */
+export class ListSinksQuery extends PageQuery {
+  @ApiPropertyOptional({ description: 'next_cursor of the previous page (of the same order)' })
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9_-]{1,200}$/, { message: AFTER_MESSAGE })
+  after?: string;
+
+  @ApiPropertyOptional({ enum: SINK_STATES })
+  @IsOptional()
+  @IsIn(SINK_STATES, { message: `state must be one of ${SINK_STATES.join(', ')}` })
+  state?: SinkState;
+
+  @ApiPropertyOptional({ enum: SINK_KINDS })
+  @IsOptional()
+  @IsIn(SINK_KINDS, { message: `kind must be one of ${SINK_KINDS.join(', ')}` })
+  kind?: SinkKind;
+
+  @ApiPropertyOptional({
+    enum: SINK_ORDERS,
+    default: 'created',
+    description:
+      'created: oldest first; failing: failing, retrying, disabled, then active sinks, each by the oldest failing_since, then by creation',
+  })
+  @IsOptional()
+  @IsIn(SINK_ORDERS, { message: `order must be one of ${SINK_ORDERS.join(', ')}` })
+  order: SinkOrder = 'created';
+
+  @ApiPropertyOptional({ description: 'sinks whose owner_ids name this owner' })
+  @IsOptional()
+  @IsString({ message: 'owner_id must be an owner id' })
+  @MinLength(1, { message: 'owner_id must be an owner id' })
+  @MaxLength(255, { message: 'owner_id must be an owner id of at most 255 characters' })
+  owner_id?: string;
+
+  @ApiPropertyOptional({ description: 'sinks whose id starts with it, or whose owner_ids name it' })
+  @IsOptional()
+  @IsString({ message: 'q must be a sink id prefix or an owner id' })
+  @MinLength(1, { message: 'q must be a sink id prefix or an owner id' })
+  @MaxLength(255, { message: 'q must be a sink id prefix or an owner id of at most 255 characters' })
+  q?: string;
 }

@@ -8,13 +8,19 @@ import {
   DEFAULT_STREAM,
   DEFAULT_SUBJECT_PREFIX,
   DEFAULT_TIMEOUT_MS,
+  LagCount,
   SECRET_OVERLAP_MS,
   Sink,
+  SINK_KINDS,
+  SINK_STATES,
+  SinkKind,
+  SinkState,
 } from './sink.js';
 import { EgressGuard } from './egress-guard.js';
 import { SINKS_CHANGED } from './sink-dispatcher.service.js';
 import { generateSinkSecret } from './sink-secret.js';
 import { NewSink, SinkRepository } from './sink.repository.js';
+import { decodeSinkPageKey, encodeSinkPageKey, SINK_ORDERS, SinkPageQuery } from './sink-page.js';
 import { parseSinkFrom } from './sink-start.js';
 import {
   DEFAULT_SCHEMA,
@@ -25,8 +31,23 @@ import {
   TableSinkKind,
 } from './tables/table-target.js';
 import { toSinkView, SinkView } from './sink-view.js';
-import { CreateSinkDto, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
+import { CreateSinkDto, ListSinksQuery, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
 import { SinkNotFoundError, SinkUnprocessableError } from './sinks.errors.js';
+
+/** `lag` of a single sink counts up to this many changes (lists count less: LIST_LAG_WINDOW). */
+const VIEW_LAG_CAP = 1_000_000;
+/** How many failing and most lagging sinks the summary names. */
+const SUMMARY_SHOWN = 5;
+/** The summary's most lagging sinks are counted among this many whose cursors are the furthest behind. */
+const SUMMARY_CANDIDATES = 20;
+
+export interface SinksSummary {
+  total: number;
+  by_state: Record<SinkState, number>;
+  by_kind: Record<SinkKind, number>;
+  failing: Array<{ id: string; state: SinkState; failing_since: string | null }>;
+  most_lagging: Array<{ id: string; lag: number; lag_capped: boolean }>;
+}
 
 /** Sink management (docs/reference.md §11): the API and the CLI call these. */
 @Injectable()
@@ -73,9 +94,79 @@ export class SinksService {
     return { data: { ...(await this.view(sink)), ...(secret === null ? {} : { secret }) } };
   }
 
-  async list(): Promise<{ data: SinkView[] }> {
-    const sinks = await this.repository.list();
-    return { data: await Promise.all(sinks.map((sink) => this.view(sink))) };
+  /**
+   * A page of sinks (docs/reference.md §13), read by keyset from the indexes; the lag of the page's
+   * sinks only, in one bounded statement (LIST_LAG_WINDOW).
+   */
+  async list(query: ListSinksQuery): Promise<{ data: SinkView[]; next_cursor: string | null }> {
+    const order = query.order ?? SINK_ORDERS[0];
+    const rows = await this.repository.page({
+      limit: query.limit,
+      order,
+      after: query.after === undefined ? undefined : decodeSinkPageKey(query.after, order),
+      state: query.state,
+      kind: query.kind,
+      ownerId: query.owner_id,
+      q: query.q,
+    } satisfies SinkPageQuery);
+    const page = rows.slice(0, query.limit);
+    const types = this.config.changeTypes;
+    const lags = await this.repository.lags(
+      page.map(({ sink }) => sink.id),
+      types,
+    );
+    return {
+      // A sink deleted between the two statements: no lag to show, so lag 0, as for one that caught up.
+      data: page.map(({ sink }) => toSinkView(sink, lags.get(sink.id) ?? { lag: 0, capped: false }, types)),
+      next_cursor: rows.length > query.limit ? encodeSinkPageKey(page[page.length - 1].key) : null,
+    };
+  }
+
+  /** Every sink matching `query`'s filters, a page at a time (the CLI's `sinks list`, the sandbox). */
+  async *all(query: Omit<ListSinksQuery, 'after'>): AsyncGenerator<SinkView[]> {
+    let after: string | undefined;
+    do {
+      const page = await this.list({ ...query, after });
+      yield page.data;
+      after = page.next_cursor ?? undefined;
+    } while (after !== undefined);
+  }
+
+  /**
+   * Counts by state and kind, the failing sinks that have failed longest, and the most lagging
+   * among the sinks whose cursors are the furthest behind (a bounded count each), for the console.
+   */
+  async summary(): Promise<{ data: SinksSummary }> {
+    const [counts, failing, behind] = await Promise.all([
+      this.repository.counts(),
+      this.repository.page({ limit: SUMMARY_SHOWN, order: 'failing' }),
+      this.repository.furthestBehind(SUMMARY_CANDIDATES),
+    ]);
+    const lags = await this.repository.lags(behind, this.config.changeTypes);
+    const byState = Object.fromEntries(SINK_STATES.map((state) => [state, 0])) as Record<SinkState, number>;
+    for (const { state, n } of counts.byState) byState[state] = n;
+    const byKind = Object.fromEntries(SINK_KINDS.map((kind) => [kind, 0])) as Record<SinkKind, number>;
+    for (const { kind, n } of counts.byKind) byKind[kind] = n;
+    return {
+      data: {
+        total: counts.byState.reduce((sum, { n }) => sum + n, 0),
+        by_state: byState,
+        by_kind: byKind,
+        failing: failing
+          .slice(0, SUMMARY_SHOWN)
+          .filter(({ sink }) => sink.state === 'failing' || sink.state === 'retrying')
+          .map(({ sink }) => ({
+            id: sink.id,
+            state: sink.state,
+            failing_since: sink.failingSince?.toISOString() ?? null,
+          })),
+        most_lagging: [...lags]
+          .filter(([, { lag }]) => lag > 0)
+          .sort(([a, x], [b, y]) => y.lag - x.lag || (a < b ? -1 : 1))
+          .slice(0, SUMMARY_SHOWN)
+          .map(([id, { lag, capped }]) => ({ id, lag, lag_capped: capped })),
+      },
+    };
   }
 
   async get(id: string): Promise<{ data: SinkView }> {
@@ -153,7 +244,8 @@ export class SinksService {
 
   private async view(sink: Sink): Promise<SinkView> {
     const types = this.config.changeTypes;
-    return toSinkView(sink, await this.repository.lag(sink, sink.types ?? types, sink.ownerIds), types);
+    const lag = await this.repository.lag(sink, sink.types ?? types, sink.ownerIds, VIEW_LAG_CAP);
+    return toSinkView(sink, { lag, capped: lag >= VIEW_LAG_CAP } satisfies LagCount, types);
   }
 }
 

@@ -1,20 +1,10 @@
 import { html } from 'htm/preact';
-import { useState } from 'preact/hooks';
-import { ApiError, getJson, getRole, postJson, tokenStore } from '../api.js';
+import { getJson, getRole, tokenStore } from '../api.js';
 import { count, duration, fromNow, when } from '../format.js';
 import { Async, Badge, Empty, Panel, Stat, usePoll } from '../ui.js';
+import { loadSinksSummary, SinksPanel } from './sinks.js';
 
 const REFRESH_MS = 2000;
-
-/** Sinks come from docs/reference.md §11; a daemon without them answers 404, shown as "not available". */
-async function loadSinks() {
-  try {
-    return { available: true, data: (await getJson('/api/v1/sinks')).data };
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 404) return { available: false, data: [] };
-    throw error;
-  }
-}
 
 function connectHref() {
   const token = tokenStore.get();
@@ -25,7 +15,7 @@ export function Overview() {
   const connections = usePoll(() => getJson('/api/v1/connections').then((body) => body.data), REFRESH_MS);
   const projections = usePoll(() => getJson('/api/v1/projections').then((body) => body.data), REFRESH_MS);
   const parked = usePoll(() => getJson('/api/v1/projections/parked').then((body) => body.data), REFRESH_MS);
-  const sinks = usePoll(loadSinks, REFRESH_MS);
+  const sinks = usePoll(loadSinksSummary, REFRESH_MS);
   const runs = usePoll(() => getJson('/api/v1/reconcile/runs').then((body) => body.data.slice(0, 5)), 5000);
   const quarantine = usePoll(() => getJson('/api/v1/quarantine').then((body) => body.data.length), 5000);
   // Write actions are shown to an admin token only; until the role is known, to none.
@@ -35,7 +25,7 @@ export function Overview() {
   const lag = projections.data?.reduce((sum, item) => sum + item.lag, 0);
   const parkedCount = projections.data?.reduce((sum, item) => sum + item.parked, 0);
   const attention = connections.data?.filter((item) => item.state !== 'active').length;
-  const failingSinks = sinks.data?.data.filter((item) => item.state === 'failing' || item.state === 'retrying').length;
+  const failingSinks = sinks.data?.available ? sinks.data.by_state.failing + sinks.data.by_state.retrying : undefined;
 
   return html` <div class="stats">
       <${Stat}
@@ -58,7 +48,7 @@ export function Overview() {
       />
       <${Stat}
         label="Sinks"
-        value=${sinks.data ? (sinks.data.available ? count(sinks.data.data.length) : 'n/a') : '…'}
+        value=${sinks.data ? (sinks.data.available ? count(sinks.data.total) : 'n/a') : '…'}
         tone=${failingSinks > 0 ? 'bad' : ''}
         hint=${failingSinks > 0 ? `${failingSinks} failing or retrying` : sinks.data?.available === false ? 'not on this daemon' : 'delivering'}
       />
@@ -73,7 +63,7 @@ export function Overview() {
       <${Connections} state=${connections} canWrite=${canWrite} />
       <${Projections} state=${projections} parked=${parked} />
       <${ReconcileRuns} state=${runs} />
-      <${Sinks} state=${sinks} canWrite=${canWrite} />
+      <${SinksPanel} summary=${sinks} canWrite=${canWrite} />
     </div>`;
 }
 
@@ -187,133 +177,6 @@ function Projections({ state, parked }) {
           : null
       }
     </${Panel}>`;
-}
-
-/** Where a sink delivers; a table sink's URL comes masked from the API. */
-function sinkTarget(sink) {
-  switch (sink.kind) {
-    case 'nats':
-      return `NATS ${sink.stream ?? ''} ${sink.subject_prefix ?? 'menu'}.>`;
-    case 'postgres':
-      return `PostgreSQL ${sink.url} (schema ${sink.schema})`;
-    case 'mysql':
-      return `MySQL ${sink.url} (tables ${sink.table_prefix}…)`;
-    default:
-      return sink.url;
-  }
-}
-
-function Sinks({ state, canWrite }) {
-  const [message, setMessage] = useState();
-  const replay = async (sink) => {
-    if (!confirm(`Deliver every change again to sink ${String(sink.id).slice(0, 8)}, from the start?`)) return;
-    try {
-      await postJson(`/api/v1/sinks/${sink.id}/replay`, { from: 'start' });
-      setMessage(`Sink ${sink.id} replays from the start.`);
-    } catch (error) {
-      setMessage(`Replay refused: ${error.message}`);
-    }
-  };
-  return html`
-    <${Panel} title="Sinks" id="sinks" wide>
-      <${Async} state=${state} what="sinks" isEmpty=${(data) => !data.available || data.data.length === 0}
-        empty=${
-          state.data?.available === false
-            ? html`<${Empty} title="Sinks are not available on this daemon">This version serves no <span class="mono">/api/v1/sinks</span>; the pull feed and push sinks come with a newer one.</${Empty}>`
-            : html`<${Empty} title="No sinks yet">Push changes to your catalogue with <span class="mono">menu-sync sinks add</span> or <span class="mono">POST /api/v1/sinks</span>.</${Empty}>`
-        }>
-        ${(data) =>
-          html` ${message ? html`<div class="stale">${message}</div>` : null}
-            <div class="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th>#</th>
-                    <th>Target</th>
-                    <th>State</th>
-                    <th class="num">Lag</th>
-                    <th>Last success</th>
-                    <th>Next attempt</th>
-                    <th></th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${data.data.map(
-                    (sink) =>
-                      html` <tr class="sink">
-                          <td class="mono" title=${sink.id}>${String(sink.id).slice(0, 8)}</td>
-                          <td>
-                            <span class="mono">${sinkTarget(sink)}</span>
-                          </td>
-                          <td>
-                            <${Badge}
-                              value=${sink.state}
-                            />${sink.last_error ? html`<div class="error-text">${sink.last_error}</div>` : null}
-                          </td>
-                          <td class="num">${count(sink.lag)}</td>
-                          <td title=${when(sink.last_success_at)}>${fromNow(sink.last_success_at)}</td>
-                          <td title=${when(sink.next_attempt_at)}>
-                            ${sink.next_attempt_at ? fromNow(sink.next_attempt_at) : '—'}
-                          </td>
-                          <td>
-                            ${canWrite ? html`<button type="button" onClick=${() => replay(sink)}>Replay</button>` : null}
-                          </td>
-                        </tr>
-                        <tr class="sink-attempts">
-                          <td></td>
-                          <td colspan="6"><${SinkAttempts} id=${sink.id} /></td>
-                        </tr>`,
-                  )}
-                </tbody>
-              </table>
-            </div>`}
-      </${Async}>
-    </${Panel}>`;
-}
-
-const ATTEMPTS_SHOWN = 5;
-
-/** The newest delivery attempts of a sink: what it sent, and what its target answered (docs/reference.md §12). */
-function SinkAttempts({ id }) {
-  const state = usePoll(
-    () => getJson(`/api/v1/sinks/${id}/attempts?limit=${ATTEMPTS_SHOWN}`).then((body) => body.data),
-    REFRESH_MS,
-    [id],
-  );
-  return html`<${Async} state=${state} what="attempts"
-    empty=${html`<p class="muted">No delivery attempt yet.</p>`}>
-    ${(attempts) =>
-      html`<table class="attempts">
-        <thead>
-          <tr>
-            <th>Attempt</th>
-            <th>Outcome</th>
-            <th class="num">Status</th>
-            <th>Changes (seq)</th>
-            <th class="num">Took</th>
-            <th>Answer</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${attempts.map(
-            (attempt) =>
-              html`<tr>
-                <td class="when" title=${when(attempt.at)}>${fromNow(attempt.at)}</td>
-                <td><${Badge} value=${attempt.outcome} /></td>
-                <td class="num mono">${attempt.status}</td>
-                <td class="mono" title=${attempt.webhook_id ?? ''}>
-                  ${count(attempt.batch.changes)} (${attempt.batch.first_seq}–${attempt.batch.last_seq})
-                </td>
-                <td class="num">${duration(attempt.duration_ms)}</td>
-                <td>
-                  ${attempt.error ? html`<div class="error-text">${attempt.error}</div>` : null}
-                  ${attempt.response ? html`<div class="mono response">${attempt.response}</div>` : null}
-                </td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>`}
-  </${Async}>`;
 }
 
 function differences(run) {
