@@ -67,11 +67,54 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     let page = await changes.readAfter(from, filter);
     if (compactedAway(from, page.compactedTo)) throw new ExpiredChangeCursorError(field);
     while (page.changes.length === 0 && Date.now() < deadline && !closed?.aborted) {
+      const routed = await this.waitRouted(filter, page.next, deadline, closed);
+      if (routed !== null) return routed;
       await this.notifier.wait(deadline - Date.now(), closed, seen);
       seen = this.notifier.generation;
       page = await changes.readAfter(page.next, filter);
     }
     return { data: page.changes.map((entry) => entry.change), next_cursor: encodeChangeCursor(page.next) };
+  }
+
+  /**
+   * A long-poll that has caught up waits on the shared read: the first changes it follows after
+   * `from` (at most a page), or none when the wait ends, then with the router's position as the
+   * cursor. Null when the router cannot take it yet (the caller waits and reads on its own).
+   */
+  private async waitRouted(
+    filter: ChangeFilter,
+    from: ChangePosition,
+    deadline: number,
+    closed?: AbortSignal,
+  ): Promise<{ data: Change[]; next_cursor: string } | null> {
+    const got: ChangeText[] = [];
+    let wake: (() => void) | null = null;
+    const route = this.shared.join(filter, from, {
+      deliver: (changes) => {
+        got.push(...changes);
+        wake?.();
+      },
+    });
+    if (route === null) return null;
+    try {
+      if (got.length === 0) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            closed?.removeEventListener('abort', done);
+            resolve();
+          };
+          const timer = setTimeout(done, Math.max(0, deadline - Date.now()));
+          closed?.addEventListener('abort', done, { once: true });
+          wake = done;
+        });
+      }
+      const page = got.slice(0, filter.limit);
+      const next = page.at(-1)?.position ?? route.position;
+      return { data: page.map((change) => JSON.parse(change.json) as Change), next_cursor: encodeChangeCursor(next) };
+    } finally {
+      route.close();
+    }
   }
 
   /**

@@ -146,6 +146,12 @@ export class SinkSeries {
     for (const id of delivering) this.entry(id).delivering = true;
   }
 
+  /** `leased` for one sink: this process delivers it (or not) now. */
+  delivering(id: string, on: boolean): void {
+    if (on) this.entry(id).delivering = true;
+    else this.forget(id);
+  }
+
   /** The sink is no longer delivered here: its lag is unknown; what it delivered is still counted. */
   forget(id: string): void {
     const entry = this.entries.get(id);

@@ -68,7 +68,9 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   private failingCountedAt = 0;
   /** What the workers were last run for: sinks read, leases held and handed on. */
   private ranFor = '';
-  private sinksVersion = 0;
+  /** Sinks read changed since the workers were last run for them; the sinks of each bucket. */
+  private readonly changed = new Set<string>();
+  private readonly buckets = new Map<number, number>();
   private readonly listener: ChannelListener;
   private unlisten: (() => void) | null = null;
   private unwatch: (() => void) | null = null;
@@ -187,18 +189,20 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
         older_dispatchers: view.olderDispatchers,
       });
     const delivering = new Set([...this.held].filter((key) => !this.handing.has(key)));
-    const plan = planShare([...new Set([...this.sinks.values()].map(({ key }) => key))], delivering, view);
+    const plan = planShare([...this.buckets.keys()], delivering, view);
     for (const key of plan.release) this.handOn(key);
     for (let i = 0, room = plan.room; i < plan.candidates.length && room > 0; i++) {
       if (!(await this.leases.tryTake(runner, plan.candidates[i]))) continue;
       this.held.add(plan.candidates[i]);
       room--;
     }
-    const ranFor = `${this.sinksVersion}/${[...this.held].join()}/${[...this.handing.keys()].join()}`;
+    const ranFor = `${[...this.held].join()}/${[...this.handing.keys()].join()}`;
+    const changed = [...this.changed];
+    this.changed.clear();
     if (ranFor !== this.ranFor) {
       this.ranFor = ranFor;
-      this.runWorkers();
-    }
+      this.runWorkers([...this.workers.keys(), ...this.sinks.keys()]);
+    } else if (changed.length > 0) this.runWorkers(changed);
     this.metrics.sinkDispatchers.set(view.dispatchers);
     if (Date.now() - this.failingCountedAt > COUNT_FAILING_MS) {
       this.failingCountedAt = Date.now();
@@ -216,17 +220,29 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     const rows = full ? await this.repository.deliverable() : await this.repository.deliverableOf(ids);
     const read = new Map(rows.map(({ id, stamp }) => [id, stamp]));
     if (full) this.fullReadAt = Date.now();
-    let changed = false;
     for (const id of full ? new Set([...this.sinks.keys(), ...read.keys()]) : ids) {
       const before = this.sinks.get(id);
       const stamp = read.get(id);
+      // A worker that stopped by itself is looked at again even when its sink did not change.
+      if (before?.stamp === stamp && this.workers.get(id)?.stopped !== true) continue;
+      this.changed.add(id);
       if (before?.stamp === stamp) continue;
-      changed = true;
+      if (before !== undefined) this.count(before.key, -1);
       if (stamp === undefined) this.sinks.delete(id);
-      else this.sinks.set(id, { stamp, key: before?.key ?? sinkLeaseKey(id) });
+      else {
+        const key = before?.key ?? sinkLeaseKey(id);
+        this.sinks.set(id, { stamp, key });
+        this.count(key, 1);
+      }
       if (before !== undefined) this.workers.get(id)?.wake();
     }
-    if (changed) this.sinksVersion++;
+  }
+
+  /** Keeps the number of sinks of each bucket: the leases wanted are the buckets with any. */
+  private count(key: number, by: 1 | -1): void {
+    const n = (this.buckets.get(key) ?? 0) + by;
+    if (n > 0) this.buckets.set(key, n);
+    else this.buckets.delete(key);
   }
 
   /** Lets the workers of a lease's sinks finish their batch in flight; the lease is unlocked at the next look after. */
@@ -244,19 +260,24 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     }
   }
 
-  /** A worker for each deliverable sink whose lease is held and kept; the others' workers stop. */
-  private runWorkers(): void {
+  /**
+   * For each sink of `ids`: a worker if it is deliverable and its lease held and kept, else none
+   * (every sink when the leases changed, else only those read changed).
+   */
+  private runWorkers(ids: Iterable<string>): void {
     const delivers = (key: number | undefined) => key !== undefined && this.held.has(key) && !this.handing.has(key);
-    for (const [id, worker] of this.workers) {
-      if (delivers(this.sinks.get(id)?.key) && !worker.stopped) continue;
-      this.workers.delete(id);
-      if (!this.sinks.has(id)) this.metrics.sinks.forget(id);
-      void worker.stop();
-    }
     const deps = this.workerDeps();
-    for (const [id, { key }] of this.sinks)
-      if (delivers(key) && !this.workers.has(id)) this.workers.set(id, new SinkWorker(id, deps));
-    this.metrics.sinks.leased(this.workers.keys());
+    for (const id of new Set(ids)) {
+      const worker = this.workers.get(id);
+      const wanted = delivers(this.sinks.get(id)?.key);
+      if (worker !== undefined && wanted && !worker.stopped) continue;
+      if (worker !== undefined) {
+        this.workers.delete(id);
+        void worker.stop();
+      }
+      if (wanted) this.workers.set(id, new SinkWorker(id, deps));
+      this.metrics.sinks.delivering(id, wanted);
+    }
   }
 
   private logShare(sinks: number, dispatchers: number, older: number): void {
@@ -303,6 +324,8 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     this.handing.clear();
     this.held.clear();
     this.sinks.clear();
+    this.buckets.clear();
+    this.changed.clear();
     this.dirty.clear();
     this.ranFor = '';
     this.lastShare = '';

@@ -67,6 +67,19 @@ interface ReadAhead {
 const previousSecretValid = (sink: Sink) =>
   sink.previousSecret !== null && (sink.previousSecretExpiresAt?.getTime() ?? 0) > Date.now();
 
+/** The sink as a cursor move to `last` leaves it (what SinkRepository's success writes). */
+const acknowledged = (sink: Sink, last: ChangePosition): Sink => ({
+  ...sink,
+  cursor: last,
+  inflight: null,
+  attempts: 0,
+  nextAttemptAt: null,
+  failingSince: null,
+  lastError: null,
+  state: sink.state === 'disabled' ? 'disabled' : 'active',
+  lastSuccessAt: new Date(),
+});
+
 const readKey = (sink: Sink) => JSON.stringify([sink.cursor, sink.epoch, sink.batchSize, sink.types, sink.ownerIds]);
 
 /**
@@ -315,6 +328,13 @@ export class SinkWorker {
       this.deps.metrics.sinks.delivered(sink, 'ok');
       this.lag.delivered(sink, batch.length);
       this.cursorAt = Date.now();
+      if (ahead === null && !readAhead) {
+        // Following the shared read: the move commits without waiting for the disk, as a catching-up
+        // one does; a batch after it records its end synchronously, which makes this move durable first.
+        const moved = await this.deps.repository.moveCursor(sink.id, sink.cursor, last);
+        this.known = moved ? acknowledged(sink, last) : null;
+        return { wait: 0, ok: moved };
+      }
       if (ahead === null) {
         this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
         // Null: the cursor had moved (a replay): the next round reads the sink afresh.
@@ -326,15 +346,7 @@ export class SinkWorker {
       const recorded = this.deps.repository.moveCursor(sink.id, sink.cursor, last);
       recorded.catch(() => undefined);
       this.recording = recorded;
-      this.known = {
-        ...sink,
-        cursor: last,
-        inflight: null,
-        attempts: 0,
-        nextAttemptAt: null,
-        failingSince: null,
-        lastError: null,
-      };
+      this.known = acknowledged(sink, last);
       this.ahead = ahead;
       return { wait: 0, ok: true };
     }
