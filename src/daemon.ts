@@ -8,8 +8,8 @@ import { openDatabase, OpenDatabase } from './database/database-target.js';
 import { migrateDatabase } from './database/migrate.js';
 import { ConnectionRepository } from './connections/connection.repository.js';
 import { Sandbox } from './sandbox/sandbox.js';
-import { EgressGuard } from './sinks/egress-guard.js';
-import { SinksService } from './sinks/sinks.service.js';
+import { EgressGuard } from './sinks/egress/egress-guard.js';
+import { SinksService } from './sinks/api/sinks.service.js';
 import { UpstreamSettings } from './upstream/upstream-settings.js';
 
 const SHUTDOWN_BUDGET_MS = 9500;

@@ -11,10 +11,11 @@ import { fileURLToPath } from 'node:url';
 const SRC = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(SRC, '..');
 
-function layers(): string[][] {
+/** The `layers` block of ARCHITECTURE.md, or the `layers <room>` block of a room's own rooms. */
+function layers(room?: string): string[][] {
   const text = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
-  const block = /```layers\n([\s\S]*?)```/.exec(text);
-  if (!block) throw new Error('ARCHITECTURE.md has no ```layers block');
+  const block = new RegExp('```layers' + (room === undefined ? '' : ` ${room}`) + '\\n([\\s\\S]*?)```').exec(text);
+  if (!block) throw new Error(`ARCHITECTURE.md has no \`\`\`layers${room === undefined ? '' : ` ${room}`} block`);
   return block[1]
     .split('\n')
     .map((line) => line.replace(/#.*/, '').trim())
@@ -58,6 +59,13 @@ function imports(): Import[] {
   });
 }
 
+/** The room of a file of src/sinks/: its folder there, `core` for a file directly in it, `sinks.module` for the module. */
+function sinkRoomOf(file: string): string {
+  const parts = relative(join(SRC, 'sinks'), file).split(sep);
+  if (parts.length > 1) return parts[0];
+  return parts[0] === 'sinks.module.ts' ? 'sinks.module' : 'core';
+}
+
 describe('layering (ARCHITECTURE.md)', () => {
   const order = layers();
   const layerOf = new Map(order.flatMap((rooms, index) => rooms.map((room) => [room, index] as const)));
@@ -88,5 +96,24 @@ describe('layering (ARCHITECTURE.md)', () => {
       )
       .map(({ file, specifier }) => `${file} imports ${specifier}`);
     expect(impure).toEqual([]);
+  });
+
+  it('lays out the rooms of sinks/ in layers of their own, imports running down', () => {
+    const order = layers('sinks');
+    const layerOf = new Map(order.flatMap((rooms, index) => rooms.map((room) => [room, index] as const)));
+    const sinks = join(SRC, 'sinks') + sep;
+    const files = productionFiles(join(SRC, 'sinks'));
+    const rooms = new Set(files.map(sinkRoomOf));
+    expect([...rooms].filter((room) => !layerOf.has(room)).sort()).toEqual([]);
+    expect([...layerOf.keys()].filter((room) => !rooms.has(room)).sort()).toEqual([]);
+    const upward = files.flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(/(?:from|import)\s*\(?\s*['"](\.[^'"]+)['"]/g)]
+        .map((match) => resolve(dirname(file), match[1]).replace(/\.js$/, '.ts'))
+        .filter((to) => to.startsWith(sinks))
+        .map((to) => [sinkRoomOf(file), sinkRoomOf(to)] as const)
+        .filter(([from, to]) => from !== to && !(layerOf.get(to)! < layerOf.get(from)!))
+        .map(([from, to]) => `${relative(ROOT, file)}: ${from} imports ${to}`),
+    );
+    expect(upward).toEqual([]);
   });
 });

@@ -6,11 +6,11 @@ import { createValidationPipe } from '../common/validation.pipe.js';
 import { AppConfig } from '../config/app-config.js';
 import { ConfigModule } from '../config/config.module.js';
 import { DatabaseModule } from '../database/database.module.js';
-import { CreateSinkDto, ReplaySinkDto } from '../sinks/sinks.dto.js';
+import { CreateSinkDto, ReplaySinkDto } from '../sinks/api/sinks.dto.js';
 import { SinkNotFoundError } from '../sinks/sinks.errors.js';
 import { SinkStoreModule } from '../sinks/sinks.module.js';
-import { SinksService } from '../sinks/sinks.service.js';
-import type { SinkView } from '../sinks/sink-view.js';
+import { SinksService } from '../sinks/api/sinks.service.js';
+import type { SinkView } from '../sinks/api/sink-view.js';
 import { printJson } from './auth-context.js';
 import { withDaemonContext } from './daemon-database.js';
 

@@ -8,8 +8,8 @@ import { DEMO_USER_ID } from '../emulator/oauth/oauth-server.service.js';
 import { DEMO_STORE_ID } from '../emulator/state/emulator-state.service.js';
 import { PinoNestLogger } from '../observability/logger.js';
 import { UpstreamSettings } from '../upstream/upstream-settings.js';
-import type { EgressGuard } from '../sinks/egress-guard.js';
-import type { SinksService } from '../sinks/sinks.service.js';
+import type { EgressGuard } from '../sinks/egress/egress-guard.js';
+import type { SinksService } from '../sinks/api/sinks.service.js';
 import { CatalogueReceiver } from './catalogue-receiver.js';
 
 /** A sandbox emulator retries failed deliveries soon: the daemon beside it is usually just starting or stopping. */

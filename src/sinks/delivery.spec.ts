@@ -1,5 +1,5 @@
 import { batchWebhookId, newestPerResource } from './delivery.js';
-import { changeSubject } from './nats-sink.client.js';
+import { changeSubject } from './nats/nats-sink.client.js';
 import { stateAfterFailure } from './sink.js';
 
 describe('a batch', () => {

@@ -2,18 +2,18 @@ import { Module } from '@nestjs/common';
 import { SecretCipherModule } from '../common/secret-cipher.module.js';
 import { ChangeFeedModule } from '../changes/change-feed.module.js';
 import { ChangesModule } from '../changes/changes.module.js';
-import { EgressGuard } from './egress-guard.js';
-import { HttpSinkClient } from './http-sink.client.js';
-import { NatsSinkClient } from './nats-sink.client.js';
-import { SinkAttemptsController } from './sink-attempts.controller.js';
-import { SinkAttemptsRepository } from './sink-attempts.repository.js';
-import { SinkAttemptsService } from './sink-attempts.service.js';
-import { SinkDispatcherService } from './sink-dispatcher.service.js';
-import { SinkLeaseRepository } from './sink-lease.repository.js';
+import { EgressGuard } from './egress/egress-guard.js';
+import { HttpSinkClient } from './http/http-sink.client.js';
+import { NatsSinkClient } from './nats/nats-sink.client.js';
+import { SinkAttemptsController } from './api/sink-attempts.controller.js';
+import { SinkAttemptsRepository } from './attempts/sink-attempts.repository.js';
+import { SinkAttemptsService } from './attempts/sink-attempts.service.js';
+import { SinkDispatcherService } from './dispatch/sink-dispatcher.service.js';
+import { SinkLeaseRepository } from './dispatch/sink-lease.repository.js';
 import { SinkRepository } from './sink.repository.js';
 import { SinkSnapshots } from './sink-start.js';
-import { SinksController } from './sinks.controller.js';
-import { SinksService } from './sinks.service.js';
+import { SinksController } from './api/sinks.controller.js';
+import { SinksService } from './api/sinks.service.js';
 import { TableSinksClient } from './tables/table-sinks.client.js';
 
 /** Sink management only (the CLI): no dispatcher. */

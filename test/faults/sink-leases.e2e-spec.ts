@@ -7,7 +7,7 @@ import { createTestDatabase, TestDatabase } from '../support/database.js';
 import { api, LOOPBACK_NETWORKS, metricValue } from '../support/http.js';
 import { menuEvent, product } from '../support/menu-events.js';
 import { SinkReceiver } from '../support/sink-receiver.js';
-import { sinkLeaseKey } from '../../src/sinks/sink-shares.js';
+import { sinkLeaseKey } from '../../src/sinks/dispatch/sink-shares.js';
 import { closeAgent, isAcked, Load, statusCounts } from './load.js';
 
 /** Generous bounds for a shared, loaded machine (daemons starting, catching up); nothing is asserted on them. */

@@ -3,7 +3,7 @@ import type { Change, ChangeEntry } from '../../src/changes/change.js';
 import { START } from '../../src/changes/change.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { MetricsService } from '../../src/observability/metrics.service.js';
-import { EgressGuard } from '../../src/sinks/egress-guard.js';
+import { EgressGuard } from '../../src/sinks/egress/egress-guard.js';
 import type { Sink } from '../../src/sinks/sink.js';
 import { TableSinksClient } from '../../src/sinks/tables/table-sinks.client.js';
 import { collection, order, orderProduct, product, Resource, store, trait, traitOption } from './menu-events.js';

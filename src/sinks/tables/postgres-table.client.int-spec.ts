@@ -16,7 +16,7 @@ import {
 } from '../../../test/support/table-sinks.js';
 import type { ChangeEntry } from '../../changes/change.js';
 import { encodeChangeCursor } from '../../changes/change-cursor.js';
-import { EgressRefusedError } from '../egress-guard.js';
+import { EgressRefusedError } from '../egress/egress-guard.js';
 import type { Sink } from '../sink.js';
 import { PostgresTableClient } from './postgres-table.client.js';
 import { parseTableUrl, TableTarget } from './table-target.js';

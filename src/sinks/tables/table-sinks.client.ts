@@ -3,7 +3,7 @@ import type { ChangeEntry } from '../../changes/change.js';
 import { encodeChangeCursor } from '../../changes/change-cursor.js';
 import { MetricsService } from '../../observability/metrics.service.js';
 import type { DeliveryOutcome } from '../delivery.js';
-import { EGRESS_REFUSED, EgressGuard } from '../egress-guard.js';
+import { EGRESS_REFUSED, EgressGuard } from '../egress/egress-guard.js';
 import type { Sink } from '../sink.js';
 import { DatabaseFailure, describeDatabaseError, TargetCursor } from './table-batch.js';
 import type { TableClient } from './table-client.js';

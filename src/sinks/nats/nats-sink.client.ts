@@ -1,9 +1,9 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { JetStreamApiError, jetstream, jetstreamManager, JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { connect, NatsConnection } from '@nats-io/transport-node';
-import { AppConfig } from '../config/app-config.js';
-import type { ChangeText } from '../changes/change.js';
-import type { DeliveryOutcome } from './delivery.js';
+import { AppConfig } from '../../config/app-config.js';
+import type { ChangeText } from '../../changes/change.js';
+import type { DeliveryOutcome } from '../delivery.js';
 
 /** `<prefix>.<owner_id>.<type>.<id>`; NATS subject tokens cannot hold `.`, `*`, `>` or whitespace. */
 export function changeSubject(prefix: string, change: Pick<ChangeText, 'ownerId' | 'type' | 'id'>): string {

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
-import { MetricsService } from '../observability/metrics.service.js';
-import type { Sink } from './sink.js';
-import { SinkRepository } from './sink.repository.js';
+import { MetricsService } from '../../observability/metrics.service.js';
+import type { Sink } from '../sink.js';
+import { SinkRepository } from '../sink.repository.js';
 
 const EVERY_MS = 5000;
 

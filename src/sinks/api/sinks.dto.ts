@@ -16,15 +16,15 @@ import {
   ValidateIf,
   ValidationArguments,
 } from 'class-validator';
-import { PageQuery } from '../common/pagination.js';
-import { RESOURCE_TABLES } from '../projection/resource-tables.js';
-import { SINK_KINDS, SINK_STATES } from './sink.js';
-import { AFTER_MESSAGE, SINK_ORDERS } from './sink-page.js';
-import type { SinkOrder } from './sink-page.js';
-import { SINK_FROM_MESSAGE } from './sink-start.js';
-import { isHttpUrl } from './sink-url.js';
-import type { SinkKind, SinkState } from './sink.js';
-import { isTableKind, parseTableUrl, SCHEMA_PATTERN, TABLE_PREFIX_PATTERN } from './tables/table-target.js';
+import { PageQuery } from '../../common/pagination.js';
+import { RESOURCE_TABLES } from '../../projection/resource-tables.js';
+import { SINK_KINDS, SINK_STATES } from '../sink.js';
+import { AFTER_MESSAGE, SINK_ORDERS } from '../sink-page.js';
+import type { SinkOrder } from '../sink-page.js';
+import { SINK_FROM_MESSAGE } from '../sink-start.js';
+import { isHttpUrl } from '../sink-url.js';
+import type { SinkKind, SinkState } from '../sink.js';
+import { isTableKind, parseTableUrl, SCHEMA_PATTERN, TABLE_PREFIX_PATTERN } from '../tables/table-target.js';
 
 export const CHANGE_TYPES = Object.keys(RESOURCE_TABLES);
 

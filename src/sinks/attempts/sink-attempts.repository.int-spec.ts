@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
-import { loadConfig } from '../config/app-config.js';
+import { createTestDatabase, openDataSource, TestDatabase } from '../../../test/support/database.js';
+import { loadConfig } from '../../config/app-config.js';
 import { SinkAttempt, SinkAttemptsRepository } from './sink-attempts.repository.js';
 import { SinkAttemptsService } from './sink-attempts.service.js';
 

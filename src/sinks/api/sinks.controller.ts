@@ -1,6 +1,6 @@
 import { Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiTokenGuard } from '../common/api-token.guard.js';
+import { ApiTokenGuard } from '../../common/api-token.guard.js';
 import { JsonBody, jsonBodyValidation } from './json-body.decorator.js';
 import { CreateSinkDto, ListSinksQuery, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
 import { SinksService } from './sinks.service.js';

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../config/app-config.js';
-import type { Network } from '../config/networks.js';
+import { AppConfig } from '../../config/app-config.js';
+import type { Network } from '../../config/networks.js';
 import { inNetworks, parseAddress, refusedRange } from './egress-ranges.js';
 
 /** The `code` of EgressRefusedError, which survives drivers that copy errors. */

@@ -2,9 +2,9 @@ import { Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
-import { ApiTokenGuard } from '../common/api-token.guard.js';
-import { toInt } from '../common/pagination.js';
-import { SinkAttemptsService } from './sink-attempts.service.js';
+import { ApiTokenGuard } from '../../common/api-token.guard.js';
+import { toInt } from '../../common/pagination.js';
+import { SinkAttemptsService } from '../attempts/sink-attempts.service.js';
 import { checkId } from './sinks.service.js';
 
 export class AttemptsQuery {

@@ -1,10 +1,10 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Agent, buildConnector, request } from 'undici';
-import { MetricsService } from '../observability/metrics.service.js';
-import { parseRetryAfter } from './backoff.js';
-import type { DeliveryOutcome, TargetAnswer } from './delivery.js';
-import { defaultPort, EgressGuard, EgressRefusedError } from './egress-guard.js';
-import { responseHead } from './redact.js';
+import { MetricsService } from '../../observability/metrics.service.js';
+import { parseRetryAfter } from '../backoff.js';
+import type { DeliveryOutcome, TargetAnswer } from '../delivery.js';
+import { defaultPort, EgressGuard, EgressRefusedError } from '../egress/egress-guard.js';
+import { responseHead } from '../redact.js';
 import { webhookSignature } from './sink-secret.js';
 
 export interface HttpBatch {

@@ -1,4 +1,4 @@
-import { loadConfig } from '../config/app-config.js';
+import { loadConfig } from '../../config/app-config.js';
 import { EgressGuard, EgressRefusedError } from './egress-guard.js';
 import { parseAddress, refusedRange } from './egress-ranges.js';
 

@@ -1,7 +1,7 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { AppError, BadRequestError } from '../common/app-error.js';
-import { createValidationPipe } from '../common/validation.pipe.js';
+import { AppError, BadRequestError } from '../../common/app-error.js';
+import { createValidationPipe } from '../../common/validation.pipe.js';
 
 class UnsupportedMediaTypeError extends AppError {
   constructor() {

@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import type { Address } from '../config/networks.js';
+import type { Address } from '../../config/networks.js';
 
 type Ranges<T> = Record<string, [T, number] | Array<[T, number]>>;
 

@@ -1,5 +1,5 @@
-import { encodeChangeCursor } from '../changes/change-cursor.js';
-import type { LagCount, Sink } from './sink.js';
+import { encodeChangeCursor } from '../../changes/change-cursor.js';
+import type { LagCount, Sink } from '../sink.js';
 
 /** A sink as the API shows it: never a secret. */
 export interface SinkView {

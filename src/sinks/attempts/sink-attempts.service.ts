@@ -1,9 +1,9 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { BadRequestError } from '../common/app-error.js';
-import { AppConfig } from '../config/app-config.js';
-import { RESPONSE_HEAD_BYTES, redactSecrets } from './redact.js';
+import { BadRequestError } from '../../common/app-error.js';
+import { AppConfig } from '../../config/app-config.js';
+import { RESPONSE_HEAD_BYTES, redactSecrets } from '../redact.js';
 import { SinkAttempt, SinkAttemptView, SinkAttemptsRepository } from './sink-attempts.repository.js';
-import { SinkNotFoundError } from './sinks.errors.js';
+import { SinkNotFoundError } from '../sinks.errors.js';
 
 /** Attempts waiting to be written beyond this are dropped, oldest first (the database is down). */
 const MAX_PENDING = 10_000;

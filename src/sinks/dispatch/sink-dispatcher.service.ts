@@ -2,23 +2,23 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap }
 import { OnEvent } from '@nestjs/event-emitter';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
-import { ChangeLogRepository } from '../changes/change-log.repository.js';
-import { ChangeNotifier } from '../changes/change-notifier.service.js';
-import { ChangeRouter } from '../changes/change-router.service.js';
-import { LeaseLoop, LeaseState } from '../common/lease-loop.js';
-import { AppConfig } from '../config/app-config.js';
-import { AdvisoryLease } from '../database/advisory-lease.js';
-import { ChannelListener } from '../database/channel-listener.js';
-import { MetricsService } from '../observability/metrics.service.js';
-import { HttpSinkClient } from './http-sink.client.js';
-import { NatsSinkClient } from './nats-sink.client.js';
-import { SinkAttemptsService } from './sink-attempts.service.js';
+import { ChangeLogRepository } from '../../changes/change-log.repository.js';
+import { ChangeNotifier } from '../../changes/change-notifier.service.js';
+import { ChangeRouter } from '../../changes/change-router.service.js';
+import { LeaseLoop, LeaseState } from '../../common/lease-loop.js';
+import { AppConfig } from '../../config/app-config.js';
+import { AdvisoryLease } from '../../database/advisory-lease.js';
+import { ChannelListener } from '../../database/channel-listener.js';
+import { MetricsService } from '../../observability/metrics.service.js';
+import { HttpSinkClient } from '../http/http-sink.client.js';
+import { NatsSinkClient } from '../nats/nats-sink.client.js';
+import { SinkAttemptsService } from '../attempts/sink-attempts.service.js';
 import { SINK_DISPATCHER_LOCK, SinkLeaseRepository } from './sink-lease.repository.js';
-import { SinkRepository } from './sink.repository.js';
+import { SinkRepository } from '../sink.repository.js';
 import { planShare, sinkLeaseKey } from './sink-shares.js';
-import { SinkSnapshots } from './sink-start.js';
+import { SinkSnapshots } from '../sink-start.js';
 import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
-import { TableSinksClient } from './tables/table-sinks.client.js';
+import { TableSinksClient } from '../tables/table-sinks.client.js';
 
 export { SINK_DISPATCHER_LOCK } from './sink-lease.repository.js';
 /** Emitted by the sinks API with a sink's id when it was created, changed, replayed or removed. */

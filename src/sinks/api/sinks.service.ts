@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
-import { BadRequestError } from '../common/app-error.js';
-import { AppConfig } from '../config/app-config.js';
+import { BadRequestError } from '../../common/app-error.js';
+import { AppConfig } from '../../config/app-config.js';
 import {
   DEFAULT_BATCH_SIZE,
   DEFAULT_STREAM,
@@ -15,13 +15,13 @@ import {
   SINK_STATES,
   SinkKind,
   SinkState,
-} from './sink.js';
-import { EgressGuard } from './egress-guard.js';
-import { SINKS_CHANGED } from './sink-dispatcher.service.js';
-import { generateSinkSecret } from './sink-secret.js';
-import { NewSink, SinkRepository } from './sink.repository.js';
-import { decodeSinkPageKey, encodeSinkPageKey, SINK_ORDERS, SinkPageQuery } from './sink-page.js';
-import { parseSinkFrom } from './sink-start.js';
+} from '../sink.js';
+import { EgressGuard } from '../egress/egress-guard.js';
+import { SINKS_CHANGED } from '../dispatch/sink-dispatcher.service.js';
+import { generateSinkSecret } from '../http/sink-secret.js';
+import { NewSink, SinkRepository } from '../sink.repository.js';
+import { decodeSinkPageKey, encodeSinkPageKey, SINK_ORDERS, SinkPageQuery } from '../sink-page.js';
+import { parseSinkFrom } from '../sink-start.js';
 import {
   DEFAULT_SCHEMA,
   DEFAULT_TABLE_PREFIX,
@@ -29,10 +29,10 @@ import {
   maskTableUrl,
   parseTableUrl,
   TableSinkKind,
-} from './tables/table-target.js';
+} from '../tables/table-target.js';
 import { toSinkView, SinkView } from './sink-view.js';
 import { CreateSinkDto, ListSinksQuery, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
-import { SinkNotFoundError, SinkUnprocessableError } from './sinks.errors.js';
+import { SinkNotFoundError, SinkUnprocessableError } from '../sinks.errors.js';
 
 /** `lag` of a single sink counts up to this many changes (lists count less: LIST_LAG_WINDOW). */
 const VIEW_LAG_CAP = 1_000_000;

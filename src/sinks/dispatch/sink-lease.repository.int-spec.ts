@@ -1,7 +1,7 @@
 import type { DataSource, QueryRunner } from 'typeorm';
-import { createTestDatabase, openDataSource, TestDatabase } from '../../test/support/database.js';
-import { AdvisoryLease } from '../database/advisory-lease.js';
-import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
+import { createTestDatabase, openDataSource, TestDatabase } from '../../../test/support/database.js';
+import { AdvisoryLease } from '../../database/advisory-lease.js';
+import { advisoryLocks, lockQuery } from '../../database/advisory-locks.js';
 import { SINK_DISPATCHER_LOCK, SinkLeaseRepository } from './sink-lease.repository.js';
 
 describe('SinkLeaseRepository (PostgreSQL): dispatchers and sink leases as pg_locks shows them', () => {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
-import { advisoryLocks, AdvisoryLock, lockQuery, LOCK_SPACES, pgLocksMatch } from '../database/advisory-locks.js';
+import { advisoryLocks, AdvisoryLock, lockQuery, LOCK_SPACES, pgLocksMatch } from '../../database/advisory-locks.js';
 import type { LeaseView } from './sink-shares.js';
 
 /** Held shared by every sink dispatcher: its holders are the dispatchers alive (docs/design.md, Sinks). */
