@@ -54,6 +54,13 @@ export function changePosition(row: { transaction_id: string | null; seq: string
   return row?.transaction_id != null && row.seq != null ? { transactionId: row.transaction_id, seq: row.seq } : START;
 }
 
+/**
+ * The sinks' reads share this many connections, however many sinks read on their own at once (a
+ * dispatcher starting with thousands of them): each read is short, and a queue costs less than the
+ * connections PostgreSQL has for the whole cluster.
+ */
+const SINK_READ_CONNECTIONS = 8;
+
 /** Runs a statement on what a read was given: a session, or the sinks' pool. */
 type Run = <Row>(sql: string, params: unknown[]) => Promise<Row[]>;
 
@@ -83,7 +90,7 @@ export class ChangeLogRepository implements OnApplicationShutdown {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {
     this.sinkReads = new LazyPool(
       dataSource,
-      { application_name: 'menu-sync sinks' },
+      { application_name: 'menu-sync sinks', max: SINK_READ_CONNECTIONS },
       { plan_cache_mode: 'force_generic_plan', jit: 'off' },
     );
   }

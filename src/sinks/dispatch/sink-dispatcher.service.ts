@@ -71,6 +71,8 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   /** Sinks read changed since the workers were last run for them; the sinks of each bucket. */
   private readonly changed = new Set<string>();
   private readonly buckets = new Map<number, number>();
+  /** The workers reading on their own (the others follow the shared read, which wakes them): woken when the head moves. */
+  private readonly reading = new Set<SinkWorker>();
   private readonly listener: ChannelListener;
   private unlisten: (() => void) | null = null;
   private unwatch: (() => void) | null = null;
@@ -160,7 +162,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   private watchChanges(on: boolean): void {
     if (on && this.unwatch === null) {
       this.unwatch = this.notifier.watch(() => {
-        for (const worker of this.workers.values()) worker.wakeForChanges();
+        for (const worker of this.reading) worker.wakeForChanges();
       });
       // Changes written before the watch began wake nobody: every worker looks once more.
       for (const worker of this.workers.values()) worker.wakeForChanges();
@@ -314,6 +316,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
       idleCursorMs: Math.min(IDLE_CURSOR_MS, this.config.changesRetentionMs / 4),
       // A worker that stopped by itself (its sink gone or disabled): its sink is read again.
       stopped: (id) => this.sinkChanged(id),
+      reading: (worker, on) => (on ? this.reading.add(worker) : this.reading.delete(worker)),
     };
   }
 
@@ -325,6 +328,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     this.held.clear();
     this.sinks.clear();
     this.buckets.clear();
+    this.reading.clear();
     this.changed.clear();
     this.dirty.clear();
     this.ranFor = '';

@@ -44,6 +44,8 @@ export interface SinkWorkerDeps {
   idleCursorMs: number;
   /** Told when the loop ended by itself (its sink removed or disabled), not when stopped. */
   stopped?(sinkId: string): void;
+  /** Told whether the worker reads on its own (it starts so; false while it follows the shared read, and once ended). */
+  reading?(worker: SinkWorker, on: boolean): void;
 }
 
 /** What a sink's pages hold: changes as objects for a table sink, as the JSON texts it sends for the others. */
@@ -117,6 +119,7 @@ export class SinkWorker {
     private readonly deps: SinkWorkerDeps,
   ) {
     this.lag = new SinkLag(deps.repository, deps.metrics, deps.defaultTypes);
+    deps.reading?.(this, true);
     this.done = this.run();
   }
 
@@ -170,6 +173,7 @@ export class SinkWorker {
     await this.settle().catch((error) =>
       this.logger.error({ msg: 'sink cursor move failed', sink: this.sinkId, err: error }),
     );
+    this.deps.reading?.(this, false);
     await this.deps.tables.release(this.sinkId);
     await this.lag.settled();
   }
@@ -280,11 +284,13 @@ export class SinkWorker {
         this.alarm.wake();
       },
     });
+    if (this.route !== null) this.deps.reading?.(this, false);
     return this.route !== null;
   }
 
   /** Stops following the shared read: the next round reads after the sink's cursor on its own. */
   private leave(): void {
+    if (this.route !== null) this.deps.reading?.(this, true);
     this.route?.close();
     this.route = null;
     this.routed = [];
