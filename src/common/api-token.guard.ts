@@ -3,9 +3,16 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { ApiRole, AppConfig } from '../config/app-config.js';
 import { ForbiddenError, UnauthorizedError } from './app-error.js';
+import type { Principal } from './principal.js';
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 const READS = new Set(['GET', 'HEAD']);
+const LOOPBACK_PRINCIPAL: Principal = {
+  role: 'admin',
+  ownerIds: null,
+  id: 'loopback',
+  name: 'a loopback client (API_TOKENS unset)',
+};
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
@@ -16,10 +23,13 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
  */
 @Injectable()
 export class ApiTokenGuard implements CanActivate {
-  private readonly tokens: Array<{ digest: Buffer; role: ApiRole }>;
+  private readonly tokens: Array<{ digest: Buffer; principal: Principal }>;
 
   constructor(config: AppConfig) {
-    this.tokens = config.apiTokens.map(({ token, role }) => ({ digest: digest(token), role }));
+    this.tokens = config.apiTokens.map(({ token, role }, index) => ({
+      digest: digest(token),
+      principal: { role, ownerIds: null, id: `api_tokens:${index + 1}`, name: `API_TOKENS entry ${index + 1}` },
+    }));
   }
 
   canActivate(context: ExecutionContext): boolean {
@@ -32,7 +42,7 @@ export class ApiTokenGuard implements CanActivate {
    * not do what it asks (also for routes outside Nest's pipeline).
    */
   check(request: FastifyRequest): void {
-    if (this.role(request) === 'read' && !this.readOnly(request)) {
+    if (this.principal(request).role === 'read' && !this.readOnly(request)) {
       throw new ForbiddenError(
         'This token may only read (API_TOKENS entry read:…): use an admin token to change anything.',
       );
@@ -41,20 +51,32 @@ export class ApiTokenGuard implements CanActivate {
 
   /** The role of the request's token (admin for loopback clients when API_TOKENS is not set); throws UnauthorizedError. */
   role(request: FastifyRequest): ApiRole {
+    return this.principal(request).role;
+  }
+
+  /** Who the request's token is, also kept on the request (`request.principal`); throws UnauthorizedError. */
+  principal(request: FastifyRequest): Principal {
+    if (request.principal !== undefined) return request.principal;
+    const found = this.find(request);
+    request.principal = found;
+    return found;
+  }
+
+  private find(request: FastifyRequest): Principal {
     if (this.tokens.length === 0) {
-      if (LOOPBACK.test(request.socket.remoteAddress ?? '')) return 'admin';
+      if (LOOPBACK.test(request.socket.remoteAddress ?? '')) return LOOPBACK_PRINCIPAL;
       throw new UnauthorizedError('API_TOKENS is not set, so the API answers loopback clients only.');
     }
     const token = this.presented(request);
     if (token === undefined) throw new UnauthorizedError('A bearer token is required (Authorization: Bearer <token>).');
     const presented = digest(token);
     // Every candidate is compared, so the time taken does not tell which one matched.
-    let role: ApiRole | undefined;
+    let found: Principal | undefined;
     for (const candidate of this.tokens) {
-      if (timingSafeEqual(candidate.digest, presented) && role !== 'admin') role = candidate.role;
+      if (timingSafeEqual(candidate.digest, presented) && found?.role !== 'admin') found = candidate.principal;
     }
-    if (role === undefined) throw new UnauthorizedError('The bearer token is not valid.');
-    return role;
+    if (found === undefined) throw new UnauthorizedError('The bearer token is not valid.');
+    return found;
   }
 
   /** What a read token may do: read. */
