@@ -118,6 +118,22 @@ export interface SinkCounts {
 
 const escapeLike = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`);
 
+/** A sink's cursor (or its batch in flight) to move from `from` to `to`, compare-and-set. */
+export interface CursorMove {
+  id: string;
+  from: ChangePosition;
+  to: ChangePosition;
+}
+
+/** The columns of CursorMove as the arrays `unnest` takes. */
+const unnested = (moves: readonly CursorMove[]) => [
+  moves.map((move) => move.id),
+  moves.map((move) => move.from.transactionId),
+  moves.map((move) => move.from.seq),
+  moves.map((move) => move.to.transactionId),
+  moves.map((move) => move.to.seq),
+];
+
 const aad = (id: string, column: 'secret' | 'previous_secret' | 'url') => `sink:${id}:${column}`;
 
 /** Sinks with their secrets sealed at rest: only this repository sees ciphertext. */
@@ -385,12 +401,20 @@ export class SinkRepository implements OnApplicationShutdown {
     });
   }
 
-  /** Records the batch about to be sent, so a retry (even after a crash) sends the same one. */
-  async setInflight(id: string, cursor: ChangePosition, last: ChangePosition): Promise<void> {
-    await this.dataSource.query(
-      `UPDATE sinks SET inflight_xid = $4, inflight_seq = $5 WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3`,
-      [id, ...pos(cursor), ...pos(last)],
+  /**
+   * Records the batches about to be sent, so a retry (even after a crash) sends the same ones: one
+   * statement (and one commit) for every sink whose batch is recorded at that moment. Answers the
+   * ids whose cursor was still where the batch starts.
+   */
+  async setInflights(batches: readonly CursorMove[]): Promise<Set<string>> {
+    const rows: Array<{ id: string }> = await preparedQuery(
+      this.dataSource,
+      `UPDATE sinks s SET inflight_xid = m.tx, inflight_seq = m.ts
+         FROM unnest($1::uuid[], $2::xid8[], $3::bigint[], $4::xid8[], $5::bigint[]) AS m(id, fx, fs, tx, ts)
+        WHERE s.id = m.id AND s.cursor_xid = m.fx AND s.cursor_seq = m.fs RETURNING s.id::text AS id`,
+      unnested(batches),
     );
+    return new Set(rows.map((row) => row.id));
   }
 
   /**
@@ -408,17 +432,22 @@ export class SinkRepository implements OnApplicationShutdown {
   }
 
   /**
-   * `recordSuccess` of a delivered batch while catching up, committed without waiting for the disk
-   * (`cursorMoves`); answers only whether the cursor moved (the caller knows the sink).
+   * `recordSuccess` of delivered batches (catching up, or following the shared read) for every
+   * sink whose move is asked at that moment, in one statement committed without waiting for the
+   * disk (`cursorMoves`); answers the ids whose cursor moved (the callers know their sinks).
    */
-  async moveCursor(id: string, from: ChangePosition, to: ChangePosition): Promise<boolean> {
-    const moved = await preparedQuery(
+  async moveCursors(moves: readonly CursorMove[]): Promise<Set<string>> {
+    const rows: Array<{ id: string }> = await preparedQuery(
       this.dataSource,
-      `UPDATE sinks SET ${SUCCESS} WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3 RETURNING 1`,
-      [id, ...pos(from), ...pos(to), true],
+      `UPDATE sinks s SET cursor_xid = m.tx, cursor_seq = m.ts, inflight_xid = NULL, inflight_seq = NULL, attempts = 0,
+              next_attempt_at = NULL, failing_since = NULL, last_error = NULL, last_success_at = now(),
+              state = CASE WHEN s.state = 'disabled' THEN s.state ELSE 'active' END
+         FROM unnest($1::uuid[], $2::xid8[], $3::bigint[], $4::xid8[], $5::bigint[]) AS m(id, fx, fs, tx, ts)
+        WHERE s.id = m.id AND s.cursor_xid = m.fx AND s.cursor_seq = m.fs RETURNING s.id::text AS id`,
+      unnested(moves),
       this.cursorMoves.get(),
     );
-    return moved.length > 0;
+    return new Set(rows.map((row) => row.id));
   }
 
   /** Moves the cursor back to `to` (a sink behind the compaction horizon), if it is still at `from`. */

@@ -12,6 +12,7 @@ import { SinkDispatcherService } from './dispatch/sink-dispatcher.service.js';
 import { SinkLeaseRepository } from './dispatch/sink-lease.repository.js';
 import { SinkRepository } from './sink.repository.js';
 import { SinkSnapshots } from './sink-start.js';
+import { SinkWrites } from './sink-writes.js';
 import { SinksController } from './api/sinks.controller.js';
 import { SinksService } from './api/sinks.service.js';
 import { TableSinksClient } from './tables/table-sinks.client.js';
@@ -33,6 +34,7 @@ export class SinkStoreModule {}
     NatsSinkClient,
     TableSinksClient,
     SinkDispatcherService,
+    SinkWrites,
     SinkLeaseRepository,
     SinkAttemptsRepository,
     SinkAttemptsService,

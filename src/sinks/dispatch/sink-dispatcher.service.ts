@@ -15,6 +15,7 @@ import { NatsSinkClient } from '../nats/nats-sink.client.js';
 import { SinkAttemptsService } from '../attempts/sink-attempts.service.js';
 import { SINK_DISPATCHER_LOCK, SinkLeaseRepository } from './sink-lease.repository.js';
 import { SinkRepository } from '../sink.repository.js';
+import { SinkWrites } from '../sink-writes.js';
 import { planShare, sinkLeaseKey } from './sink-shares.js';
 import { SinkSnapshots } from '../sink-start.js';
 import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
@@ -82,6 +83,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   constructor(
     @InjectDataSource() dataSource: DataSource,
     private readonly repository: SinkRepository,
+    private readonly writes: SinkWrites,
     private readonly leases: SinkLeaseRepository,
     private readonly changeLog: ChangeLogRepository,
     private readonly notifier: ChangeNotifier,
@@ -302,6 +304,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   private workerDeps(): SinkWorkerDeps {
     return {
       repository: this.repository,
+      writes: this.writes,
       changeLog: this.changeLog,
       router: this.router,
       snapshots: this.snapshots,

@@ -13,6 +13,7 @@ import { NatsSinkClient } from '../nats/nats-sink.client.js';
 import type { SinkAttemptsService } from '../attempts/sink-attempts.service.js';
 import { Sink, stateAfterFailure } from '../sink.js';
 import { SinkRepository } from '../sink.repository.js';
+import { SinkWrites } from '../sink-writes.js';
 import { SinkLag } from './sink-lag.js';
 import { inSnapshot, SinkSnapshots } from '../sink-start.js';
 import { TableSinksClient } from '../tables/table-sinks.client.js';
@@ -20,6 +21,7 @@ import { isTableKind } from '../tables/table-target.js';
 
 export interface SinkWorkerDeps {
   repository: SinkRepository;
+  writes: SinkWrites;
   changeLog: ChangeLogRepository;
   router: ChangeRouter;
   snapshots: SinkSnapshots;
@@ -314,7 +316,7 @@ export class SinkWorker {
     const last = batch[batch.length - 1].position;
     if (sink.inflight === null && !full) {
       if (!(await this.settle())) return { wait: 0, ok: false };
-      await this.deps.repository.setInflight(sink.id, sink.cursor, last);
+      await this.deps.writes.setInflight(sink.id, sink.cursor, last);
     }
     // Catching up, the next page is read while the target handles this batch (read only: the
     // cursor still moves only after the acknowledgement, and one batch is in flight).
@@ -337,7 +339,7 @@ export class SinkWorker {
       if (ahead === null && !readAhead) {
         // Following the shared read: the move commits without waiting for the disk, as a catching-up
         // one does; a batch after it records its end synchronously, which makes this move durable first.
-        const moved = await this.deps.repository.moveCursor(sink.id, sink.cursor, last);
+        const moved = await this.deps.writes.moveCursor(sink.id, sink.cursor, last);
         this.known = moved ? acknowledged(sink, last) : null;
         return { wait: 0, ok: moved };
       }
@@ -349,7 +351,7 @@ export class SinkWorker {
       // Catching up: the next batch goes out while this cursor move is written. The target has
       // acknowledged this one, so still one batch in flight; a crash before the move commits (or,
       // for PostgreSQL, before it reaches the disk) resends the batches under the same ids.
-      const recorded = this.deps.repository.moveCursor(sink.id, sink.cursor, last);
+      const recorded = this.deps.writes.moveCursor(sink.id, sink.cursor, last);
       recorded.catch(() => undefined);
       this.recording = recorded;
       this.known = acknowledged(sink, last);
