@@ -15,7 +15,7 @@
 // Beside it, bench/baseline-server.js on a fresh database, paced the same (its PostgreSQL CPU per delivery).
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -161,6 +161,8 @@ async function measure(bench, mode, n) {
     });
     const arrivals = await consumers.arrivals();
     const metrics = await (await fetch(`${base}/metrics`)).text();
+    // Kept beside the log: the sinks' delivery histograms, pool and lag gauges, for a closer look.
+    writeFileSync(join(bench.logDir, `fanout-${mode}-${n}.metrics.txt`), metrics);
     const memory = memoryOf(daemon.pid);
     const tableRows = consumers.tableRows
       ? await consumers.tableRows(load.accepted.map((d) => String(d.productId)))
@@ -212,26 +214,32 @@ async function httpConsumers(bench, base, n, cleanup) {
     await createSink(base, { kind: 'http', url: `${receiverUrl}/all/${k}`, types: ['product'], from: 'now' });
   await createSink(base, { kind: 'postgres', url: target.url, schema: SCHEMA, types: ['product'], from: 'now' });
   const started = performance.now();
-  const retries = await pool(n, CREATE_CONCURRENCY, (i) =>
-    createSink(base, {
+  const postMs = new Array(n);
+  const retries = await pool(n, CREATE_CONCURRENCY, async (i) => {
+    const sent = performance.now();
+    const retried = await createSink(base, {
       kind: 'http',
       url: `${receiverUrl}/r/store-${i}`,
       owner_ids: [`store-${i}`],
       types: ['product'],
       from: 'now',
-    }),
-  );
+    });
+    postMs[i] = performance.now() - sent;
+    return retried;
+  });
   const createSeconds = (performance.now() - started) / 1000;
   const total = n + ALL_STORE_SINKS + 1;
   const leasedSeconds = await waitLeased(base, total, started);
+  const post = postTimes(postMs);
   log(
-    `  ${n} sinks created in ${round(createSeconds, 2)} s (${retries} retried), all ${total} leased after ${round(leasedSeconds, 2)} s`,
+    `  ${n} sinks created in ${round(createSeconds, 2)} s (${retries} retried; POST p50 ${post.p50Ms} ms, p99 ${post.p99Ms} ms, ` +
+      `first tenth ${post.firstTenthMeanMs} ms, last tenth ${post.lastTenthMeanMs} ms), all ${total} leased after ${round(leasedSeconds, 2)} s`,
   );
   const stats = async () => (await fetch(`${receiverUrl}/stats`)).json();
   return {
     pid: receiver.pid,
     targetDatabase: [target.database],
-    creation: { what: 'sinks', count: n, seconds: createSeconds, retries, leasedSeconds },
+    creation: { what: 'sinks', count: n, seconds: createSeconds, retries, leasedSeconds, post },
     allConsumers: ALL_STORE_SINKS,
     /** Until every accepted delivery reached its store's sink, every all-store sink and the table, or DRAIN_MS. */
     async waitFor(accepted) {
@@ -308,6 +316,23 @@ async function sseConsumers(bench, base, n, cleanup) {
       return { ...a, all: { 0: a.all } };
     },
     tableRows: null,
+  };
+}
+
+/**
+ * How long each POST /api/v1/sinks took (ms): percentiles, and the mean of the first and of the last
+ * tenth made (a cost growing with the sinks already there shows as last > first).
+ */
+function postTimes(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const tenth = Math.max(1, Math.floor(values.length / 10));
+  const mean = (list) => round(list.reduce((a, b) => a + b, 0) / list.length, 1);
+  return {
+    p50Ms: round(percentile(sorted, 50), 1),
+    p99Ms: round(percentile(sorted, 99), 1),
+    maxMs: round(sorted.at(-1), 1),
+    firstTenthMeanMs: mean(values.slice(0, tenth)),
+    lastTenthMeanMs: mean(values.slice(-tenth)),
   };
 }
 
@@ -758,8 +783,35 @@ function summarize({
     logFile,
     exit: stopped,
   };
+  result.bySecond = bySecond(load, arrivals);
   result.problems = problems(result);
   return result;
+}
+
+/** Per second of the load (by send time, the warm-up's included): where the slow ones cluster. */
+function bySecond(load, arrivals) {
+  const start = Math.min(...load.deliveries.map((d) => d.sentAt));
+  const seconds = new Map();
+  for (const d of load.accepted) {
+    const second = Math.floor((d.sentAt - start) / 1000);
+    if (!seconds.has(second)) seconds.set(second, []);
+    seconds.get(second).push(d);
+  }
+  return [...seconds]
+    .sort(([a], [b]) => a - b)
+    .map(([second, deliveries]) => {
+      const store = latencies(deliveries, arrivals.store).values;
+      const all = Object.values(arrivals.all)
+        .flatMap((seen) => latencies(deliveries, seen).values)
+        .sort((a, b) => a - b);
+      return {
+        second,
+        warmup: deliveries.some((d) => d.warmup),
+        deliveries: deliveries.length,
+        storeP99Ms: round(percentile(store, 99) ?? NaN, 1),
+        allStoreP99Ms: round(percentile(all, 99) ?? NaN, 1),
+      };
+    });
 }
 
 function problems(r) {
