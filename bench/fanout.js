@@ -139,7 +139,8 @@ async function measure(bench, mode, n) {
     const consumers =
       mode === 'http' ? await httpConsumers(bench, base, n, cleanup) : await sseConsumers(bench, base, n, cleanup);
     const helperFds = openFileLimit(consumers.pid);
-    await sleep(3000);
+    // Let the new consumers settle (leases, lag gauges, first reads): longer for more of them.
+    await sleep(3000 + Math.ceil(n / 1000) * 1000);
     const busyBeforePct =
       bench.quietWait > 0 ? await waitForQuiet({ maxWaitMs: bench.quietWait * 1000, thresholdPct: 15 }) : null;
     // The quiet interval: what N consumers cost when nothing happens.
@@ -557,6 +558,7 @@ async function sampleCpu(processes, databases, targetDatabases = []) {
     pg: ticksOf(await backends(databases)),
     target: ticksOf(await backends(targetDatabases)),
     machine: machineTicks(),
+    commits: await commits(databases),
   };
   return async () => {
     const seconds = (performance.now() - start.at) / 1000;
@@ -571,6 +573,8 @@ async function sampleCpu(processes, databases, targetDatabases = []) {
       return { seconds: ticks / ticksPerSecond, backends: pids.size };
     };
     const pg = await used(start.pg, databases);
+    // Transactions committed in the database (pg_stat_database; its counters lag up to ~0.5 s).
+    const committed = (await commits(databases)) - start.commits;
     const target = await used(start.target, targetDatabases);
     const cpuSeconds = Object.fromEntries(
       Object.entries(processes).map(([name, pid]) => [
@@ -590,11 +594,21 @@ async function sampleCpu(processes, databases, targetDatabases = []) {
       cpuSeconds,
       pct,
       pgBackends: pg.backends,
+      commits: committed,
       machineBusyPct: round((busyCores / cpus().length) * 100, 1),
       // Everything else (others' tests, this load generator, the kernel), % of one core.
       otherPct: Math.max(0, round(busyCores * 100 - (ours / seconds) * 100, 0)),
     };
   };
+}
+
+async function commits(databases) {
+  if (databases.length === 0) return 0;
+  const { rows } = await admin(
+    `SELECT coalesce(sum(xact_commit), 0)::bigint AS n FROM pg_stat_database WHERE datname = ANY($1)`,
+    [databases],
+  );
+  return Number(rows[0].n);
 }
 
 /** The soft limit on open files of a process (node raises its own to the hard limit at start). */
@@ -650,6 +664,7 @@ async function measureBaseline(bench) {
       achievedRate: load.achievedRate,
       pgUsPerDelivery: perDelivery.pg,
       serverUsPerDelivery: perDelivery.daemon,
+      commitsPerDelivery: perDelivery.commits,
       peakRssMiB: round(memoryOf(server.pid).peakRssMiB, 1),
     };
   } finally {
@@ -669,7 +684,16 @@ function perDeliveryUs(load, idleCpu) {
     return Math.max(0, load.cpu.cpuSeconds[name] - idlePerSecond * load.cpu.seconds);
   };
   const us = (name) => (measured > 0 ? Math.round((net(name) / measured) * 1e6) : null);
-  return { daemon: us('daemon'), pg: us('pg'), helper: us('helper'), target: us('target') };
+  const idleCommitsPerSecond = idleCpu.commits / idleCpu.seconds;
+  const commitsPerDelivery =
+    measured > 0 ? round(Math.max(0, load.cpu.commits - idleCommitsPerSecond * load.cpu.seconds) / measured, 2) : null;
+  return {
+    daemon: us('daemon'),
+    pg: us('pg'),
+    helper: us('helper'),
+    target: us('target'),
+    commits: commitsPerDelivery,
+  };
 }
 
 function percentile(sorted, p) {
@@ -866,11 +890,13 @@ function tables(runs, baseline, rate) {
         'daemon xN=1',
         'pg x baseline',
         'idle % core (pg+daemon)',
+        'commits/del',
         'store p50/p99/max ms',
         'all-store p50/p99/max ms',
         'missing',
         'peak RSS MiB',
         mode === 'http' ? 'create N sinks s' : 'connect N+1 s',
+        ...(mode === 'http' ? ['table target pg µs/del'] : []),
         '/metrics B',
         mode === 'http' ? 'receiver %' : 'clients %',
         'other %',
@@ -883,11 +909,13 @@ function tables(runs, baseline, rate) {
         vs(r.cpuUsPerDelivery.daemon, first.cpuUsPerDelivery.daemon),
         baseline ? vs(r.cpuUsPerDelivery.pg, baseline.pgUsPerDelivery) : '-',
         `${r.idle.totalPct} (${r.idle.pgPct}+${r.idle.daemonPct})`,
+        r.cpuUsPerDelivery.commits,
         `${r.store.p50Ms}/${r.store.p99Ms}/${r.store.maxMs}`,
         `${r.allStore.p50Ms}/${r.allStore.p99Ms}/${r.allStore.maxMs}`,
         r.missing + (r.misrouted > 0 ? ` (+${r.misrouted} misrouted)` : ''),
         r.peakRssMiB,
         r.creation.seconds,
+        ...(mode === 'http' ? [r.cpuUsPerDelivery.target] : []),
         r.metricsBytes,
         r.cpu.pct.helper,
         r.cpu.otherPct,
@@ -897,11 +925,20 @@ function tables(runs, baseline, rate) {
   if (baseline)
     out.push({
       title: `fanout baseline: bench/baseline-server.js paced at ${rate} deliveries/s (one INSERT per delivery)`,
-      columns: ['pg µs/del', 'server µs/del', '202', 'achieved /s', 'idle % core (pg+server)', 'other %'],
+      columns: [
+        'pg µs/del',
+        'server µs/del',
+        'commits/del',
+        '202',
+        'achieved /s',
+        'idle % core (pg+server)',
+        'other %',
+      ],
       rows: [
         [
           baseline.pgUsPerDelivery,
           baseline.serverUsPerDelivery,
+          baseline.commitsPerDelivery,
           `${baseline.accepted}/${baseline.deliveries}`,
           baseline.achievedRate,
           round(baseline.idleCpu.pct.daemon + baseline.idleCpu.pct.pg, 1),
