@@ -180,6 +180,7 @@ async function measure(bench, mode, n) {
       tableRows,
       creation: consumers.creation,
       memory,
+      metrics,
       metricsBytes: Buffer.byteLength(metrics),
       leasedAtEnd: gauge(metrics, 'menu_sync_sinks_leased'),
       busyBeforePct,
@@ -723,6 +724,7 @@ function summarize({
   tableRows,
   creation,
   memory,
+  metrics,
   metricsBytes,
   leasedAtEnd,
   busyBeforePct,
@@ -795,6 +797,8 @@ function summarize({
     firstMisrouted: arrivals.firstMisrouted,
     duplicates: arrivals.duplicates,
     batches: arrivals.batches ?? null,
+    receiverConnections: arrivals.connections ?? null,
+    httpPostMeanMs: histogramMeanMs(metrics, 'menu_sync_sinks_delivery_seconds', 'kind="http"'),
     sseReconnects: arrivals.reconnects ?? null,
     peakRssMiB: round(memory.peakRssMiB, 1),
     metricsBytes,
@@ -898,6 +902,7 @@ function tables(runs, baseline, rate) {
         mode === 'http' ? 'create N sinks s' : 'connect N+1 s',
         ...(mode === 'http' ? ['table target pg µs/del'] : []),
         '/metrics B',
+        ...(mode === 'http' ? ['POSTs (conns)', 'POST mean ms'] : []),
         mode === 'http' ? 'receiver %' : 'clients %',
         'other %',
       ],
@@ -917,6 +922,7 @@ function tables(runs, baseline, rate) {
         r.creation.seconds,
         ...(mode === 'http' ? [r.cpuUsPerDelivery.target] : []),
         r.metricsBytes,
+        ...(mode === 'http' ? [`${r.batches} (${r.receiverConnections})`, r.httpPostMeanMs] : []),
         r.cpu.pct.helper,
         r.cpu.otherPct,
       ]),
@@ -1018,6 +1024,13 @@ function targetsTable(runs, baseline) {
     columns: ['run', 'target', 'value', 'status'],
     rows,
   };
+}
+
+/** The mean of a histogram's observations (ms) over the daemon's life, for the series with `labels`. */
+function histogramMeanMs(text, name, labels) {
+  const value = (part) => Number(new RegExp(`^${name}_${part}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  const count = value('count');
+  return count > 0 ? round((value('sum') / count) * 1000, 1) : null;
 }
 
 function gauge(text, name) {

@@ -7,14 +7,22 @@
 // (by its resource id: every delivery of the bench is of a product of its own) first reached each
 // consumer, on the clock performance.timeOrigin + performance.now() (ms since the epoch, comparable
 // across the processes of one machine). A change at /r/<store> of another owner counts as misrouted.
-//   GET /stats     {"batches","changes","storeUnique","allUnique":{k:n},"misrouted","duplicates"}
+//   GET /stats     {"connections","batches","changes","storeUnique","allUnique":{k:n},"misrouted","duplicates"}
 //   GET /arrivals  {"store":{"<id>":ms},"all":{"<k>":{"<id>":ms}}, ...the stats}
 import { createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
 
 const store = new Map();
 const all = new Map();
-const stats = { batches: 0, changes: 0, misrouted: 0, duplicates: 0, rejected: 0, firstMisrouted: null };
+const stats = {
+  connections: 0,
+  batches: 0,
+  changes: 0,
+  misrouted: 0,
+  duplicates: 0,
+  rejected: 0,
+  firstMisrouted: null,
+};
 
 function received(path, text, at) {
   const slash = path.indexOf('/', 1);
@@ -74,6 +82,7 @@ const server = createServer((request, response) => {
     }
   });
 });
+server.on('connection', () => stats.connections++);
 // The daemon keeps a connection per sink in flight; let them stay open between batches.
 server.keepAliveTimeout = 65_000;
 server.headersTimeout = 70_000;
