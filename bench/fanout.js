@@ -520,7 +520,7 @@ async function pacedLoad({ base, path, stores, rate, warmup, duration, sample, d
   await Promise.all(pending);
   const accepted = deliveries.filter((d) => d.status === 202);
   const drained = await drain(accepted);
-  const cpu = await finishCpu();
+  const cpu = await finishCpu({ commitsAfterMs: 11_000 });
   const self = process.cpuUsage(selfStart);
   agent.destroy();
   return {
@@ -590,7 +590,12 @@ async function sampleCpu(processes, databases, targetDatabases = []) {
     machine: machineTicks(),
     commits: await commits(databases),
   };
-  return async () => {
+  /**
+   * commitsAfterMs: read the commit counter that much later. PostgreSQL 15 backends report their
+   * counts at most once a second, and one that went idle within 10 s: read at once, the last second
+   * of a load is missing.
+   */
+  return async ({ commitsAfterMs = 0 } = {}) => {
     const seconds = (performance.now() - start.at) / 1000;
     const used = async (before, dbs) => {
       const pids = new Set([...before.keys(), ...(await backends(dbs))]);
@@ -603,8 +608,6 @@ async function sampleCpu(processes, databases, targetDatabases = []) {
       return { seconds: ticks / ticksPerSecond, backends: pids.size };
     };
     const pg = await used(start.pg, databases);
-    // Transactions committed in the database (pg_stat_database; its counters lag up to ~0.5 s).
-    const committed = (await commits(databases)) - start.commits;
     const target = await used(start.target, targetDatabases);
     const cpuSeconds = Object.fromEntries(
       Object.entries(processes).map(([name, pid]) => [
@@ -619,12 +622,17 @@ async function sampleCpu(processes, databases, targetDatabases = []) {
     const busyCores = total > 0 ? (1 - (machine.idle - start.machine.idle) / total) * cpus().length : NaN;
     const pct = Object.fromEntries(Object.entries(cpuSeconds).map(([k, v]) => [k, round((v / seconds) * 100, 1)]));
     const ours = Object.values(cpuSeconds).reduce((a, b) => a + b, 0);
+    // Transactions committed in the database (pg_stat_database.xact_commit), over commitsSeconds.
+    if (commitsAfterMs > 0) await sleep(commitsAfterMs);
+    const committed = (await commits(databases)) - start.commits;
+    const commitsSeconds = (performance.now() - start.at) / 1000;
     return {
       seconds: round(seconds, 1),
       cpuSeconds,
       pct,
       pgBackends: pg.backends,
       commits: committed,
+      commitsSeconds: round(commitsSeconds, 1),
       machineBusyPct: round((busyCores / cpus().length) * 100, 1),
       // Everything else (others' tests, this load generator, the kernel), % of one core.
       otherPct: Math.max(0, round(busyCores * 100 - (ours / seconds) * 100, 0)),
@@ -716,7 +724,9 @@ function perDeliveryUs(load, idleCpu) {
   const us = (name) => (measured > 0 ? Math.round((net(name) / measured) * 1e6) : null);
   const idleCommitsPerSecond = idleCpu.commits / idleCpu.seconds;
   const commitsPerDelivery =
-    measured > 0 ? round(Math.max(0, load.cpu.commits - idleCommitsPerSecond * load.cpu.seconds) / measured, 2) : null;
+    measured > 0
+      ? round(Math.max(0, load.cpu.commits - idleCommitsPerSecond * load.cpu.commitsSeconds) / measured, 2)
+      : null;
   return {
     daemon: us('daemon'),
     pg: us('pg'),
