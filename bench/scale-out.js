@@ -563,7 +563,7 @@ async function createSink(api, body) {
       body: JSON.stringify(body),
     });
     const json = await response.json();
-    if (response.status === 201) return json.id;
+    if (response.status === 201) return json.data.id;
     if (response.status !== 503 || attempt === 5)
       throw new Error(`POST /api/v1/sinks: ${response.status} ${JSON.stringify(json)}`);
     await sleep(1000);
