@@ -139,8 +139,8 @@ describe('read: tokens may only read (docs/reference.md §12)', () => {
       ]),
     );
     expect(reads.filter(([, reader, admin]) => reader !== admin)).toEqual([
-      ['get /api/v1/audit', 403, 200],
       ['get /api/v1/events/{position}/raw', 403, 200],
+      ['get /api/v1/audit', 403, 200],
     ]);
     expect(leaks).toEqual([]);
     // The quarantine and the parsed event were read: each holds the delivery, its key redacted.
