@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
+import { AuditApiModule } from './audit/audit.module.js';
 import { AccessModule } from './common/whoami.controller.js';
 import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
@@ -59,6 +60,7 @@ export class AppModule {
         ChangeFeedModule,
         SinksModule,
         AccessModule,
+        AuditApiModule,
       ],
     };
   }

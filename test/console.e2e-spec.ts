@@ -313,7 +313,7 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     }
   }, 60_000);
 
-  it('shows a read: token no write action (its role from GET /api/v1/whoami), an admin token each', async () => {
+  it('shows a read: token no write action nor the audit log (its role from GET /api/v1/whoami), an admin token each', async () => {
     await page.setViewportSize({ width: 1280, height: 900 });
     const asToken = async (token: string) => {
       await page.evaluate((value) => (globalThis as Json).sessionStorage.setItem('menu-sync.api-token', value), token);
@@ -327,11 +327,18 @@ describe('the console at /console, in a browser, against the sandbox', () => {
       return {
         replay: await page.getByRole('button', { name: 'Replay' }).count(),
         connect: await page.getByRole('link', { name: 'Connect an account' }).count(),
+        audit: await page.locator('#audit').count(),
       };
     };
     await open('overview');
-    expect(await asToken(READ_TOKEN)).toEqual({ replay: 0, connect: 0 });
+    expect(await asToken(READ_TOKEN)).toEqual({ replay: 0, connect: 0, audit: 0 });
     await shot('overview-read-token');
-    expect(await asToken(TOKEN)).toEqual({ replay: 1, connect: 1 });
+    expect(await asToken(TOKEN)).toEqual({ replay: 1, connect: 1, audit: 1 });
+    // The audit log, newest first: the sandbox made its catalogue sink, its connect flow a connection.
+    await page.locator('#audit tbody tr').first().waitFor();
+    const actions = await page.locator('#audit tbody tr td:nth-child(2)').allTextContents();
+    expect(actions).toEqual(expect.arrayContaining(['sink.created', 'connection.created']));
+    await page.locator('#audit').scrollIntoViewIfNeeded();
+    await shot('overview-audit');
   }, 60_000);
 });

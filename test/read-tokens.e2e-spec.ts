@@ -56,7 +56,7 @@ describe('read: tokens may only read (docs/reference.md §12)', () => {
     expect((await api(app.url, '/api/v1/whoami', 'not-a-token-of-this-daemon')).status).toBe(401);
   });
 
-  it('answers every GET of the API document as for an admin but /raw, never with the webhook key, and 403 for everything else, changing nothing', async () => {
+  it('answers every GET of the API document as for an admin but /raw and the audit log, never with the webhook key, and 403 for everything else, changing nothing', async () => {
     // As the platform sends them: the callback URI, with the key, in the event (and in a rejected one).
     const keyed = webhookEvent();
     (keyed.data as Json).attributes.uri = `http://127.0.0.1/webhooks/${WEBHOOK_KEY}`;
@@ -140,6 +140,7 @@ describe('read: tokens may only read (docs/reference.md §12)', () => {
     );
     expect(reads.filter(([, reader, admin]) => reader !== admin)).toEqual([
       ['get /api/v1/events/{position}/raw', 403, 200],
+      ['get /api/v1/audit', 403, 200],
     ]);
     expect(leaks).toEqual([]);
     // The quarantine and the parsed event were read: each holds the delivery, its key redacted.

@@ -1,4 +1,5 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { cliActor } from '../audit/audit-actor.js';
 import { ConnectionRepository } from '../connections/connection.repository.js';
 import { UpstreamClient } from '../upstream/upstream-client.js';
 import { ConnectService, OUT_OF_BAND_REDIRECT_URI } from '../oauth/connect.service.js';
@@ -46,7 +47,7 @@ export class AuthExchangeCommand extends CommandRunner {
 
   async run([code]: string[]): Promise<void> {
     await runConnectionCommand('auth exchange', this.config, async (app) => {
-      const connection = await app.get(ConnectService).completeOutOfBand(code);
+      const connection = await app.get(ConnectService).completeOutOfBand(code, cliActor());
       printJson({ data: connection });
       if (connection.subscriptions.some((subscription) => subscription.status === 'failed')) {
         process.stderr.write(

@@ -1,4 +1,6 @@
 import type { Logger } from '@nestjs/common';
+import { AuditLog } from '../audit/audit-log.service.js';
+import { AuditRepository } from '../audit/audit.repository.js';
 import { AppConfig } from '../config/app-config.js';
 import { PROJECTIONS, projectionByName, ProjectionDefinition } from '../projection/projection-definitions.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
@@ -24,7 +26,7 @@ export const PROJECTION_NAMES = ['all', ...PROJECTIONS.map((projection) => proje
 export function withRebuildService<T>(
   config: AppConfig,
   rebuilds: number,
-  work: (rebuild: RebuildService) => Promise<T>,
+  work: (rebuild: RebuildService, audit: AuditLog) => Promise<T>,
 ): Promise<T> {
   return withDaemonDataSource(config, rebuilds + 1, (dataSource) =>
     work(
@@ -34,6 +36,7 @@ export function withRebuildService<T>(
         new ProjectionStatusRepository(dataSource),
         new ShadowSchemaRepository(),
       ),
+      new AuditLog(new AuditRepository(dataSource), config),
     ),
   );
 }
@@ -53,6 +56,7 @@ export async function forEachProjection(
     rebuild: RebuildService,
     projection: ProjectionDefinition,
     progress: (update: RebuildProgress) => void,
+    audit: AuditLog,
   ) => Promise<string>,
 ): Promise<void> {
   const projections = selectProjections(name);
@@ -61,10 +65,10 @@ export async function forEachProjection(
     process.exitCode = 2;
     return;
   }
-  await withRebuildService(config, projections.length, async (rebuild) => {
+  await withRebuildService(config, projections.length, async (rebuild, audit) => {
     const progress = progressReporter(logger);
     const ended = await Promise.allSettled(
-      projections.map((projection) => work(rebuild, projection, progress.update)),
+      projections.map((projection) => work(rebuild, projection, progress.update, audit)),
     ).finally(() => progress.stop());
     for (const end of ended) if (end.status === 'fulfilled') process.stdout.write(end.value);
     const failure = ended.find((end): end is PromiseRejectedResult => end.status === 'rejected');

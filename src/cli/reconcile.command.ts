@@ -1,5 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import { Command, CommandRunner, Option } from 'nest-commander';
+import { cliActor } from '../audit/audit-actor.js';
+import { AuditLog } from '../audit/audit-log.service.js';
 import { AppConfig } from '../config/app-config.js';
 import { ReconcileService } from '../reconcile/reconcile.service.js';
 import { printJson, runConnectionCommand } from './auth-context.js';
@@ -34,6 +36,19 @@ export class ReconcileCommand extends CommandRunner {
       const run = await app
         .get(ReconcileService)
         .run('command', { connectionId: flags.connection, storeId: flags.store }, { waitMs: waitSeconds * 1000 });
+      if (run.outcome !== 'skipped') {
+        await app.get(AuditLog).record({
+          actor: cliActor(),
+          action: 'reconcile.ran',
+          target: String(run.id),
+          detail: {
+            outcome: run.outcome,
+            events_appended: run.stores.reduce((sum, store) => sum + store.events_appended, 0),
+            ...(flags.connection === undefined ? {} : { connection_id: flags.connection }),
+            ...(flags.store === undefined ? {} : { store_id: flags.store }),
+          },
+        });
+      }
       printJson({ data: run });
       if (run.outcome === 'skipped')
         process.stderr.write(

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
+import { cliActor } from '../audit/audit-actor.js';
 import { AppConfig } from '../config/app-config.js';
 import { forEachProjection, PROJECTION_NAMES } from './rebuild-context.js';
 
@@ -24,8 +25,14 @@ export class ReplayCommand extends CommandRunner {
       this.config,
       this.logger,
       options.projection,
-      async (rebuild, projection, progress) => {
+      async (rebuild, projection, progress, audit) => {
         const report = await rebuild.replay(projection, progress);
+        await audit.record({
+          actor: cliActor(),
+          action: 'projection.replayed',
+          target: report.projection,
+          detail: { applied: report.applied, parked: report.parked },
+        });
         return (
           `${report.projection}: rebuilt from ${report.applied} log entries in ${report.seconds.toFixed(1)} s ` +
           `(${Math.round(report.applied / Math.max(report.seconds, 0.001))} events/s), ${report.parked} parked, swapped in\n`

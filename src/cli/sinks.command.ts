@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { cliActor } from '../audit/audit-actor.js';
 import { AppError } from '../common/app-error.js';
 import { createValidationPipe } from '../common/validation.pipe.js';
 import { AppConfig } from '../config/app-config.js';
@@ -101,7 +102,7 @@ export class SinksAddCommand extends CommandRunner {
       };
       const plain = Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
       const dto = (await validation.transform(plain, { type: 'body', metatype: CreateSinkDto })) as CreateSinkDto;
-      printJson(await sinks.create(dto));
+      printJson(await sinks.create(dto, cliActor()));
     });
   }
 
@@ -198,7 +199,7 @@ export class SinksReplayCommand extends CommandRunner {
         { from: flags.from ?? 'start' },
         { type: 'body', metatype: ReplaySinkDto },
       )) as ReplaySinkDto;
-      printJson(await sinks.replay(id, dto));
+      printJson(await sinks.replay(id, dto, cliActor()));
     });
   }
 
@@ -216,7 +217,7 @@ export class SinksRemoveCommand extends CommandRunner {
 
   async run([id]: string[]): Promise<void> {
     await runSinkCommand('remove', this.config, async (sinks) => {
-      await sinks.remove(id);
+      await sinks.remove(id, cliActor());
       process.stderr.write(`menu-sync sinks remove: removed ${id}\n`);
     });
   }

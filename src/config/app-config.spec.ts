@@ -166,6 +166,14 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('AUDIT_RETENTION: 90 days by default, a duration, anything else named', () => {
+    expect(loadConfig({}).auditRetentionMs).toBe(90 * 86_400_000);
+    expect(loadConfig({ AUDIT_RETENTION: '30s' }).auditRetentionMs).toBe(30_000);
+    expect(problems({ AUDIT_RETENTION: 'forever' })).toEqual([
+      'AUDIT_RETENTION: AUDIT_RETENTION must be a duration such as 90d, 12h, 15m or 30s',
+    ]);
+  });
+
   it('METRICS_SINK_SERIES: 20 by default, 0 for none, anything but an integer of 0 or more named', () => {
     expect(loadConfig({}).METRICS_SINK_SERIES).toBe(20);
     expect(loadConfig({ METRICS_SINK_SERIES: '0' }).METRICS_SINK_SERIES).toBe(0);

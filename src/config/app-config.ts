@@ -387,6 +387,10 @@ export class AppConfig {
   @Matches(DURATION, { message: 'SINK_ATTEMPTS_RETENTION must be a duration such as 7d, 12h, 15m or 30s' })
   SINK_ATTEMPTS_RETENTION = '7d';
 
+  /** How long audit log entries are kept: `90d`, `12h`, `15m`, `30s`. */
+  @Matches(DURATION, { message: 'AUDIT_RETENTION must be a duration such as 90d, 12h, 15m or 30s' })
+  AUDIT_RETENTION = '90d';
+
   /** How many sinks get series labelled by `sink` (the most lagging or failing); the others are counted by `kind` only. */
   @Transform(int)
   @IsInt({ message: 'METRICS_SINK_SERIES must be an integer of 0 or more' })
@@ -428,6 +432,10 @@ export class AppConfig {
 
   get sinkAttemptsRetentionMs(): number {
     return durationMs(this.SINK_ATTEMPTS_RETENTION);
+  }
+
+  get auditRetentionMs(): number {
+    return durationMs(this.AUDIT_RETENTION);
   }
 
   get hasUpstream(): boolean {

@@ -1,5 +1,7 @@
-import { Controller, Get, Header, Query, Redirect, UseGuards } from '@nestjs/common';
+import { Controller, Get, Header, Query, Redirect, Req, UseGuards } from '@nestjs/common';
 import { ApiFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import { oauthCallbackActor } from '../audit/audit-actor.js';
 import { ConnectStartGuard } from '../common/api-token.guard.js';
 import { ConnectService } from './connect.service.js';
 import type { AuthorizationCallback } from './connect.service.js';
@@ -30,7 +32,7 @@ export class AuthController {
   @ApiOperation({ summary: 'Where the authorization server sends the user back: stores the connection and subscribes' })
   @ApiOkResponse({ description: '{"data": <connection>}' })
   @Header('Cache-Control', 'no-store')
-  async callback(@Query() query: AuthorizationCallback) {
-    return { data: await this.connect.complete(query) };
+  async callback(@Query() query: AuthorizationCallback, @Req() request: FastifyRequest) {
+    return { data: await this.connect.complete(query, oauthCallbackActor(request)) };
   }
 }

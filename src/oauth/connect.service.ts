@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
+import type { AuditActor } from '../audit/audit-actor.js';
+import { AuditLog } from '../audit/audit-log.service.js';
 import { OAuthClient } from '../upstream/oauth-client.js';
 import { OAuthGrantError, UpstreamNotConfiguredError, UpstreamUnavailableError } from '../upstream/upstream.errors.js';
 import { SubscriptionService } from '../subscriptions/subscription.service.js';
@@ -53,6 +55,7 @@ export class ConnectService {
     private readonly views: ConnectionsService,
     private readonly subscriptions: SubscriptionService,
     private readonly events: EventEmitter2,
+    private readonly audit: AuditLog,
   ) {}
 
   /** A new authorization request: the URL to send the user to, and its state. */
@@ -68,7 +71,7 @@ export class ConnectService {
   }
 
   /** The redirect back from the authorization server. */
-  async complete(callback: AuthorizationCallback): Promise<ConnectionView> {
+  async complete(callback: AuthorizationCallback, actor: AuditActor): Promise<ConnectionView> {
     const settings = this.upstream();
     const state = typeof callback.state === 'string' && callback.state !== '' ? callback.state : undefined;
     if (callback.error !== undefined) {
@@ -81,21 +84,22 @@ export class ConnectService {
       throw new InvalidCallbackError('The callback has no code.', 'code');
     const pending = await this.authorizations.consume(hashState(state));
     if (pending === null) throw new InvalidStateError();
-    return this.connect(settings, callback.code, pending);
+    return this.connect(settings, callback.code, pending, actor);
   }
 
   /** `menu-sync auth exchange <code>`: answers the newest pending out-of-band request. */
-  async completeOutOfBand(code: string): Promise<ConnectionView> {
+  async completeOutOfBand(code: string, actor: AuditActor): Promise<ConnectionView> {
     const settings = this.upstream();
     const pending = await this.authorizations.consumeNewest(OUT_OF_BAND_REDIRECT_URI);
     if (pending === null) throw new NoPendingAuthorizationError();
-    return this.connect(settings, code, pending);
+    return this.connect(settings, code, pending, actor);
   }
 
   private async connect(
     settings: UpstreamSettings,
     code: string,
     pending: PendingAuthorization,
+    actor: AuditActor,
   ): Promise<ConnectionView> {
     const exchanged = await this.exchange(settings, code, pending);
     const tokens = {
@@ -114,6 +118,7 @@ export class ConnectService {
       connectionId: connection.id,
       scopes: connection.scopes,
     });
+    await this.audit.record({ actor, action: 'connection.created', target: String(connection.id) });
     await this.subscriptions.subscribe(connection.id);
     this.events.emit(CONNECTION_CREATED, { connectionId: connection.id });
     return this.views.view(connection);

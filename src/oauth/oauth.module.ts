@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuditModule } from '../audit/audit.module.js';
 import { SecretCipherModule } from '../common/secret-cipher.module.js';
 import { SubscriptionsModule } from '../subscriptions/subscriptions.module.js';
 import { UpstreamModule } from '../upstream/upstream.module.js';
@@ -11,7 +12,7 @@ import { ConnectionsService } from './connections.service.js';
 
 /** The connect flow (docs/reference.md §6) and the connections API. */
 @Module({
-  imports: [SecretCipherModule, ConnectionsModule, UpstreamModule, SubscriptionsModule],
+  imports: [SecretCipherModule, ConnectionsModule, UpstreamModule, SubscriptionsModule, AuditModule],
   controllers: [AuthController, ConnectionsController],
   providers: [AuthorizationStateRepository, ConnectService, ConnectionsService],
   exports: [ConnectService, ConnectionsService],

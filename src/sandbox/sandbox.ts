@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { Logger as Pino } from 'pino';
+import { SANDBOX_ACTOR } from '../audit/audit-actor.js';
 import { AppConfig } from '../config/app-config.js';
 import { startEmulator } from '../emulator/emulator.factory.js';
 import type { RunningEmulator } from '../emulator/emulator.factory.js';
@@ -99,8 +100,8 @@ export class Sandbox {
       for (const sink of page)
         if (/^http:\/\/127\.0\.0\.1:\d+\/sandbox-catalogue$/.test(sink.url ?? '')) earlier.push(sink.id);
     }
-    for (const id of earlier) await sinks.remove(id);
-    const { data } = await sinks.create({ kind: 'http', url: this.catalogue.url, batch_size: 500 });
+    for (const id of earlier) await sinks.remove(id, SANDBOX_ACTOR);
+    const { data } = await sinks.create({ kind: 'http', url: this.catalogue.url, batch_size: 500 }, SANDBOX_ACTOR);
     this.catalogue.useSecret(data.secret!);
     this.logger.log({
       msg: `sandbox catalogue: every menu change is pushed to ${this.catalogue.file}`,

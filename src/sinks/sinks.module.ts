@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuditModule } from '../audit/audit.module.js';
 import { SecretCipherModule } from '../common/secret-cipher.module.js';
 import { ChangeFeedModule } from '../changes/change-feed.module.js';
 import { ChangesModule } from '../changes/changes.module.js';
@@ -19,7 +20,7 @@ import { TableSinksClient } from './tables/table-sinks.client.js';
 
 /** Sink management only (the CLI): no dispatcher. */
 @Module({
-  imports: [SecretCipherModule, ChangesModule],
+  imports: [SecretCipherModule, ChangesModule, AuditModule],
   providers: [SinkRepository, SinkSnapshots, SinksService, EgressGuard],
   exports: [SinksService, SinkRepository, SinkSnapshots, EgressGuard],
 })

@@ -3,6 +3,7 @@ import { getJson, getRole, tokenStore } from '../api.js';
 import { count, duration, fromNow, when } from '../format.js';
 import { Async, Badge, Empty, Panel, Stat, usePoll } from '../ui.js';
 import { loadSinksSummary, SinksPanel } from './sinks.js';
+import { AuditPanel } from './audit.js';
 
 const REFRESH_MS = 2000;
 
@@ -64,6 +65,7 @@ export function Overview() {
       <${Projections} state=${projections} parked=${parked} />
       <${ReconcileRuns} state=${runs} />
       <${SinksPanel} summary=${sinks} canWrite=${canWrite} />
+      ${canWrite ? html`<${AuditPanel} />` : null}
     </div>`;
 }
 

@@ -1,5 +1,6 @@
 import { Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Actor, type AuditActor } from '../../audit/audit-actor.js';
 import { ApiTokenGuard } from '../../common/api-token.guard.js';
 import { JsonBody, jsonBodyValidation } from './json-body.decorator.js';
 import { CreateSinkDto, ListSinksQuery, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
@@ -16,8 +17,8 @@ export class SinksController {
   @ApiOperation({
     summary: "Create a push sink (http or nats); an http sink's whsec_ secret is shown in this answer only",
   })
-  create(@JsonBody(jsonBodyValidation) dto: CreateSinkDto) {
-    return this.sinks.create(dto);
+  create(@JsonBody(jsonBodyValidation) dto: CreateSinkDto, @Actor() actor: AuditActor) {
+    return this.sinks.create(dto, actor);
   }
 
   @Get()
@@ -41,27 +42,27 @@ export class SinksController {
 
   @Patch(':id')
   @ApiOperation({ summary: 'Change a sink; {"state":"active"} enables a disabled one again' })
-  update(@Param('id') id: string, @JsonBody(jsonBodyValidation) dto: UpdateSinkDto) {
-    return this.sinks.update(id, dto);
+  update(@Param('id') id: string, @JsonBody(jsonBodyValidation) dto: UpdateSinkDto, @Actor() actor: AuditActor) {
+    return this.sinks.update(id, dto, actor);
   }
 
   @Delete(':id')
   @HttpCode(204)
-  remove(@Param('id') id: string) {
-    return this.sinks.remove(id);
+  remove(@Param('id') id: string, @Actor() actor: AuditActor) {
+    return this.sinks.remove(id, actor);
   }
 
   @Post(':id/replay')
   @HttpCode(200)
   @ApiOperation({ summary: 'Deliver again from {"from":"start"} or after a changes cursor' })
-  replay(@Param('id') id: string, @JsonBody(jsonBodyValidation) dto: ReplaySinkDto) {
-    return this.sinks.replay(id, dto);
+  replay(@Param('id') id: string, @JsonBody(jsonBodyValidation) dto: ReplaySinkDto, @Actor() actor: AuditActor) {
+    return this.sinks.replay(id, dto, actor);
   }
 
   @Post(':id/rotate-secret')
   @HttpCode(200)
   @ApiOperation({ summary: 'A new whsec_ secret (shown in this answer only); both are signed with for 24 h' })
-  rotateSecret(@Param('id') id: string) {
-    return this.sinks.rotateSecret(id);
+  rotateSecret(@Param('id') id: string, @Actor() actor: AuditActor) {
+    return this.sinks.rotateSecret(id, actor);
   }
 }

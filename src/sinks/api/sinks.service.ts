@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
+import type { AuditActor } from '../../audit/audit-actor.js';
+import { AuditLog } from '../../audit/audit-log.service.js';
 import { BadRequestError } from '../../common/app-error.js';
 import { AppConfig } from '../../config/app-config.js';
 import {
@@ -57,10 +59,11 @@ export class SinksService {
     private readonly config: AppConfig,
     private readonly events: EventEmitter2,
     private readonly egress: EgressGuard,
+    private readonly audit: AuditLog,
   ) {}
 
   /** The new sink, with its secret (http): the only time it is shown, besides a rotation. */
-  async create(dto: CreateSinkDto): Promise<{ data: SinkView & { secret?: string } }> {
+  async create(dto: CreateSinkDto, actor: AuditActor): Promise<{ data: SinkView & { secret?: string } }> {
     checkTableFields(dto);
     if (dto.kind === 'nats') {
       if (dto.url !== undefined) throw new BadRequestError('url is only for http and table sinks', 'url');
@@ -91,6 +94,7 @@ export class SinksService {
       defaultTypes: this.config.changeTypes,
     });
     this.events.emit(SINKS_CHANGED, sink.id);
+    await this.audit.record({ actor, action: 'sink.created', target: sink.id, detail: { kind: sink.kind } });
     return { data: { ...(await this.view(sink)), ...(secret === null ? {} : { secret }) } };
   }
 
@@ -173,7 +177,7 @@ export class SinksService {
     return { data: await this.view(await this.find(id)) };
   }
 
-  async update(id: string, dto: UpdateSinkDto): Promise<{ data: SinkView }> {
+  async update(id: string, dto: UpdateSinkDto, actor: AuditActor): Promise<{ data: SinkView }> {
     const sink = await this.find(id);
     if (dto.url !== undefined && sink.kind === 'nats')
       throw new BadRequestError('url is only for http and table sinks', 'url');
@@ -192,35 +196,40 @@ export class SinksService {
     });
     if (updated === null) throw new SinkNotFoundError(id);
     this.events.emit(SINKS_CHANGED, id);
+    const fields = Object.keys(dto).filter((field) => dto[field as keyof UpdateSinkDto] !== undefined);
+    await this.audit.record({ actor, action: 'sink.updated', target: id, detail: { fields } });
     return { data: await this.view(updated) };
   }
 
-  async remove(id: string): Promise<void> {
+  async remove(id: string, actor: AuditActor): Promise<void> {
     checkId(id);
     if (!(await this.repository.delete(id))) throw new SinkNotFoundError(id);
     this.events.emit(SINKS_CHANGED, id);
+    await this.audit.record({ actor, action: 'sink.deleted', target: id });
   }
 
   /**
    * Delivers again from `from` (docs/reference.md §12: the current state, the start, now, or after
    * a cursor); a cursor older than the log keeps starts over with the current state.
    */
-  async replay(id: string, dto: ReplaySinkDto): Promise<{ data: SinkView }> {
+  async replay(id: string, dto: ReplaySinkDto, actor: AuditActor): Promise<{ data: SinkView }> {
     checkId(id);
     const sink = await this.repository.replay(id, parseSinkFrom(dto.from), this.config.changeTypes);
     if (sink === null) throw new SinkNotFoundError(id);
     this.events.emit(SINKS_CHANGED, id);
+    await this.audit.record({ actor, action: 'sink.replayed', target: id, detail: { from: dto.from } });
     return { data: await this.view(sink) };
   }
 
   /** A new secret, shown once; the old one keeps signing beside it for 24 h. */
-  async rotateSecret(id: string): Promise<{ data: SinkView & { secret: string } }> {
+  async rotateSecret(id: string, actor: AuditActor): Promise<{ data: SinkView & { secret: string } }> {
     const sink = await this.find(id);
     if (sink.kind !== 'http') throw new SinkUnprocessableError('only http sinks have a secret', 'kind');
     const secret = generateSinkSecret();
     const rotated = await this.repository.rotateSecret(id, secret, new Date(Date.now() + SECRET_OVERLAP_MS));
     if (rotated === null) throw new SinkNotFoundError(id);
     this.events.emit(SINKS_CHANGED, id);
+    await this.audit.record({ actor, action: 'sink.secret_rotated', target: id });
     return { data: { ...(await this.view(rotated)), secret } };
   }
 
