@@ -14,6 +14,7 @@ import { OAuthModule } from './oauth/oauth.module.js';
 import { ChangeFeedModule } from './changes/change-feed.module.js';
 import { ReconcileModule } from './reconcile/reconcile.module.js';
 import { SinksModule } from './sinks/sinks.module.js';
+import { TokensModule } from './tokens/tokens.module.js';
 import { UpstreamSettings } from './upstream/upstream-settings.js';
 import { UpstreamSettingsModule } from './upstream/upstream-settings.module.js';
 import { UpstreamModule } from './upstream/upstream.module.js';
@@ -59,6 +60,7 @@ export class AppModule {
         ChangeFeedModule,
         SinksModule,
         AccessModule,
+        TokensModule,
       ],
     };
   }
