@@ -39,6 +39,8 @@ export class TokenStore implements StoredTokens, OnApplicationBootstrap, OnAppli
   private timer?: NodeJS.Timeout;
   private unlisten: (() => void) | null = null;
   private readonly usedAt = new Map<string, number>();
+  private failing = false;
+  private stopped = false;
 
   constructor(
     @InjectDataSource() dataSource: DataSource,
@@ -54,6 +56,7 @@ export class TokenStore implements StoredTokens, OnApplicationBootstrap, OnAppli
   }
 
   onApplicationShutdown(): void {
+    this.stopped = true;
     clearInterval(this.timer);
     this.unlisten?.();
     this.unlisten = null;
@@ -80,6 +83,7 @@ export class TokenStore implements StoredTokens, OnApplicationBootstrap, OnAppli
 
   /** Reads the tokens again now (a read already under way is followed by another). */
   refresh(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     if (this.reading !== null) {
       this.again = true;
       return this.reading;
@@ -91,8 +95,16 @@ export class TokenStore implements StoredTokens, OnApplicationBootstrap, OnAppli
         try {
           this.byDigest = new Map((await this.repository.credentials()).map((token) => this.entry(token)));
           this.readAt = startedAt;
+          if (this.failing) this.logger.log('Reading the stored API tokens works again');
+          this.failing = false;
         } catch (error) {
-          this.logger.warn({ msg: 'Reading the stored API tokens failed; retrying', err: String(error) });
+          // Told once per outage, not at every poll.
+          if (!this.failing && !this.stopped)
+            this.logger.warn({
+              msg: `Reading the stored API tokens failed; retrying every ${TOKENS_POLL_MS} ms, stored tokens refused after ${TOKENS_STALE_MS} ms`,
+              err: String(error),
+            });
+          this.failing = true;
           return;
         }
       } while (this.again);
