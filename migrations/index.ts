@@ -15,6 +15,7 @@ import { ChangeJson1765300000000 } from './1765300000000-change-json.js';
 import { HorizonCachedPlan1765400000000 } from './1765400000000-horizon-cached-plan.js';
 import { SinkPages1765500000000 } from './1765500000000-sink-pages.js';
 import { FanOut1765600000000 } from './1765600000000-fan-out.js';
+import { ApiTokens1765700000000 } from './1765700000000-api-tokens.js';
 import { AuditLog1765800000000 } from './1765800000000-audit-log.js';
 
 /** Every migration, in order. A new migration is added here as well. */
@@ -36,5 +37,6 @@ export const MIGRATIONS = [
   HorizonCachedPlan1765400000000,
   SinkPages1765500000000,
   FanOut1765600000000,
+  ApiTokens1765700000000,
   AuditLog1765800000000,
 ];

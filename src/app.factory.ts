@@ -9,6 +9,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger as Pino } from 'pino';
 import { AppModule } from './app.module.js';
 import { ApiTokenGuard } from './common/api-token.guard.js';
+import { STORED_TOKENS } from './common/stored-tokens.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
 import { registerRoleGate } from './common/role-gate.js';
@@ -75,7 +76,8 @@ export async function createHttpApp({
       ...resourceDirectRoutes(app.get(ResourceQueryService), app.get(ReadRouter)),
       menuDirectRoute(app.get(MenuDocumentService), app.get(ReadRouter)),
     ],
-    new ApiTokenGuard(app.get(AppConfig)),
+    // The same store as the guards Nest makes: one read of the stored tokens per process.
+    new ApiTokenGuard(app.get(AppConfig), app.get(STORED_TOKENS)),
   );
   app.useGlobalFilters(new ProblemDetailsFilter());
   app.useGlobalPipes(createValidationPipe());

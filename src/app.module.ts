@@ -15,6 +15,7 @@ import { OAuthModule } from './oauth/oauth.module.js';
 import { ChangeFeedModule } from './changes/change-feed.module.js';
 import { ReconcileModule } from './reconcile/reconcile.module.js';
 import { SinksModule } from './sinks/sinks.module.js';
+import { TokensModule } from './tokens/tokens.module.js';
 import { UpstreamSettings } from './upstream/upstream-settings.js';
 import { UpstreamSettingsModule } from './upstream/upstream-settings.module.js';
 import { UpstreamModule } from './upstream/upstream.module.js';
@@ -60,6 +61,7 @@ export class AppModule {
         ChangeFeedModule,
         SinksModule,
         AccessModule,
+        TokensModule,
         AuditApiModule,
       ],
     };

@@ -341,4 +341,32 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     await page.locator('#audit').scrollIntoViewIfNeeded();
     await shot('overview-audit');
   }, 60_000);
+  it('makes a stored token on the Tokens page, shows its secret once, and revokes it', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.evaluate((value) => (globalThis as Json).sessionStorage.setItem('menu-sync.api-token', value), TOKEN);
+    await open('tokens');
+    await page.reload();
+    await page.getByLabel('Name').fill('console reader');
+    await page.getByLabel('Owners').fill(`${DEMO_OWNER}, 4002`);
+    await page.getByRole('button', { name: 'Make token' }).click();
+    const secret = (await page.locator('.new-secret .secret').textContent({ timeout: 10_000 }))!.trim();
+    expect(secret).toMatch(/^mst_[A-Za-z0-9_-]{43}$/);
+    const row = page.locator('#tokens tr.token', { hasText: 'console reader' });
+    await row.waitFor();
+    expect(await row.locator('td').nth(2).textContent()).toBe(`${DEMO_OWNER}, 4002`);
+    const whoami = async () =>
+      (await fetch(`${daemon.url}/api/v1/whoami`, { headers: { authorization: `Bearer ${secret}` } })).status;
+    expect(await whoami()).toBe(200);
+    await shot('tokens');
+
+    page.once('dialog', (dialog) => void dialog.accept());
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await row.waitFor({ state: 'detached', timeout: 10_000 });
+    await eventually(async () => expect(await whoami()).toBe(401), 5000, 50);
+    expect(await page.locator('.new-secret').count()).toBe(1);
+    await page.reload();
+    await page.locator('#tokens').waitFor();
+    // Shown once: not after a reload, nor in the list.
+    expect(await page.content()).not.toContain(secret);
+  }, 60_000);
 });

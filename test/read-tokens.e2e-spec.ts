@@ -22,14 +22,15 @@ const READ_METHODS = new Set(['get', 'head']);
 
 /** What every write would change: the rows of the tables the API writes. */
 async function writableState(app: RunningDaemon): Promise<unknown> {
-  const [sinks, connections] = await Promise.all([
+  const [sinks, tokens, connections] = await Promise.all([
     sqlQuery(app.database.url, `SELECT * FROM sinks ORDER BY id`),
+    sqlQuery(app.database.url, `SELECT * FROM api_tokens ORDER BY id`),
     sqlQuery(
       app.database.url,
       `SELECT (SELECT count(*) FROM connections)::int AS connections, (SELECT count(*) FROM oauth_authorizations)::int AS authorizations`,
     ),
   ]);
-  return { sinks, connections };
+  return { sinks, tokens, connections };
 }
 
 describe('read: tokens may only read (docs/reference.md §12)', () => {
@@ -50,9 +51,9 @@ describe('read: tokens may only read (docs/reference.md §12)', () => {
   });
 
   it('tells each token its role at GET /api/v1/whoami', async () => {
-    expect((await api(app.url, '/api/v1/whoami', READ_TOKEN)).json).toEqual({ role: 'read' });
-    expect((await api(app.url, '/api/v1/whoami', API_TOKEN)).json).toEqual({ role: 'admin' });
-    expect((await api(app.url, '/api/v1/whoami', ADMIN_TOKEN)).json).toEqual({ role: 'admin' });
+    expect((await api(app.url, '/api/v1/whoami', READ_TOKEN)).json).toEqual({ role: 'read', owner_ids: null });
+    expect((await api(app.url, '/api/v1/whoami', API_TOKEN)).json).toEqual({ role: 'admin', owner_ids: null });
+    expect((await api(app.url, '/api/v1/whoami', ADMIN_TOKEN)).json).toEqual({ role: 'admin', owner_ids: null });
     expect((await api(app.url, '/api/v1/whoami', 'not-a-token-of-this-daemon')).status).toBe(401);
   });
 
@@ -135,12 +136,16 @@ describe('read: tokens may only read (docs/reference.md §12)', () => {
         'delete /api/v1/sinks/{id}',
         'post /api/v1/sinks/{id}/replay',
         'post /api/v1/sinks/{id}/rotate-secret',
+        'post /api/v1/tokens',
+        'delete /api/v1/tokens/{id}',
         'get /auth/connect',
       ]),
     );
-    expect(reads.filter(([, reader, admin]) => reader !== admin)).toEqual([
-      ['get /api/v1/events/{position}/raw', 403, 200],
+    // The raw bytes hold the key; tokens and the audit log are an admin's alone, reads included.
+    expect(reads.filter(([, reader, admin]) => reader !== admin).sort()).toEqual([
       ['get /api/v1/audit', 403, 200],
+      ['get /api/v1/events/{position}/raw', 403, 200],
+      ['get /api/v1/tokens', 403, 200],
     ]);
     expect(leaks).toEqual([]);
     // The quarantine and the parsed event were read: each holds the delivery, its key redacted.

@@ -67,6 +67,11 @@ export async function postJson(path, body) {
   return response.status === 204 ? null : response.json();
 }
 
+export async function deleteJson(path) {
+  const response = await send(path, { method: 'DELETE' });
+  if (!response.ok) throw await failure(response);
+}
+
 /**
  * What this tab's token may do: "admin", or "read" (a read: entry of API_TOKENS, which may only
  * read). A daemon without /api/v1/whoami predates read tokens: every token there is an admin's.

@@ -4,6 +4,7 @@ import { onUnauthorized, tokenStore } from './api.js';
 import { Events } from './pages/events.js';
 import { Menu } from './pages/menu.js';
 import { Overview } from './pages/overview.js';
+import { Tokens } from './pages/tokens.js';
 import { startSampling } from './sampler.js';
 import { ErrorBox, Loading } from './ui.js';
 import './style.css';
@@ -35,6 +36,7 @@ const PAGES = [
   { path: 'menu', title: 'Menu', component: Menu },
   { path: 'events', title: 'Events', component: Events },
   { path: 'activity', title: 'Activity', component: Activity },
+  { path: 'tokens', title: 'Tokens', component: Tokens },
 ];
 
 const currentPath = () => location.hash.replace(/^#\/?/, '').split('?')[0] || 'overview';
@@ -63,7 +65,7 @@ function TokenPrompt({ onSaved }) {
     >
       <h2>API token</h2>
       <p>
-        ${had ? 'The daemon refused the token this tab had.' : 'This daemon asks for a token (one of API_TOKENS) for its API.'}
+        ${had ? 'The daemon refused the token this tab had.' : 'This daemon asks for a token (one of API_TOKENS, or one made under Tokens) for its API.'}
         ${'It is kept for this tab only.'}
       </p>
       <input

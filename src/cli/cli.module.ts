@@ -19,6 +19,7 @@ import {
   SinksReplayCommand,
 } from './sinks.command.js';
 import { StatusCommand } from './status.command.js';
+import { TokensAddCommand, TokensCommand, TokensListCommand, TokensRevokeCommand } from './tokens.command.js';
 
 /** The command-line entry: only the commands and what they need, no database until a command opens one. */
 @Module({})
@@ -48,6 +49,10 @@ export class CliModule {
         SinksListCommand,
         SinksReplayCommand,
         SinksRemoveCommand,
+        TokensCommand,
+        TokensAddCommand,
+        TokensListCommand,
+        TokensRevokeCommand,
       ],
     };
   }

@@ -1,9 +1,11 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
-import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable, Optional } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { ApiRole, AppConfig } from '../config/app-config.js';
 import { ForbiddenError, UnauthorizedError } from './app-error.js';
 import type { Principal } from './principal.js';
+import { STORED_TOKENS } from './stored-tokens.js';
+import type { StoredTokens } from './stored-tokens.js';
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 const READS = new Set(['GET', 'HEAD']);
@@ -11,21 +13,26 @@ const LOOPBACK_PRINCIPAL: Principal = {
   role: 'admin',
   ownerIds: null,
   id: 'loopback',
-  name: 'a loopback client (API_TOKENS unset)',
+  name: 'a loopback client (no API_TOKENS, no stored token)',
 };
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
 /**
- * `/api` access (docs/reference.md §5, §12): a bearer token from API_TOKENS; with none configured, loopback
- * clients only. Tokens are compared as digests in constant time. A `read:` token may only read
- * (GET, HEAD); anything else it asks is a 403 that changes nothing.
+ * `/api` access (docs/reference.md §5, §12): a bearer token from API_TOKENS or one stored in the
+ * database (`/api/v1/tokens`); while there is neither, loopback clients only. API_TOKENS are
+ * compared as digests in constant time. A read token may only read (GET, HEAD); anything else it
+ * asks is a 403 that changes nothing.
  */
 @Injectable()
 export class ApiTokenGuard implements CanActivate {
   private readonly tokens: Array<{ digest: Buffer; principal: Principal }>;
 
-  constructor(config: AppConfig) {
+  /** `stored` is absent only where no store is wired (then API_TOKENS alone count). */
+  constructor(
+    config: AppConfig,
+    @Optional() @Inject(STORED_TOKENS) private readonly stored?: StoredTokens,
+  ) {
     this.tokens = config.apiTokens.map(({ token, role }, index) => ({
       digest: digest(token),
       principal: { role, ownerIds: null, id: `api_tokens:${index + 1}`, name: `API_TOKENS entry ${index + 1}` },
@@ -43,9 +50,7 @@ export class ApiTokenGuard implements CanActivate {
    */
   check(request: FastifyRequest): void {
     if (this.principal(request).role === 'read' && !this.readOnly(request)) {
-      throw new ForbiddenError(
-        'This token may only read (API_TOKENS entry read:…): use an admin token to change anything.',
-      );
+      throw new ForbiddenError('This token may only read (a read token): use an admin token for this.');
     }
   }
 
@@ -63,9 +68,11 @@ export class ApiTokenGuard implements CanActivate {
   }
 
   private find(request: FastifyRequest): Principal {
-    if (this.tokens.length === 0) {
+    if (this.tokens.length === 0 && !(this.stored?.any ?? false)) {
       if (LOOPBACK.test(request.socket.remoteAddress ?? '')) return LOOPBACK_PRINCIPAL;
-      throw new UnauthorizedError('API_TOKENS is not set, so the API answers loopback clients only.');
+      throw new UnauthorizedError(
+        'Neither API_TOKENS nor a stored token is set, so the API answers loopback clients only.',
+      );
     }
     const token = this.presented(request);
     if (token === undefined) throw new UnauthorizedError('A bearer token is required (Authorization: Bearer <token>).');
@@ -75,6 +82,9 @@ export class ApiTokenGuard implements CanActivate {
     for (const candidate of this.tokens) {
       if (timingSafeEqual(candidate.digest, presented) && found?.role !== 'admin') found = candidate.principal;
     }
+    // A stored token is found by its digest in a map: the lookup's timing can tell at most something
+    // of a SHA-256 of the presented text, and a stored secret is 256 random bits, so nothing of it.
+    found ??= this.stored?.principal(presented, Date.now());
     if (found === undefined) throw new UnauthorizedError('The bearer token is not valid.');
     return found;
   }
@@ -102,6 +112,14 @@ export class ConnectStartGuard extends ApiTokenGuard {
     return super.presented(request) ?? (typeof query === 'string' && query !== '' ? query : undefined);
   }
 
+  protected override readOnly(): boolean {
+    return false;
+  }
+}
+
+/** Routes for admin tokens only, reads too (`/api/v1/tokens`): a read token gets 403 there. */
+@Injectable()
+export class AdminTokenGuard extends ApiTokenGuard {
   protected override readOnly(): boolean {
     return false;
   }

@@ -13,10 +13,14 @@ export class WhoamiController {
   constructor(private readonly guard: ApiTokenGuard) {}
 
   @Get()
-  @ApiOperation({ summary: 'The role of the bearer token: "read" (may only read) or "admin" (may do everything)' })
-  @ApiOkResponse({ schema: { example: { role: 'read' } } })
-  whoami(@Req() request: FastifyRequest): { role: ApiRole } {
-    return { role: this.guard.role(request) };
+  @ApiOperation({
+    summary:
+      'The role of the bearer token, "read" (may only read) or "admin" (may do everything), and the owners it sees (null: every owner)',
+  })
+  @ApiOkResponse({ schema: { example: { role: 'read', owner_ids: ['owner-1'] } } })
+  whoami(@Req() request: FastifyRequest): { role: ApiRole; owner_ids: readonly string[] | null } {
+    const { role, ownerIds } = this.guard.principal(request);
+    return { role, owner_ids: ownerIds };
   }
 }
 
