@@ -3,6 +3,7 @@ import { CanActivate, ExecutionContext, Inject, Injectable, Optional } from '@ne
 import type { FastifyRequest } from 'fastify';
 import { ApiRole, AppConfig } from '../config/app-config.js';
 import { ForbiddenError, UnauthorizedError } from './app-error.js';
+import { checkOwnerScope } from './owner-scope.js';
 import type { Principal } from './principal.js';
 import { STORED_TOKENS } from './stored-tokens.js';
 import type { StoredTokens } from './stored-tokens.js';
@@ -49,8 +50,19 @@ export class ApiTokenGuard implements CanActivate {
    * not do what it asks (also for routes outside Nest's pipeline).
    */
   check(request: FastifyRequest): void {
-    if (this.principal(request).role === 'read' && !this.readOnly(request)) {
+    const principal = this.principal(request);
+    if (principal.role === 'read' && !this.readOnly(request)) {
       throw new ForbiddenError('This token may only read (a read token): use an admin token for this.');
+    }
+    if (principal.ownerIds !== null) checkOwnerScope(request, principal.ownerIds);
+  }
+
+  /** Whether the request's token is scoped to owners (false when it is no valid token: `check` says why). */
+  scoped(request: FastifyRequest): boolean {
+    try {
+      return this.principal(request).ownerIds !== null;
+    } catch {
+      return false;
     }
   }
 

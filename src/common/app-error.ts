@@ -33,8 +33,8 @@ export class UnauthorizedError extends AppError {
 }
 
 export class ForbiddenError extends AppError {
-  constructor(detail: string) {
-    super('forbidden', 403, 'Forbidden', detail);
+  constructor(detail: string, field?: string) {
+    super('forbidden', 403, 'Forbidden', detail, field === undefined ? {} : { field });
   }
 }
 

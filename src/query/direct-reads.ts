@@ -43,7 +43,8 @@ export function installDirectReads(
     if (direct === undefined) return;
     const viaNest = route.handler as RouteHandlerMethod;
     route.handler = function directOrNest(this: FastifyInstance, request, reply) {
-      const query = direct.read(request);
+      // A token scoped to owners goes through Nest, whose guard sets its owner on the query first.
+      const query = guard.scoped(request) ? undefined : direct.read(request);
       // Returned as Nest returns it: an async wrapper resolving early would make Fastify send an empty body.
       if (query === undefined) return viaNest.call(this, request, reply);
       return serveDirect(direct, request, reply, query);
