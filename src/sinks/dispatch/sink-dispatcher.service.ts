@@ -7,6 +7,7 @@ import { ChangeNotifier } from '../../changes/change-notifier.service.js';
 import { ChangeRouter } from '../../changes/change-router.service.js';
 import { LeaseLoop, LeaseState } from '../../common/lease-loop.js';
 import { AppConfig } from '../../config/app-config.js';
+import { Limiter } from '../../common/limiter.js';
 import { AdvisoryLease } from '../../database/advisory-lease.js';
 import { ChannelListener } from '../../database/channel-listener.js';
 import { MetricsService } from '../../observability/metrics.service.js';
@@ -75,6 +76,8 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
   /** The workers reading on their own (the others follow the shared read, which wakes them): woken when the head moves. */
   private readonly reading = new Set<SinkWorker>();
   private readonly listener: ChannelListener;
+  /** The workers' statements on the shared pool, at most half its connections at once (SinkWorkerDeps.db). */
+  private readonly db: Limiter;
   private unlisten: (() => void) | null = null;
   private unwatch: (() => void) | null = null;
   private lastShare = '';
@@ -97,6 +100,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     private readonly attempts: SinkAttemptsService,
   ) {
     this.listener = new ChannelListener(dataSource, SINKS_CHANNEL, this.logger);
+    this.db = new Limiter(Math.max(2, Math.floor(config.DATABASE_POOL_SIZE / 2)));
     const lease = new AdvisoryLease(dataSource, SINK_DISPATCHER_LOCK, (runner) => leases.prepare(runner), 'shared');
     this.loop = new LeaseLoop(lease, {
       role: 'sink dispatcher',
@@ -305,6 +309,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     return {
       repository: this.repository,
       writes: this.writes,
+      db: this.db,
       changeLog: this.changeLog,
       router: this.router,
       snapshots: this.snapshots,

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import type { Limiter } from '../../common/limiter.js';
 import { MetricsService } from '../../observability/metrics.service.js';
 import type { Sink } from '../sink.js';
 import { SinkRepository } from '../sink.repository.js';
@@ -21,6 +22,7 @@ export class SinkLag {
     private readonly repository: SinkRepository,
     private readonly metrics: MetricsService,
     private readonly defaultTypes: readonly string[],
+    private readonly db: Limiter,
   ) {}
 
   /** While delivering: at most every five seconds, and never more than a fiftieth of the time. */
@@ -57,7 +59,7 @@ export class SinkLag {
 
   private async measure(sink: Sink): Promise<void> {
     const started = Date.now();
-    this.last = await this.repository.lag(sink, sink.types ?? this.defaultTypes, sink.ownerIds);
+    this.last = await this.db.run(() => this.repository.lag(sink, sink.types ?? this.defaultTypes, sink.ownerIds));
     this.measuredAt = Date.now();
     this.tookMs = this.measuredAt - started;
     this.metrics.sinks.lag(sink, this.last);

@@ -5,6 +5,7 @@ import { compactedAway, comparePositions } from '../../changes/change-cursor.js'
 import { AS_ENTRY, AS_TEXT, ChangeLogRepository } from '../../changes/change-log.repository.js';
 import type { ChangeRouter, Route } from '../../changes/change-router.service.js';
 import { MetricsService } from '../../observability/metrics.service.js';
+import { Limiter } from '../../common/limiter.js';
 import { WakeableSleep } from '../../common/wakeable-sleep.js';
 import { backoffDelayMs } from '../backoff.js';
 import { batchBody, batchWebhookId, DeliveryOutcome } from '../delivery.js';
@@ -22,6 +23,8 @@ import { isTableKind } from '../tables/table-target.js';
 export interface SinkWorkerDeps {
   repository: SinkRepository;
   writes: SinkWrites;
+  /** The loops' own statements take turns here: thousands of loops starting together would time out on the pool. */
+  db: Limiter;
   changeLog: ChangeLogRepository;
   router: ChangeRouter;
   snapshots: SinkSnapshots;
@@ -120,7 +123,7 @@ export class SinkWorker {
     readonly sinkId: string,
     private readonly deps: SinkWorkerDeps,
   ) {
-    this.lag = new SinkLag(deps.repository, deps.metrics, deps.defaultTypes);
+    this.lag = new SinkLag(deps.repository, deps.metrics, deps.defaultTypes, deps.db);
     deps.reading?.(this, true);
     this.done = this.run();
   }
@@ -180,6 +183,11 @@ export class SinkWorker {
     await this.lag.settled();
   }
 
+  /** A statement of this loop's on the daemon's database, in turn with every other loop's (SinkWorkerDeps.db). */
+  private db<T>(work: () => Promise<T>): Promise<T> {
+    return this.deps.db.run(work);
+  }
+
   /** One round; answers how long to wait before the next (0: at once). */
   private async step(): Promise<number> {
     // The row the last acknowledgement returned (or the last round read) is current unless the sink
@@ -193,7 +201,7 @@ export class SinkWorker {
       // Its filters, cursor or epoch may have changed: it reads on its own again until it caught up.
       this.leave();
       await this.settle();
-      sink = await this.deps.repository.find(this.sinkId);
+      sink = await this.db(() => this.deps.repository.find(this.sinkId));
       this.cursorAt = Date.now();
     }
     if (sink === null || sink.state === 'disabled') {
@@ -215,7 +223,9 @@ export class SinkWorker {
     this.lag.soon(sink);
     const ahead = this.ahead;
     this.ahead = null;
-    const page = (ahead !== null && ahead.key === readKey(sink) ? await ahead.page : null) ?? (await this.read(sink));
+    const page =
+      (ahead !== null && ahead.key === readKey(sink) ? await ahead.page : null) ??
+      (await this.db(() => this.read(sink)));
     if (await this.behindHorizon(sink, page.compactedTo)) return 0;
     this.horizon = page.horizon;
     const batch =
@@ -232,7 +242,7 @@ export class SinkWorker {
       }
       if (comparePositions(page.next, sink.cursor) > 0) {
         if (!(await this.settle())) return 0;
-        this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false);
+        this.known = await this.db(() => this.deps.repository.recordSuccess(sink.id, sink.cursor, page.next, false));
         return 0;
       }
       this.known = sink;
@@ -258,7 +268,7 @@ export class SinkWorker {
       const head = this.route!.position;
       if (Date.now() - this.cursorAt > this.deps.idleCursorMs && comparePositions(head, sink.cursor) > 0) {
         if (!(await this.settle())) return 0;
-        this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, head, false);
+        this.known = await this.db(() => this.deps.repository.recordSuccess(sink.id, sink.cursor, head, false));
         this.cursorAt = Date.now();
         return 0;
       }
@@ -344,7 +354,7 @@ export class SinkWorker {
         return { wait: 0, ok: moved };
       }
       if (ahead === null) {
-        this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true);
+        this.known = await this.db(() => this.deps.repository.recordSuccess(sink.id, sink.cursor, last, true));
         // Null: the cursor had moved (a replay): the next round reads the sink afresh.
         return { wait: 0, ok: this.known !== null };
       }
@@ -362,13 +372,15 @@ export class SinkWorker {
     if (outcome.kind === 'gone') {
       this.deps.metrics.sinks.delivered(sink, 'disabled');
       this.logger.warn({ msg: 'sink disabled: its target answered 410 Gone', sink: sink.id });
-      await this.deps.repository.recordFailure(sink.id, sink.cursor, {
-        error: outcome.error,
-        nextAttemptAt: new Date(),
-        state: 'disabled',
-        failingSince: sink.failingSince ?? new Date(),
-        inflight: last,
-      });
+      await this.db(() =>
+        this.deps.repository.recordFailure(sink.id, sink.cursor, {
+          error: outcome.error,
+          nextAttemptAt: new Date(),
+          state: 'disabled',
+          failingSince: sink.failingSince ?? new Date(),
+          inflight: last,
+        }),
+      );
       return { wait: 0, ok: false };
     }
     return { wait: await this.backOff(sink, outcome, last), ok: false };
@@ -391,7 +403,7 @@ export class SinkWorker {
     if (target === null || target.epoch !== sink.epoch || comparePositions(target.cursor, sink.cursor) === 0) return 0;
     if (!(await this.settle())) return 0;
     this.logger.log({ msg: "table sink resumes from its target's cursor", sink: sink.id });
-    this.known = await this.deps.repository.recordSuccess(sink.id, sink.cursor, target.cursor, false);
+    this.known = await this.db(() => this.deps.repository.recordSuccess(sink.id, sink.cursor, target.cursor, false));
     return 0;
   }
 
@@ -415,13 +427,15 @@ export class SinkWorker {
       state,
       error: outcome.error,
     });
-    await this.deps.repository.recordFailure(sink.id, sink.cursor, {
-      error: outcome.error,
-      nextAttemptAt: new Date(now.getTime() + delay),
-      state,
-      failingSince,
-      inflight: last,
-    });
+    await this.db(() =>
+      this.deps.repository.recordFailure(sink.id, sink.cursor, {
+        error: outcome.error,
+        nextAttemptAt: new Date(now.getTime() + delay),
+        state,
+        failingSince,
+        inflight: last,
+      }),
+    );
     return Math.min(delay, 1000);
   }
 
@@ -529,7 +543,7 @@ export class SinkWorker {
       sink: sink.id,
     });
     if (!(await this.settle())) return true;
-    await this.deps.repository.restartFrom(sink.id, sink.cursor, START);
+    await this.db(() => this.deps.repository.restartFrom(sink.id, sink.cursor, START));
     return true;
   }
 }
