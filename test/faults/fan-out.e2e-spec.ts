@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -98,11 +98,12 @@ function plannedSink(prng: SeededPrng, hub: SinkHub, index: number, wave: number
   const failing = prng.chance(0.1);
   const target = hub.target(String(index));
   if (failing) {
-    // A target failing now and then (its first two answers and a third of the others), asking
-    // for a retry within a second: the sink leaves the shared read, retries on its own, joins again.
+    // A target failing for a while (its first two answers and a third of its next 30), asking for
+    // a retry within a second: the sink leaves the shared read, retries on its own, joins again.
+    // Bounded, so that the backoff (doubling with each failure in a row) stays within seconds.
     const answers = new SeededPrng(SEED ^ (index * 7919));
     target.answer = (n) =>
-      n < 2 || answers.chance(0.3) ? { status: 503, headers: { 'retry-after': '1' } } : undefined;
+      n < 2 || (n < 32 && answers.chance(0.3)) ? { status: 503, headers: { 'retry-after': '1' } } : undefined;
   }
   return {
     index,
@@ -266,6 +267,7 @@ describe(`fault: fan-out to 230 sinks and SSE clients across a SIGKILL of the di
   let hub: SinkHub;
   const encryptionKey = randomBytes(32).toString('base64');
   const followers: Follower[] = [];
+  const daemons: DaemonProcess[] = [];
 
   const start = (roles: string) =>
     DaemonProcess.start({
@@ -294,6 +296,10 @@ describe(`fault: fan-out to 230 sinks and SSE clients across a SIGKILL of the di
 
   afterAll(async () => {
     await Promise.all(followers.map((follower) => follower.stop()));
+    // TEST_LOG_DIR keeps each process's output (A, B, B restarted) for a look after a failure.
+    if (process.env.TEST_LOG_DIR)
+      for (const [i, daemon] of daemons.entries())
+        await writeFile(path.join(process.env.TEST_LOG_DIR, `fan-out-${SEED}-${i}.log`), daemon.logs);
     await DaemonProcess.killAll();
     closeAgent();
     await hub?.close();
@@ -308,6 +314,7 @@ describe(`fault: fan-out to 230 sinks and SSE clients across a SIGKILL of the di
       const events = plannedEvents(prng);
       const a = await start('ingress,api,projector');
       let b = await start('ingress,api,sinks');
+      daemons.push(a, b);
       let alive = [a, b];
       const anyAlive = () => prng.pick(alive).url;
 
@@ -377,6 +384,8 @@ describe(`fault: fan-out to 230 sinks and SSE clients across a SIGKILL of the di
       const { PORT: _port, ...env } = b.env;
       b = await DaemonProcess.start({ cwd: dir, env, readyTimeoutMs: 150_000 });
       alive = [a, b];
+      const restartedAt = Date.now();
+      daemons.push(b);
 
       await reach((EVENTS * 3) / 4);
       await makeWave(2);
@@ -388,7 +397,16 @@ describe(`fault: fan-out to 230 sinks and SSE clients across a SIGKILL of the di
       const unexpected = load.attempts.filter(
         (attempt) => !isAcked(attempt.status) && !(attempt.status === 0 && attempt.target === victim),
       );
-      expect(statusCounts(unexpected)).toEqual({});
+      const where = (url: string) => (url === a.url ? 'a' : url === victim ? 'b (killed)' : 'b');
+      expect({
+        statuses: statusCounts(unexpected),
+        first: unexpected.slice(0, 5).map((attempt) => ({
+          target: where(attempt.target),
+          status: attempt.status,
+          ms: attempt.answeredAt - attempt.sentAt,
+          sinceRestart: attempt.sentAt - restartedAt,
+        })),
+      }).toEqual({ statuses: {}, first: [] });
       for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(200)) {
         const lanes = await projections(a.url, API_TOKEN);
         if (lanes.every((lane) => lane.lag === 0)) break;
