@@ -496,8 +496,15 @@ describe(`fault: fan-out to 230 sinks and SSE clients across a SIGKILL of the di
         resumedSse: true,
       });
       if (process.env.TEST_VERBOSE) {
+        const slowest = (url: string) =>
+          Math.max(
+            ...load.attempts
+              .filter((attempt) => attempt.target === url)
+              .map((attempt) => attempt.answeredAt - attempt.sentAt),
+          );
         process.stderr.write(
-          `[fan-out] seed ${SEED}: ${feed.length} changes, ${requests()} sink requests (${requestsBeforeKill} before the kill), ${followers.length} SSE clients\n`,
+          `[fan-out] seed ${SEED}: ${feed.length} changes, ${requests()} sink requests (${requestsBeforeKill} before the kill), ${followers.length} SSE clients; ` +
+            `slowest webhook answer of A ${slowest(a.url)} ms, of B restarted ${slowest(b.url)} ms\n`,
         );
       }
     },
