@@ -6,7 +6,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import pg from 'pg';
 import { LOCK_SPACES } from '../src/database/advisory-locks.js';
-import { SINK_BUCKETS, sinkLeaseKey } from '../src/sinks/sink-shares.js';
+import { SINK_BUCKETS, sinkLeaseKey } from '../src/sinks/dispatch/sink-shares.js';
 import { DaemonProcess, sleep } from './support/daemon-process.js';
 import { createTestDatabase, TestDatabase } from './support/database.js';
 import { eventually } from './support/eventually.js';
