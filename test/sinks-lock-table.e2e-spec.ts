@@ -189,8 +189,14 @@ describe('20,000 sinks leave PostgreSQL’s lock table usable (built daemon, chi
         `[lock-table] leases held at ${at(leasesAt)}, changes posted at ${at(posted)}, delivered at ${delivered === undefined ? 'never' : at(delivered)}; pool timeouts per 5 s: ${timeline.join(' ')}\n`,
       );
     }
-    const sinkView = await api(daemon.url, `/api/v1/sinks/${created.json.data.id}`, API_TOKEN);
-    const shown = sinkView.status === 200 ? sinkView.json.data : { status: sinkView.status, body: sinkView.text };
+    // The cursor moves once the target's answer is back, a moment after the receiver saw the batch.
+    const view = async () => {
+      const answer = await api(daemon.url, `/api/v1/sinks/${created.json.data.id}`, API_TOKEN);
+      return answer.status === 200 ? answer.json.data : { status: answer.status, body: answer.text };
+    };
+    let shown = await view();
+    for (const deadline = Date.now() + 5000; shown.lag !== 0 && Date.now() < deadline; await sleep(100))
+      shown = await view();
     expect({
       delivered: receiver.acknowledgedChanges.length,
       sink: { lag: shown.lag, state: shown.state, last_error: shown.last_error, status: shown.status },
