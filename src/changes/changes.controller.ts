@@ -6,9 +6,12 @@ import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { ReadRouter } from '../database/read-router.service.js';
 import { ChangeFeedService } from './change-feed.service.js';
 import { ChangesQuery } from './changes.dto.js';
+import { SseHeartbeat } from './sse-heartbeat.js';
 import { minTransactionId, routedRead } from './min-cursor.js';
 
 const HEARTBEAT_MS = 15_000;
+/** One timer for every stream's keep-alive comments. */
+const heartbeat = new SseHeartbeat(HEARTBEAT_MS);
 
 /** An aborted signal once the client has gone (or the response has ended). */
 function closedSignal(reply: FastifyReply): AbortSignal {
@@ -55,17 +58,28 @@ export class ChangesController {
     const closed = closedSignal(reply);
     // The changes come as JSON text already (the shared read's, or stringified once).
     const session = await createSession(request.raw, reply.raw, {
-      keepAlive: HEARTBEAT_MS,
+      keepAlive: null,
       trustClientEventId: false,
       serializer: (data) => (typeof data === 'string' ? data : JSON.stringify(data)),
     });
-    await this.feed.stream(
-      { push: (json, cursor) => session.push(json, 'change', cursor), stream: reply.raw },
-      from,
-      query,
-      closed,
-      side,
-    );
+    const beating = heartbeat.follow(reply.raw);
+    try {
+      await this.feed.stream(
+        {
+          push: (json, cursor) => {
+            session.push(json, 'change', cursor);
+            beating.wrote();
+          },
+          stream: reply.raw,
+        },
+        from,
+        query,
+        closed,
+        side,
+      );
+    } finally {
+      beating.end();
+    }
     reply.raw.end();
   }
 }
