@@ -2,7 +2,7 @@ import { Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseGuards
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Actor, type AuditActor } from '../../audit/audit-actor.js';
 import { ApiTokenGuard } from '../../common/api-token.guard.js';
-import { JsonBody, jsonBodyValidation } from './json-body.decorator.js';
+import { JsonBody, jsonBodyValidation } from '../../common/json-body.decorator.js';
 import { CreateSinkDto, ListSinksQuery, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
 import { SinksService } from './sinks.service.js';
 
