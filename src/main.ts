@@ -27,7 +27,9 @@ async function main(): Promise<void> {
   const rootLogger = createRootLogger(config.LOG_LEVEL, false, longRunning ? 1 : 2, config.LOG_FORMAT);
   const nestLogger = new PinoNestLogger(rootLogger);
   Logger.overrideLogger(nestLogger);
-  const exit = (code: number) => rootLogger.flush(() => process.exit(code));
+  // After the logs and whatever the command printed: a large answer on a pipe may still be queued
+  // (Node 24 truncated `sinks list` at 146 kB), and process.exit drops what is.
+  const exit = (code: number) => rootLogger.flush(() => process.stdout.write('', () => process.exit(code)));
   // Synchronous: commander exits by itself right after this handler returns.
   const usageError = (error: Error) => {
     const code = (error as { code?: string }).code;
