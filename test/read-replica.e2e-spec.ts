@@ -173,6 +173,16 @@ describe('reads from the replica', () => {
   }, 120_000);
 
   it('a long-poll and an SSE stream on the replica are woken by a change', async () => {
+    // The head as the replica serves it once it holds the change of the test before: a cursor
+    // taken earlier would lie before that change, which the long-poll would then rightly answer.
+    await eventually(
+      async () => {
+        const answer = await api(daemon.url, `/api/v1/collections?owner_id=${OWNER}`);
+        expect([servedBy(answer), collectionIds(answer)]).toEqual(['replica', ['1', '2', '3', '4']]);
+      },
+      30_000,
+      100,
+    );
     const head = (await api(daemon.url, '/api/v1/changes?limit=1000')).json.next_cursor;
     const poll = api(daemon.url, `/api/v1/changes?after=${head}&wait=30`);
     const stream = new ChangeStream(daemon.url, { after: head });
@@ -197,6 +207,16 @@ describe('reads from the replica', () => {
 
 describe('with the replica stopped', () => {
   it('reads fall back to the primary and answer the same; the replica serves again once started', async () => {
+    // The menu as the replica serves it once it holds every change so far (the feed answered
+    // them from the primary: it follows the shared read, which reads there).
+    await eventually(
+      async () => {
+        const answer = await api(daemon.url, `/api/v1/collections?owner_id=${OWNER}`);
+        expect([servedBy(answer), collectionIds(answer)]).toEqual(['replica', ['1', '2', '3', '4', '5']]);
+      },
+      30_000,
+      100,
+    );
     const before = await api(daemon.url, `/api/v1/menu?owner_id=${OWNER}`);
     await replicaCluster('stop');
     try {
