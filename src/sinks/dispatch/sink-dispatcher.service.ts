@@ -36,7 +36,7 @@ const SINKS_CHANNEL = 'menu_sync_sinks';
 const REFRESH_MS = 500;
 const FULL_READ_MS = 30_000;
 /** How often the sinks are counted by kind and state for their gauges. */
-const COUNT_FAILING_MS = 10_000;
+const COUNT_FAILING_MS = 2_000;
 /** An idle worker reading on its own reads its sink at least this often, whatever the wakes (a safety net). */
 const IDLE_REREAD_MS = 10_000;
 /** A sink following the shared read has its cursor written forward at least this often (far inside CHANGES_RETENTION). */
