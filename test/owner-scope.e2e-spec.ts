@@ -32,7 +32,7 @@ describe('tokens scoped to owners (docs/reference.md §12, Owner scope)', () => 
         body: JSON.stringify(body),
       });
       expect(created.status).toBe(201);
-      return created.json.data.token as string;
+      return created.json.token as string;
     };
     alpha = await make({ name: 'alpha storefront', role: 'read', owner_ids: [ALPHA] });
     both = await make({ name: 'two stores', role: 'read', owner_ids: [ALPHA, BRAVO] });

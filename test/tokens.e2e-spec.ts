@@ -67,8 +67,8 @@ describe('API tokens kept in the database (docs/reference.md §12)', () => {
   async function make(body: Json): Promise<Json> {
     const created = await post(app.url, body);
     expect(created.status).toBe(201);
-    secrets.push(created.json.data.token);
-    return created.json.data;
+    secrets.push(created.json.token);
+    return created.json;
   }
 
   const whoami = async (url: string, token: string | null) => {
@@ -289,7 +289,7 @@ describe('API tokens kept in the database (docs/reference.md §12)', () => {
       120000,
     );
     expect(added.code).toBe(0);
-    const token = JSON.parse(added.stdout).data;
+    const token = JSON.parse(added.stdout);
     secrets.push(token.token);
     expect(token).toMatchObject({ name: 'cli reader', role: 'read', owner_ids: ['owner-a', 'owner-c'] });
     expect(token.token).toMatch(SECRET);

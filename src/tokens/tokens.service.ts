@@ -51,11 +51,7 @@ export class TokensService {
   ) {}
 
   /** Makes a token; its secret is in this answer only (what is kept is its digest). */
-  async create(
-    dto: CreateTokenDto,
-    actor: AuditActor,
-    now = new Date(),
-  ): Promise<{ data: TokenView & { token: string } }> {
+  async create(dto: CreateTokenDto, actor: AuditActor, now = new Date()): Promise<TokenView & { token: string }> {
     const expiresAt = dto.expires_at === undefined ? null : new Date(dto.expires_at);
     if (expiresAt !== null && expiresAt.getTime() <= now.getTime())
       throw new BadRequestError('expires_at must be in the future', 'expires_at');
@@ -69,7 +65,7 @@ export class TokensService {
       expiresAt,
     });
     await this.audit.record({ actor, action: 'token.created', target: token.id, detail: { role: token.role } });
-    return { data: { ...view(token), token: secret } };
+    return { ...view(token), token: secret };
   }
 
   async list(query: ListTokensQuery): Promise<{ data: TokenView[]; next_cursor: string | null }> {

@@ -37,7 +37,7 @@ function NewToken({ made }) {
     if (form.role === 'read' && list(form.owners).length > 0) body.owner_ids = list(form.owners);
     if (form.expires !== '') body.expires_at = new Date(form.expires).toISOString();
     try {
-      const { data } = await postJson('/api/v1/tokens', body);
+      const data = await postJson('/api/v1/tokens', body);
       setSecret({ name: data.name, token: data.token });
       setForm({ name: '', role: 'read', owners: '', expires: '' });
       made();
