@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
+import type { OwnerScope } from '../common/owner-scope.js';
 import { replicaOf } from '../database/read-replica.js';
 import { onSide, ReadRouter, type ReadSide } from '../database/read-router.service.js';
 import { Change, ChangeFilter, ChangePosition, ChangeText, START } from './change.js';
@@ -57,8 +58,9 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     query: ChangesQuery,
     closed?: AbortSignal,
     side: ReadSide = 'primary',
+    scope: OwnerScope = null,
   ): Promise<{ data: Change[]; next_cursor: string }> {
-    const filter = this.filter(query);
+    const filter = this.filter(query, scope);
     const changes = onSide(side, this.changes, this.replicaChanges);
     const deadline = Date.now() + query.wait * 1000;
     // The page carries the compaction horizon of its own snapshot: no separate look at it (start()).
@@ -129,11 +131,12 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     query: ChangesQuery,
     closed: AbortSignal,
     side: ReadSide = 'primary',
+    scope: OwnerScope = null,
   ): Promise<void> {
     const stop = new AbortController();
     this.streams.add(stop);
     const signal = AbortSignal.any([closed, stop.signal]);
-    const filter = this.filter(query);
+    const filter = this.filter(query, scope);
     let position = from;
     let next: ReadSide | undefined = side;
     try {
@@ -218,11 +221,12 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     for (const stream of this.streams) stream.abort();
   }
 
-  private filter(query: ChangesQuery): ChangeFilter {
+  /** What a reader follows: its `owner_id` (ApiTokenGuard has checked it is in `scope`), else the token's owners. */
+  private filter(query: ChangesQuery, scope: OwnerScope): ChangeFilter {
     return {
       limit: query.limit,
       types: query.type === undefined ? undefined : [...new Set(query.type.map((name) => TYPE_NAMES[name]))],
-      ownerIds: query.owner_id === undefined ? undefined : [query.owner_id],
+      ownerIds: query.owner_id === undefined ? (scope ?? undefined) : [query.owner_id],
     };
   }
 }

@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiHeader, ApiTags } from '@nestjs/swagger';
 import { createSession } from 'better-sse';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
+import { ownerScopeOf } from '../common/owner-scope.js';
 import { ReadRouter } from '../database/read-router.service.js';
 import { ChangeFeedService } from './change-feed.service.js';
 import { ChangesQuery } from './changes.dto.js';
@@ -44,10 +45,11 @@ export class ChangesController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ) {
+    const scope = ownerScopeOf(request);
     if (!/(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept ?? '')) {
       const gone = closedSignal(reply);
       return reply.send(
-        await routedRead(this.router, reply, query.min_cursor, (side) => this.feed.page(query, gone, side)),
+        await routedRead(this.router, reply, query.min_cursor, (side) => this.feed.page(query, gone, side, scope)),
       );
     }
     // Checked before the stream opens, so a bad or expired cursor is still a problem+json answer.
@@ -76,6 +78,7 @@ export class ChangesController {
         query,
         closed,
         side,
+        scope,
       );
     } finally {
       beating.end();

@@ -1,12 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { NotFoundError } from '../common/app-error.js';
+import { OwnerScope, withinScope } from '../common/owner-scope.js';
 import { EventsQuery } from './event-log.dto.js';
 import { EventLogRepository } from './event-log.repository.js';
 import { LogEntry, LogEntrySummary } from './log-entry.js';
 import { restoreKey } from './webhook-key.redaction.js';
 import { RawBodySealer } from './raw-body-sealer.js';
 
-/** The read side of the log for `/api/v1/events` (docs/reference.md §5). */
+/**
+ * The read side of the log for `/api/v1/events` (docs/reference.md §5), within a token's owner
+ * scope (§12): an entry of another owner, or of none, is not found, as one never written.
+ */
 @Injectable()
 export class EventLogQueryService {
   constructor(
@@ -14,13 +18,14 @@ export class EventLogQueryService {
     private readonly sealer: RawBodySealer,
   ) {}
 
-  async list(query: EventsQuery) {
+  async list(query: EventsQuery, scope: OwnerScope = null) {
     const entries = await this.repository.list({
       after: query.after,
       limit: query.limit,
       eventType: query.event_type,
       subjectType: query.subject_type,
       subjectId: query.subject_id,
+      ownerIds: scope ?? undefined,
     });
     const last = entries.at(-1);
     return {
@@ -30,8 +35,8 @@ export class EventLogQueryService {
   }
 
   /** `GET /api/v1/owners`: the owners the log knows, with the span of their events' occurred_at. */
-  async owners() {
-    const owners = await this.repository.owners();
+  async owners(scope: OwnerScope = null) {
+    const owners = await this.repository.owners(scope ?? undefined);
     return {
       data: owners.map((owner) => ({
         owner_id: owner.ownerId,
@@ -46,8 +51,8 @@ export class EventLogQueryService {
    * The entry with its payload, as JSON text: the stored payload is embedded as it is, so any
    * document the log accepted (however deeply nested) is answered without being parsed again.
    */
-  async get(position: number): Promise<string> {
-    const entry = await this.find(position);
+  async get(position: number, scope: OwnerScope = null): Promise<string> {
+    const entry = await this.find(position, scope);
     const head = JSON.stringify({ ...summary(entry), sha256: entry.sha256.toString('hex') });
     return `${head.slice(0, -1)},"payload":${entry.payload}}`;
   }
@@ -61,9 +66,9 @@ export class EventLogQueryService {
     return { contentType: entry.contentType ?? 'application/json', body };
   }
 
-  private async find(position: number): Promise<LogEntry> {
+  private async find(position: number, scope: OwnerScope = null): Promise<LogEntry> {
     const entry = await this.repository.findByPosition(position);
-    if (!entry) throw new NotFoundError(`No event at position ${position}.`);
+    if (!entry || !withinScope(scope, entry.ownerId)) throw new NotFoundError(`No event at position ${position}.`);
     return entry;
   }
 }

@@ -216,6 +216,10 @@ export class EventLogRepository {
       params.push(value);
       where.push(`${column} = $${params.length}`);
     }
+    if (filter.ownerIds !== undefined) {
+      params.push(filter.ownerIds);
+      where.push(`owner_id = ANY($${params.length}::text[])`);
+    }
     const rows: RawEntry[] = await this.dataSource.query(
       `SELECT ${SUMMARY} FROM event_log e WHERE ${where.join(' AND ')} ORDER BY e.position LIMIT $2`,
       params,
@@ -231,10 +235,14 @@ export class EventLogRepository {
   }
 
   /** Each owner in the log with its span of occurred_at (the console's owner picker and time slider). */
-  async owners(): Promise<Array<{ ownerId: string; events: number; first: Date; last: Date }>> {
+  async owners(
+    ownerIds?: readonly string[],
+  ): Promise<Array<{ ownerId: string; events: number; first: Date; last: Date }>> {
     const rows: Array<{ owner_id: string; events: number; first: Date; last: Date }> = await this.dataSource.query(
       `SELECT owner_id, count(*)::int AS events, min(occurred_at) AS first, max(occurred_at) AS last
-         FROM event_log WHERE owner_id IS NOT NULL GROUP BY owner_id ORDER BY count(*) DESC, owner_id`,
+         FROM event_log WHERE ${ownerIds === undefined ? 'owner_id IS NOT NULL' : 'owner_id = ANY($1::text[])'}
+        GROUP BY owner_id ORDER BY count(*) DESC, owner_id`,
+      ownerIds === undefined ? [] : [ownerIds],
     );
     return rows.map((row) => ({ ownerId: row.owner_id, events: row.events, first: row.first, last: row.last }));
   }

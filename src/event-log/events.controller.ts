@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiForbiddenResponse, ApiOperation, ApiTags } from '@nes
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { ForbiddenError } from '../common/app-error.js';
+import { type OwnerScope, TokenScope } from '../common/owner-scope.js';
 import { PositivePipe } from '../common/position.pipe.js';
 import { EventsQuery } from './event-log.dto.js';
 import { EventLogQueryService } from './event-log-query.service.js';
@@ -18,13 +19,17 @@ export class EventsController {
   ) {}
 
   @Get()
-  list(@Query() query: EventsQuery) {
-    return this.events.list(query);
+  list(@Query() query: EventsQuery, @TokenScope() scope: OwnerScope) {
+    return this.events.list(query, scope);
   }
 
   @Get(':position')
-  async get(@Param('position', new PositivePipe()) position: number, @Res() reply: FastifyReply) {
-    await reply.header('Content-Type', 'application/json; charset=utf-8').send(await this.events.get(position));
+  async get(
+    @Param('position', new PositivePipe()) position: number,
+    @TokenScope() scope: OwnerScope,
+    @Res() reply: FastifyReply,
+  ) {
+    await reply.header('Content-Type', 'application/json; charset=utf-8').send(await this.events.get(position, scope));
   }
 
   @Get(':position/raw')

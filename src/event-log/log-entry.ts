@@ -88,4 +88,6 @@ export interface LogFilter {
   eventType?: string;
   subjectType?: string;
   subjectId?: string;
+  /** A token's owner scope: only entries of these owners. */
+  ownerIds?: readonly string[];
 }

@@ -1,6 +1,7 @@
 import { Controller, Get, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
+import { type OwnerScope, TokenScope } from '../common/owner-scope.js';
 import { EventLogQueryService } from './event-log-query.service.js';
 
 /** The owners seen in the log and the span of their events (an addition to docs/reference.md §5, for the console). */
@@ -12,7 +13,7 @@ export class OwnersController {
   constructor(private readonly events: EventLogQueryService) {}
 
   @Get()
-  list() {
-    return this.events.owners();
+  list(@TokenScope() scope: OwnerScope) {
+    return this.events.owners(scope);
   }
 }

@@ -6,6 +6,7 @@ import type { NewLogEntry } from '../event-log/log-entry.js';
 import { RawBodySealer } from '../event-log/raw-body-sealer.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { QuarantineRepository } from './quarantine.repository.js';
+import { ownerOfRejected } from './rejected-owner.js';
 import { DeliveryRejection, ParsedDelivery, parseDelivery } from './webhook-event.parser.js';
 import { redactKeyEverywhere } from '../event-log/webhook-key.redaction.js';
 import { WebhookKeyRegistry } from './webhook-key.registry.js';
@@ -136,6 +137,7 @@ export class IngressService {
           contentType: delivery.contentType ?? null,
           sha256: createHash('sha256').update(delivery.body).digest(),
           body: redactKeyEverywhere(delivery.body, delivery.key),
+          ownerId: ownerOfRejected(delivery.body),
         },
         this.config.QUARANTINE_MAX_ENTRIES,
       )

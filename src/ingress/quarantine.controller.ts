@@ -1,6 +1,7 @@
 import { Controller, Get, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
+import { type OwnerScope, TokenScope } from '../common/owner-scope.js';
 import { QuarantineQuery } from '../event-log/event-log.dto.js';
 import { QuarantineService } from './quarantine.service.js';
 
@@ -12,7 +13,7 @@ export class QuarantineController {
   constructor(private readonly quarantine: QuarantineService) {}
 
   @Get()
-  list(@Query() query: QuarantineQuery) {
-    return this.quarantine.list(query.after, query.limit);
+  list(@Query() query: QuarantineQuery, @TokenScope() scope: OwnerScope) {
+    return this.quarantine.list(query.after, query.limit, scope);
   }
 }

@@ -11,6 +11,8 @@ export interface QuarantineEntry {
   contentType: string | null;
   sha256: Buffer;
   body: Buffer;
+  /** The owner the body names, when it can be read (ownerOfRejected). */
+  ownerId: string | null;
 }
 
 export interface QuarantinedDelivery extends QuarantineEntry {
@@ -25,8 +27,8 @@ export class QuarantineRepository {
   async add(entry: QuarantineEntry, keep: number): Promise<void> {
     await this.dataSource.query(
       `WITH added AS (
-         INSERT INTO quarantine (received_at, status, reason, field, key_id, content_type, sha256, body)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id)
+         INSERT INTO quarantine (received_at, status, reason, field, key_id, content_type, sha256, body, owner_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10) RETURNING id)
        DELETE FROM quarantine WHERE id <= (SELECT id FROM added) - $9::bigint`,
       [
         entry.receivedAt,
@@ -38,15 +40,18 @@ export class QuarantineRepository {
         entry.sha256,
         entry.body,
         keep,
+        entry.ownerId,
       ],
     );
   }
 
-  async list(after: number, limit: number): Promise<QuarantinedDelivery[]> {
+  /** Entries after `after`, oldest first; with `ownerIds`, only those naming one of them. */
+  async list(after: number, limit: number, ownerIds?: readonly string[]): Promise<QuarantinedDelivery[]> {
     const rows: Array<Record<string, unknown>> = await this.dataSource.query(
-      `SELECT id, received_at, status, reason, field, key_id, content_type, sha256, body
-         FROM quarantine WHERE id > $1 ORDER BY id LIMIT $2`,
-      [after, limit],
+      `SELECT id, received_at, status, reason, field, key_id, content_type, sha256, body, owner_id
+         FROM quarantine WHERE id > $1 ${ownerIds === undefined ? '' : 'AND owner_id = ANY($3::text[])'}
+        ORDER BY id LIMIT $2`,
+      ownerIds === undefined ? [after, limit] : [after, limit, ownerIds],
     );
     return rows.map((row) => ({
       id: Number(row.id),
@@ -58,6 +63,7 @@ export class QuarantineRepository {
       contentType: row.content_type as string | null,
       sha256: row.sha256 as Buffer,
       body: row.body as Buffer,
+      ownerId: row.owner_id as string | null,
     }));
   }
 }

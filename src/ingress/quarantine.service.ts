@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { OwnerScope } from '../common/owner-scope.js';
 import { QuarantineRepository } from './quarantine.repository.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -7,9 +8,12 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 export class QuarantineService {
   constructor(private readonly repository: QuarantineRepository) {}
 
-  /** Rejected deliveries, oldest first; a body that is not UTF-8 text is given in base64. */
-  async list(after: number, limit: number) {
-    const entries = await this.repository.list(after, limit);
+  /**
+   * Rejected deliveries, oldest first (within `scope`: those naming one of its owners); a body
+   * that is not UTF-8 text is given in base64.
+   */
+  async list(after: number, limit: number, scope: OwnerScope = null) {
+    const entries = await this.repository.list(after, limit, scope ?? undefined);
     const last = entries.at(-1);
     return {
       data: entries.map((entry) => {
@@ -20,6 +24,7 @@ export class QuarantineService {
           status: entry.status,
           reason: entry.reason,
           field: entry.field,
+          owner_id: entry.ownerId,
           content_type: entry.contentType,
           sha256: entry.sha256.toString('hex'),
           body: text ?? entry.body.toString('base64'),

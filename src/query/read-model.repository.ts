@@ -36,6 +36,8 @@ const docColumns = (table: ResourceTable) => `id, sort_key, deleted, ${resourceJ
 
 export interface RowFilter {
   ownerId?: string;
+  /** A token's owner scope (docs/reference.md §12): only these owners' resources, whatever else is asked. */
+  ownerIds?: readonly string[];
   ids?: string[];
   updatedSince?: Date;
   includeDeleted?: boolean;
@@ -185,8 +187,8 @@ export class ReadModelRepository implements OnApplicationShutdown {
   }
 
   /** The live resource `id` (deleted or not) as JSON text built by PostgreSQL; undefined when never seen. */
-  async findDoc(table: ResourceTable, id: string): Promise<ResourceDoc | undefined> {
-    const { sql, params } = this.statement(table, { ids: [id], includeDeleted: true }, docColumns(table));
+  async findDoc(table: ResourceTable, id: string, ownerIds?: readonly string[]): Promise<ResourceDoc | undefined> {
+    const { sql, params } = this.statement(table, { ids: [id], includeDeleted: true, ownerIds }, docColumns(table));
     const [row] = await this.prepared<ResourceDoc>(sql, params);
     return row;
   }
@@ -202,6 +204,7 @@ export class ReadModelRepository implements OnApplicationShutdown {
     const source = filter.asOf ? this.ordersAsOf(table, filter, param) : `${table.schema}.${table.name}`;
     const where: string[] = [];
     if (filter.ownerId !== undefined) where.push(`owner_id = ${param(filter.ownerId)}`);
+    if (filter.ownerIds !== undefined) where.push(`owner_id = ANY(${param(filter.ownerIds)}::text[])`);
     if (filter.ids !== undefined) where.push(`id = ANY(${param(filter.ids)}::text[])`);
     if (!filter.includeDeleted) where.push('NOT deleted');
     if (filter.updatedSince !== undefined) where.push(`occurred_at >= ${param(filter.updatedSince)}`);
@@ -247,6 +250,7 @@ export class ReadModelRepository implements OnApplicationShutdown {
     const kept = [
       ...(filter.includeDeleted ? [] : ['NOT n.deleted']),
       ...(owner === undefined ? [] : [`n.owner_id = ${owner}`]),
+      ...(filter.ownerIds === undefined ? [] : [`n.owner_id = ANY(${param(filter.ownerIds)}::text[])`]),
       ...(filter.updatedSince === undefined ? [] : [`n.occurred_at >= ${param(filter.updatedSince)}`]),
     ];
     const limit = filter.limit === undefined ? '' : `LIMIT ${param(filter.limit)}`;

@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { routedRead } from '../changes/min-cursor.js';
+import type { OwnerScope } from '../common/owner-scope.js';
 import type { ReadRouter } from '../database/read-router.service.js';
 import type { AsOfQuery, ListQuery } from './resource-query.dto.js';
 import { ApiResource, ResourceQueryService } from './resource-query.service.js';
@@ -15,7 +16,7 @@ export function answer(reply: FastifyReply, resource: ApiResource): ApiResource 
 
 /**
  * A list page (docs/reference.md §5), its `changes_cursor` repeated as X-Changes-Cursor (§11), read
- * where `router` sends it.
+ * where `router` sends it, within the token's `scope` (§12).
  */
 export async function sendPage(
   reply: FastifyReply,
@@ -23,13 +24,17 @@ export async function sendPage(
   router: ReadRouter,
   name: string,
   query: ListQuery,
+  scope: OwnerScope = null,
 ): Promise<void> {
-  const page = await routedRead(router, reply, query.min_cursor, (side) => resources.list(name, query, side));
+  const page = await routedRead(router, reply, query.min_cursor, (side) => resources.list(name, query, side, scope));
   if (page.changes_cursor !== null) reply.header('X-Changes-Cursor', page.changes_cursor);
   await reply.type(JSON_TYPE).send(page.body);
 }
 
-/** A resource by id: 200, or 410 with its tombstone; 404 (thrown) when never seen. Read where `router` sends it. */
+/**
+ * A resource by id: 200, or 410 with its tombstone; 404 (thrown) when never seen or outside the
+ * token's `scope`. Read where `router` sends it.
+ */
 export async function sendResource(
   reply: FastifyReply,
   resources: ResourceQueryService,
@@ -37,9 +42,10 @@ export async function sendResource(
   name: string,
   id: string,
   query: AsOfQuery,
+  scope: OwnerScope = null,
 ): Promise<void> {
   const found = await routedRead(router, reply, query.min_cursor, (side) =>
-    resources.getText(name, id, query.as_of, side),
+    resources.getText(name, id, query.as_of, side, scope),
   );
   await reply
     .status(found.deleted ? 410 : 200)

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { encodeChangeCursor } from '../changes/change-cursor.js';
 import { BadRequestError, NotFoundError } from '../common/app-error.js';
 import { inChunks } from '../common/in-chunks.js';
+import type { OwnerScope } from '../common/owner-scope.js';
 import { replicaOf } from '../database/read-replica.js';
 import { onSide, type ReadSide } from '../database/read-router.service.js';
 import type { ApiResource } from '../projection/api-resource.js';
@@ -13,7 +14,8 @@ export type { ApiResource };
 
 /**
  * Lists, items and expansions (docs/reference.md §5), live or `as_of`, each read on the side it is
- * given (the primary by default; ReadRouter decides).
+ * given (the primary by default; ReadRouter decides), and within a token's owner scope (§12): a
+ * resource of another owner is not found, as one never seen.
  */
 @Injectable()
 export class ResourceQueryService {
@@ -29,9 +31,9 @@ export class ResourceQueryService {
    * text PostgreSQL builds, written out without being parsed and serialised again (that work was
    * most of a page's cost in the process); orders `as_of` are folded and serialised.
    */
-  async list(name: string, query: ListQuery, side: ReadSide = 'primary'): Promise<Page> {
+  async list(name: string, query: ListQuery, side: ReadSide = 'primary', scope: OwnerScope = null): Promise<Page> {
     const table = this.table(name);
-    const filter = listFilter(query);
+    const filter = { ...listFilter(query), ownerIds: scope ?? undefined };
     const read = this.rows(side);
     if (query.as_of === undefined) {
       const { rows, position } = await read.findDocsWithChangePosition(table, filter);
@@ -69,44 +71,68 @@ export class ResourceQueryService {
     id: string,
     asOf?: Date,
     side: ReadSide = 'primary',
+    scope: OwnerScope = null,
   ): Promise<{ deleted: boolean; body: string }> {
     const table = this.table(name);
     if (asOf !== undefined && table.schema !== 'proj_menu') {
-      const resource = await this.get(name, id, asOf, side);
+      const resource = await this.get(name, id, asOf, side, scope);
       return { deleted: resource.deleted, body: JSON.stringify(resource) };
     }
+    const ownerIds = scope ?? undefined;
     const [found] =
       asOf === undefined
-        ? [await this.rows(side).findDoc(table, id)]
-        : await this.rows(side).findDocsAsOf(table, { ids: [id], includeDeleted: true, asOf });
+        ? [await this.rows(side).findDoc(table, id, ownerIds)]
+        : await this.rows(side).findDocsAsOf(table, { ids: [id], includeDeleted: true, asOf, ownerIds });
     if (found === undefined) throw new NotFoundError(`No ${table.type} ${id} is known.`);
     return { deleted: found.deleted, body: found.doc };
   }
 
-  /** The resource, deleted or not; 404 when never seen. */
-  async get(name: string, id: string, asOf?: Date, side: ReadSide = 'primary'): Promise<ApiResource> {
+  /** The resource, deleted or not; 404 when never seen (or outside `scope`). */
+  async get(
+    name: string,
+    id: string,
+    asOf?: Date,
+    side: ReadSide = 'primary',
+    scope: OwnerScope = null,
+  ): Promise<ApiResource> {
     const table = this.table(name);
-    const [row] = await this.rows(side).find(table, { ids: [id], includeDeleted: true, asOf });
+    const [row] = await this.rows(side).find(table, {
+      ids: [id],
+      includeDeleted: true,
+      asOf,
+      ownerIds: scope ?? undefined,
+    });
     if (!row) throw new NotFoundError(`No ${table.type} ${id} is known.`);
     return toResource(table, row);
   }
 
-  async product(id: string, expand: boolean, asOf?: Date, side: ReadSide = 'primary'): Promise<ApiResource> {
-    const product = await this.get('products', id, asOf, side);
+  async product(
+    id: string,
+    expand: boolean,
+    asOf?: Date,
+    side: ReadSide = 'primary',
+    scope: OwnerScope = null,
+  ): Promise<ApiResource> {
+    const product = await this.get('products', id, asOf, side, scope);
     if (!expand || product.deleted) return product;
-    const [expanded] = await this.folder(asOf, side).expand([product]);
+    const [expanded] = await this.folder(asOf, side, scope).expand([product]);
     return expanded;
   }
 
-  async order(id: string, expand: boolean, asOf?: Date, side: ReadSide = 'primary'): Promise<ApiResource> {
-    const order = await this.get('orders', id, asOf, side);
+  async order(
+    id: string,
+    expand: boolean,
+    asOf?: Date,
+    side: ReadSide = 'primary',
+    scope: OwnerScope = null,
+  ): Promise<ApiResource> {
+    const order = await this.get('orders', id, asOf, side, scope);
     if (!expand) return order;
-    const products = await this.children(RESOURCE_TABLES.order_product, linkIds(order, 'order_products'), asOf, side);
-    const options = await this.children(
+    const children = (table: ResourceTable, ids: string[]) => this.children(table, ids, asOf, side, scope);
+    const products = await children(RESOURCE_TABLES.order_product, linkIds(order, 'order_products'));
+    const options = await children(
       RESOURCE_TABLES.order_product_trait_option,
       products.flatMap((product) => linkIds(product, 'order_product_trait_options')),
-      asOf,
-      side,
     );
     const optionsById = byId(options);
     return {
@@ -119,19 +145,21 @@ export class ResourceQueryService {
   }
 
   /** Traits and trait options folded (live or `as_of`) once each, for expanding products. */
-  private folder(asOf: Date | undefined, side: ReadSide): TraitExpansion {
-    return new TraitExpansion((table, ids) => this.children(table, ids, asOf, side));
+  private folder(asOf: Date | undefined, side: ReadSide, scope: OwnerScope): TraitExpansion {
+    return new TraitExpansion((table, ids) => this.children(table, ids, asOf, side, scope));
   }
 
-  /** The resources of `ids` (unknown and deleted ones left out). */
+  /** The resources of `ids` (unknown and deleted ones, and those outside `scope`, left out). */
   private async children(
     table: ResourceTable,
     ids: string[],
     asOf: Date | undefined,
     side: ReadSide,
+    scope: OwnerScope,
   ): Promise<ApiResource[]> {
     const read = this.rows(side);
-    const rows = await inChunks(ids, (chunk) => read.find(table, { ids: chunk, asOf }), CHILDREN_CHUNKS);
+    const ownerIds = scope ?? undefined;
+    const rows = await inChunks(ids, (chunk) => read.find(table, { ids: chunk, asOf, ownerIds }), CHILDREN_CHUNKS);
     return rows.map((row) => toResource(table, row));
   }
 

@@ -39,8 +39,11 @@ export class ChangeStream {
   readonly done: Promise<void>;
   status = 0;
 
-  constructor(baseUrl: string, options: { after?: string; lastEventId?: string; query?: string } = {}) {
-    const headers: Record<string, string> = { accept: 'text/event-stream', authorization: `Bearer ${API_TOKEN}` };
+  constructor(baseUrl: string, options: { after?: string; lastEventId?: string; query?: string; token?: string } = {}) {
+    const headers: Record<string, string> = {
+      accept: 'text/event-stream',
+      authorization: `Bearer ${options.token ?? API_TOKEN}`,
+    };
     if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
     const url = `${baseUrl}/api/v1/changes?${options.after === undefined ? '' : `after=${options.after}`}${options.query ?? ''}`;
     this.done = (async () => {
