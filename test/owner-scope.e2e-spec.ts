@@ -120,9 +120,15 @@ describe('tokens scoped to owners (docs/reference.md §12, Owner scope)', () => 
       expect((await deliver(app.url, refusedNaming(owner))).status).toBe(400);
     }
     expect((await deliver(app.url, Buffer.from('not json at all'))).status).toBe(400);
+    // Every projection has read every owner's last events (the menu and the orders are read apart).
+    const owners = async (path: string) => (await api(app.url, path)).json.data.map((r: Json) => r.owner_id).sort();
     await eventually(async () => {
-      const orders = (await api(app.url, '/api/v1/orders')).json.data;
-      expect(orders.map((o: Json) => o.owner_id).sort()).toEqual([...OWNERS].sort());
+      expect(await owners('/api/v1/orders')).toEqual(OWNERS);
+      expect(await owners('/api/v1/stores')).toEqual(OWNERS);
+      expect(await owners('/api/v1/collections')).toEqual(OWNERS);
+      expect(await owners('/api/v1/products?include_deleted=true')).toEqual(OWNERS.flatMap((o) => [o, o]));
+      const deleted = (await api(app.url, '/api/v1/products?include_deleted=true')).json.data;
+      expect(deleted.filter((p: Json) => p.deleted)).toHaveLength(3);
     }, 30_000);
     for (const entry of (await api(app.url, '/api/v1/events?limit=1000')).json.data)
       positions[entry.owner_id] ??= entry.position;

@@ -133,9 +133,14 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     side: ReadSide = 'primary',
     scope: OwnerScope = null,
   ): Promise<void> {
+    // One controller, aborted by the client's going or the daemon's stopping (AbortSignal.any
+    // kept a third signal, its sets and weak references, per idle client).
     const stop = new AbortController();
+    const end = () => stop.abort();
+    closed.addEventListener('abort', end, { once: true });
+    if (closed.aborted) end();
     this.streams.add(stop);
-    const signal = AbortSignal.any([closed, stop.signal]);
+    const signal = stop.signal;
     const filter = this.filter(query, scope);
     let position = from;
     let next: ReadSide | undefined = side;
@@ -167,6 +172,7 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
       // The client resumes from its Last-Event-ID on its next connection.
       this.logger.warn({ msg: 'change stream ended by an error', err: String(error) });
     } finally {
+      closed.removeEventListener('abort', end);
       this.streams.delete(stop);
     }
   }

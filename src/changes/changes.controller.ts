@@ -1,12 +1,12 @@
 import { Controller, Get, Headers, Query, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiTags } from '@nestjs/swagger';
-import { createSession } from 'better-sse';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { ownerScopeOf } from '../common/owner-scope.js';
 import { ReadRouter } from '../database/read-router.service.js';
 import { ChangeFeedService } from './change-feed.service.js';
 import { ChangesQuery } from './changes.dto.js';
+import { openEventStream, writeEvent } from './sse-frames.js';
 import { SseHeartbeat } from './sse-heartbeat.js';
 import { minTransactionId, routedRead } from './min-cursor.js';
 
@@ -58,18 +58,14 @@ export class ChangesController {
     if (this.router.configured) reply.raw.setHeader('X-Served-By', side);
     reply.hijack();
     const closed = closedSignal(reply);
-    // The changes come as JSON text already (the shared read's, or stringified once).
-    const session = await createSession(request.raw, reply.raw, {
-      keepAlive: null,
-      trustClientEventId: false,
-      serializer: (data) => (typeof data === 'string' ? data : JSON.stringify(data)),
-    });
+    openEventStream(reply.raw);
     const beating = heartbeat.follow(reply.raw);
     try {
       await this.feed.stream(
         {
+          // The changes come as JSON text already (the shared read's, or stringified once).
           push: (json, cursor) => {
-            session.push(json, 'change', cursor);
+            writeEvent(reply.raw, 'change', json, cursor);
             beating.wrote();
           },
           stream: reply.raw,

@@ -34,6 +34,8 @@ export class ChannelListener {
 
   private open(): void {
     if (this.client !== undefined || this.opening !== undefined || this.subscribers.size === 0) return;
+    // A retry due after the data source was closed (at shutdown) has no pool to take settings from.
+    if (!this.dataSource.isInitialized) return;
     clearTimeout(this.retry);
     this.retry = undefined;
     const client = new pg.Client({ ...sharedPool(this.dataSource).options, application_name: 'menu-sync listen' });
