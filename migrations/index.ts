@@ -17,6 +17,7 @@ import { SinkPages1765500000000 } from './1765500000000-sink-pages.js';
 import { FanOut1765600000000 } from './1765600000000-fan-out.js';
 import { ApiTokens1765700000000 } from './1765700000000-api-tokens.js';
 import { AuditLog1765800000000 } from './1765800000000-audit-log.js';
+import { ConnectStartedBy1766100000000 } from './1766100000000-connect-started-by.js';
 
 /** Every migration, in order. A new migration is added here as well. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   FanOut1765600000000,
   ApiTokens1765700000000,
   AuditLog1765800000000,
+  ConnectStartedBy1766100000000,
 ];
