@@ -33,8 +33,8 @@ export async function answerCallback(
   await reply.redirect(location, 303);
 }
 
-function resultPage({ outcome, connection, retired }: ConnectResult): string {
-  const query = new URLSearchParams({ outcome, connection: String(connection.id) });
+function resultPage({ outcome, connection, retired, at }: ConnectResult): string {
+  const query = new URLSearchParams({ outcome, connection: String(connection.id), at });
   if (retired.length > 0) query.set('retired', retired.map((item) => item.id).join(','));
   const endpoints = retired.flatMap((item) => item.upstream_endpoints);
   if (endpoints.length > 0) query.set('stale_endpoints', endpoints.join(','));

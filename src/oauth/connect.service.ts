@@ -49,6 +49,8 @@ export const CONNECTION_CREATED = 'connection.created';
  */
 export interface ConnectResult {
   outcome: 'created' | 'replaced';
+  /** When the connection was stored, by this process's clock: the reconcile run it starts begins after. */
+  at: string;
   connection: ConnectionView;
   retired: Array<{ id: number; upstream_endpoints: string[] }>;
 }
@@ -128,7 +130,7 @@ export class ConnectService {
       ...exchanged,
       ownerId: exchanged.ownerId ?? (await this.oauth.resourceOwner(settings.authUrl, exchanged.accessToken)),
     };
-    const result = await this.connections.whileConnecting(async () => {
+    const result = await this.connections.whileConnecting(async (): Promise<Omit<ConnectResult, 'at'>> => {
       const earlier =
         tokens.ownerId === undefined
           ? []
@@ -137,11 +139,16 @@ export class ConnectService {
         ? this.create(settings, tokens, actor)
         : this.replace(settings, tokens, earlier, actor);
     });
+    const at = new Date().toISOString();
     this.events.emit(CONNECTION_CREATED, { connectionId: result.connection.id });
-    return result;
+    return { ...result, at };
   }
 
-  private async create(settings: UpstreamSettings, tokens: TokenSet, actor: AuditActor): Promise<ConnectResult> {
+  private async create(
+    settings: UpstreamSettings,
+    tokens: TokenSet,
+    actor: AuditActor,
+  ): Promise<Omit<ConnectResult, 'at'>> {
     const connection = await this.connections.create({
       authUrl: settings.authUrl,
       baseUrl: settings.baseUrl,
@@ -171,7 +178,7 @@ export class ConnectService {
     tokens: TokenSet,
     earlier: Connection[],
     actor: AuditActor,
-  ): Promise<ConnectResult> {
+  ): Promise<Omit<ConnectResult, 'at'>> {
     // The sandbox's emulator starts with this process and knows no endpoint registered before it.
     const since = settings.mode === 'emulator' ? PROCESS_STARTED_AT : 0;
     const registered = new Set(
