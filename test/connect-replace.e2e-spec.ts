@@ -287,6 +287,26 @@ describe('a refused callback in a browser', () => {
   });
 });
 
+describe('two connects of one owner at once', () => {
+  it('make one connection and one subscription: the connect lock lets the second find the first', async () => {
+    const other = await startDaemonOn(emulator);
+    try {
+      const flows = [await authorize(other.url), await authorize(other.url)];
+      const answers = await Promise.all(flows.map((flow) => get(flow.callbackUrl)));
+      expect(answers.map((answer) => [answer.status, answer.json.data.id])).toEqual([
+        [200, 1],
+        [200, 1],
+      ]);
+      expect(answers.map((answer) => answer.json.meta.outcome).sort()).toEqual(['created', 'replaced']);
+      const listed = (await api(other.url, '/api/v1/connections')).json.data;
+      expect(listed.map((item: Json) => [item.id, item.subscriptions.length])).toEqual([[1, 1]]);
+      expect((await endpoints()).filter((endpoint) => endpoint.callback_uri.startsWith(other.url))).toHaveLength(1);
+    } finally {
+      await other.close();
+    }
+  }, 60_000);
+});
+
 afterAll(async () => {
   // The screenshots the docs show (docs/screenshots/), refreshed by a run of this file.
   if (process.env.UPDATE_SCREENSHOTS !== '1') return;
