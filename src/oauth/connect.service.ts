@@ -170,8 +170,8 @@ export class ConnectService {
    * The owner is connected already: the connection that has a registered subscription (the oldest
    * such, else the oldest) takes the new tokens and keeps its subscription, so the upstream keeps
    * one endpoint for the owner; it is subscribed again only when it has none registered (with the
-   * upstream of today: a sandbox's emulator is new each start). Any other
-   * connection of the owner (made before an owner was connected once) is retired.
+   * upstream of today: a sandbox's emulator is new each start). Any other connection of the owner
+   * (made before an owner was connected once, or while its owner was unknown) is retired.
    */
   private async replace(
     settings: UpstreamSettings,
@@ -205,27 +205,31 @@ export class ConnectService {
     });
     if (!registered.has(kept.id)) await this.subscriptions.subscribe(kept.id);
     const retired: ConnectResult['retired'] = [];
-    for (const other of earlier.filter((item) => item.id !== kept.id)) {
-      const { upstreamIds } = await this.subscriptions.retire(other.id);
-      this.tokens.forget(other.id);
-      retired.push({ id: other.id, upstream_endpoints: upstreamIds });
-      this.logger.warn({
-        msg: `connection ${other.id} retired: connection ${kept.id} has its owner's tokens${
-          upstreamIds.length === 0
-            ? ''
-            : `; remove its webhook endpoint(s) ${upstreamIds.join(', ')} upstream (their deliveries now answer 404)`
-        }`,
-        connectionId: other.id,
-        replacedBy: kept.id,
-      });
-      await this.audit.record({
-        actor,
-        action: 'connection.retired',
-        target: String(other.id),
-        detail: { replaced_by: kept.id, upstream_endpoints: upstreamIds },
-      });
-    }
+    for (const other of earlier.filter((item) => item.id !== kept.id))
+      retired.push(await this.retire(other.id, kept.id, actor));
     return { outcome: 'replaced', connection: await this.views.view(connection), retired };
+  }
+
+  /** Retires a further connection of an owner whose connection `keptId` took the new tokens. */
+  private async retire(id: number, keptId: number, actor: AuditActor): Promise<ConnectResult['retired'][number]> {
+    const { upstreamIds } = await this.subscriptions.retire(id);
+    this.tokens.forget(id);
+    const endpoints =
+      upstreamIds.length === 0
+        ? ''
+        : `; remove its webhook endpoint(s) ${upstreamIds.join(', ')} upstream (their deliveries now answer 404)`;
+    this.logger.warn({
+      msg: `connection ${id} retired: connection ${keptId} has its owner's tokens${endpoints}`,
+      connectionId: id,
+      replacedBy: keptId,
+    });
+    await this.audit.record({
+      actor,
+      action: 'connection.retired',
+      target: String(id),
+      detail: { replaced_by: keptId, upstream_endpoints: upstreamIds },
+    });
+    return { id, upstream_endpoints: upstreamIds };
   }
 
   private async exchange(settings: UpstreamSettings, code: string, pending: PendingAuthorization): Promise<TokenSet> {
