@@ -18,6 +18,7 @@ import { FanOut1765600000000 } from './1765600000000-fan-out.js';
 import { ApiTokens1765700000000 } from './1765700000000-api-tokens.js';
 import { AuditLog1765800000000 } from './1765800000000-audit-log.js';
 import { OwnerScope1765900000000 } from './1765900000000-owner-scope.js';
+import { ConnectStartedBy1766100000000 } from './1766100000000-connect-started-by.js';
 
 /** Every migration, in order. A new migration is added here as well. */
 export const MIGRATIONS = [
@@ -41,4 +42,5 @@ export const MIGRATIONS = [
   ApiTokens1765700000000,
   AuditLog1765800000000,
   OwnerScope1765900000000,
+  ConnectStartedBy1766100000000,
 ];

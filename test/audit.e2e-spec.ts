@@ -50,7 +50,7 @@ describe('the audit log (docs/reference.md §12)', () => {
     await emulator?.close();
   });
 
-  it('records a connection made by the connect flow, named as its callback (which carries no token)', async () => {
+  it('records a connection made by the connect flow, named by the token that started it (the callback carries none)', async () => {
     expect((await audit(app)).json).toEqual({ data: [], next_cursor: null });
     const connection = await connect(app.url);
     const { json } = await audit(app);
@@ -58,7 +58,7 @@ describe('the audit log (docs/reference.md §12)', () => {
       data: [
         {
           at: expect.any(String),
-          token: { id: 'oauth_callback', name: 'oauth callback' },
+          token: ADMIN,
           action: 'connection.created',
           target: String(connection.id),
           remote_address: '127.0.0.1',

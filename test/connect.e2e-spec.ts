@@ -132,6 +132,8 @@ describe('the browser connect flow', () => {
     expect(new URL(callbackUrl).searchParams.get('state')).toBe(flow.state);
     const answer = await get(callbackUrl);
     expect(answer.status).toBe(200);
+    expect(answer.headers.get('cache-control')).toContain('no-store');
+    expect(answer.json.meta).toEqual({ outcome: 'created', retired: [] });
     const connection = answer.json.data;
     expect(connection).toMatchObject({
       id: 1,
@@ -291,13 +293,20 @@ describe('refused callbacks store nothing', () => {
 
 describe('a subscription the upstream refuses', () => {
   it('keeps the connection, records the failure, and `menu-sync subscribe` registers it again', async () => {
-    await control(emulator, 'POST', '/_emulator/faults', { api_failures: 1, api_error_status: 422 });
+    // Token info answering 404 leaves the owner unknown, so this connect makes a connection of its
+    // own: the emulator's one user already has connection 1, which a connect would give the new tokens.
+    await control(emulator, 'POST', '/_emulator/faults', {
+      api_failures: 1,
+      api_error_status: 422,
+      token_info_status: 404,
+    });
     const { callbackUrl } = await authorize();
     const answer = await get(callbackUrl);
     await control(emulator, 'POST', '/_emulator/faults', {});
     expect(answer.status).toBe(200);
     const connection = answer.json.data;
-    expect(connection.state).toBe('active');
+    expect(answer.json.meta).toEqual({ outcome: 'created', retired: [] });
+    expect(connection).toMatchObject({ state: 'active', owner_id: null });
     expect(connection.subscriptions).toEqual([
       expect.objectContaining({ status: 'failed', upstream_id: null, last_error: expect.stringContaining('422') }),
     ]);
@@ -362,6 +371,8 @@ describe('a subscription the upstream refuses', () => {
 describe('the out-of-band flow of the CLI', () => {
   it('`auth url` → the code page → `auth exchange <code>` stores a connection and subscribes it', async () => {
     const countBefore = (await connections()).length;
+    // An owner not known at the exchange: a connection of its own (see the refused subscription above).
+    await control(emulator, 'POST', '/_emulator/faults', { token_info_status: 404 });
     const url = await cli(['auth', 'url']);
     expect(url.code).toBe(0);
     const authorizeUrl = /^http\S+\/oauth\/authorize\?\S+$/m.exec(url.stdout)?.[0];
@@ -374,6 +385,7 @@ describe('the out-of-band flow of the CLI', () => {
     expect(code).toBeDefined();
 
     const exchange = await cli(['auth', 'exchange', code!]);
+    await control(emulator, 'POST', '/_emulator/faults', {});
     expect(exchange.code).toBe(0);
     const connection = printed(exchange).data;
     expect(connection).toMatchObject({

@@ -1,6 +1,7 @@
 import { html, render } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { onUnauthorized, tokenStore } from './api.js';
+import { Connected } from './pages/connected.js';
 import { Events } from './pages/events.js';
 import { Menu } from './pages/menu.js';
 import { Overview } from './pages/overview.js';
@@ -37,6 +38,7 @@ const PAGES = [
   { path: 'events', title: 'Events', component: Events },
   { path: 'activity', title: 'Activity', component: Activity },
   { path: 'tokens', title: 'Tokens', component: Tokens },
+  { path: 'connected', title: 'Connect result', component: Connected, hidden: true },
 ];
 
 const currentPath = () => location.hash.replace(/^#\/?/, '').split('?')[0] || 'overview';
@@ -95,7 +97,7 @@ function App() {
   return html` <header class="top">
       <a class="brand" href="#/overview"><span class="logo">▤</span> menu-sync</a>
       <nav>
-        ${PAGES.map((item) => html`<a href=${`#/${item.path}`} class=${item === page ? 'active' : ''} aria-current=${item === page ? 'page' : undefined}>${item.title}</a>`)}
+        ${PAGES.filter((item) => !item.hidden).map((item) => html`<a href=${`#/${item.path}`} class=${item === page ? 'active' : ''} aria-current=${item === page ? 'page' : undefined}>${item.title}</a>`)}
       </nav>
       <span class="spacer"></span>
       ${

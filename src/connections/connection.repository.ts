@@ -69,6 +69,27 @@ export class ConnectionRepository {
     return row === undefined ? null : this.toConnection(row);
   }
 
+  /** The connections made with this upstream for `ownerId`, oldest first. */
+  async ofOwner(authUrl: string, baseUrl: string, ownerId: string): Promise<Connection[]> {
+    const rows: ConnectionRow[] = await this.dataSource.query(
+      `SELECT * FROM connections WHERE auth_url = $1 AND base_url = $2 AND owner_id = $3 ORDER BY id`,
+      [authUrl, baseUrl, ownerId],
+    );
+    return rows.map((row) => this.toConnection(row));
+  }
+
+  /**
+   * Runs `fn` holding the database's connect lock: two connects of one owner, in one process or
+   * two, cannot both find no connection and make one each. Like `withLocked`, the lock's
+   * transaction writes nothing, so it holds no xid while `fn` calls the upstream.
+   */
+  async whileConnecting<T>(fn: () => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(async (manager) => {
+      await manager.query(...lockQuery('pg_advisory_xact_lock', advisoryLocks.single('connect')));
+      return fn();
+    });
+  }
+
   async list(): Promise<Connection[]> {
     const rows: ConnectionRow[] = await this.dataSource.query(`SELECT * FROM connections ORDER BY id`);
     return rows.map((row) => this.toConnection(row));
@@ -101,6 +122,27 @@ export class ConnectionRepository {
       [id, access, refresh, tokens.createdAt, tokens.expiresIn, tokens.scopes ?? null],
     );
     return this.toConnection(row);
+  }
+
+  /**
+   * The tokens of a new authorization of the connection's owner, in place of its current ones
+   * (which are overwritten: nothing keeps them): active again, its refresh history restarted.
+   */
+  async replaceTokens(manager: EntityManager, id: number, tokens: TokenSet, scopes: string[]): Promise<Connection> {
+    const [access, refresh] = this.sealTokens(id, tokens);
+    const [[row]] = await manager.query(
+      `UPDATE connections SET access_token = $2, refresh_token = $3, token_created_at = $4, expires_in = $5,
+         scopes = $6, token_version = token_version + 1, state = 'active', last_refresh_at = NULL,
+         last_error = NULL, updated_at = now()
+       WHERE id = $1 RETURNING *`,
+      [id, access, refresh, tokens.createdAt, tokens.expiresIn, tokens.scopes ?? scopes],
+    );
+    return this.toConnection(row);
+  }
+
+  /** Forgets a connection and its sealed tokens; its subscriptions must be gone first (see SubscriptionService.retire). */
+  async delete(manager: EntityManager, id: number): Promise<void> {
+    await manager.query(`DELETE FROM connections WHERE id = $1`, [id]);
   }
 
   async setState(

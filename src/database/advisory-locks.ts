@@ -28,6 +28,8 @@ export const SINGLE_LOCKS = {
   changeLogWriter: 7_260_005,
   /** One change-log compaction at a time. */
   changeLogCompaction: 7_260_006,
+  /** One connect at a time, from its owner's lookup to its stored tokens: an owner is never connected twice. */
+  connect: 7_260_007,
 } as const;
 
 /** First keys of two-key locks; the second key names the instance (a projection, a connection). */

@@ -1,8 +1,10 @@
-import { Controller, Get, Header, Query, Redirect, Req, UseGuards } from '@nestjs/common';
-import { ApiFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { FastifyRequest } from 'fastify';
-import { oauthCallbackActor } from '../audit/audit-actor.js';
+import { Controller, Get, Header, Query, Redirect, Req, Res, UseGuards } from '@nestjs/common';
+import { ApiFoundResponse, ApiOkResponse, ApiOperation, ApiSeeOtherResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Actor, oauthCallbackActor } from '../audit/audit-actor.js';
+import type { AuditActor } from '../audit/audit-actor.js';
 import { ConnectStartGuard } from '../common/api-token.guard.js';
+import { answerCallback } from './callback-answer.js';
 import { ConnectService } from './connect.service.js';
 import type { AuthorizationCallback } from './connect.service.js';
 
@@ -24,15 +26,20 @@ export class AuthController {
   @ApiFoundResponse({ description: 'Redirect to {auth_url}/oauth/authorize' })
   @Header('Cache-Control', 'no-store')
   @Redirect(undefined, 302)
-  start() {
-    return this.connect.start();
+  start(@Actor() actor: AuditActor) {
+    return this.connect.start(undefined, actor);
   }
 
   @Get('callback')
-  @ApiOperation({ summary: 'Where the authorization server sends the user back: stores the connection and subscribes' })
-  @ApiOkResponse({ description: '{"data": <connection>}' })
-  @Header('Cache-Control', 'no-store')
-  async callback(@Query() query: AuthorizationCallback, @Req() request: FastifyRequest) {
-    return { data: await this.connect.complete(query, oauthCallbackActor(request)) };
+  @ApiOperation({
+    summary:
+      'Where the authorization server sends the user back: stores the connection (or gives an owner already connected the new tokens) and subscribes',
+  })
+  @ApiOkResponse({ description: '{"data": <connection>, "meta": {"outcome": "created" | "replaced", "retired": […]}}' })
+  @ApiSeeOtherResponse({
+    description: 'A browser (Accept prefers text/html): to the console page /console/#/connected?…',
+  })
+  async callback(@Query() query: AuthorizationCallback, @Req() request: FastifyRequest, @Res() reply: FastifyReply) {
+    await answerCallback(this.connect.complete(query, oauthCallbackActor(request)), request, reply);
   }
 }

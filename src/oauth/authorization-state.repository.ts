@@ -8,13 +8,25 @@ import { SecretCipher } from '../common/secret-cipher.js';
 export interface PendingAuthorization {
   codeVerifier: string;
   redirectUri: string;
+  /** The principal that started the request (`/auth/connect`), when known: it made the connection. */
+  startedBy: StartedBy | null;
+}
+
+/** A principal as the audit log names it: never a secret. */
+export interface StartedBy {
+  id: string;
+  name: string;
 }
 
 interface AuthorizationRow {
   state_hash: Buffer;
   code_verifier: Buffer;
   redirect_uri: string;
+  started_by_id: string | null;
+  started_by_name: string | null;
 }
+
+const RETURNED = 'state_hash, code_verifier, redirect_uri, started_by_id, started_by_name';
 
 /** Only the SHA-256 of a state is stored: a copy of the table cannot answer a callback. */
 export function hashState(state: string): Buffer {
@@ -35,11 +47,24 @@ export class AuthorizationStateRepository {
     private readonly cipher: SecretCipher,
   ) {}
 
-  async create(stateHash: Buffer, codeVerifier: string, redirectUri: string, ttlSeconds: number): Promise<void> {
+  async create(
+    stateHash: Buffer,
+    codeVerifier: string,
+    redirectUri: string,
+    ttlSeconds: number,
+    startedBy: StartedBy | null = null,
+  ): Promise<void> {
     await this.dataSource.query(
-      `INSERT INTO oauth_authorizations (state_hash, code_verifier, redirect_uri, expires_at)
-       VALUES ($1, $2, $3, now() + make_interval(secs => $4))`,
-      [stateHash, this.cipher.seal(codeVerifier, aad(stateHash)), redirectUri, ttlSeconds],
+      `INSERT INTO oauth_authorizations (state_hash, code_verifier, redirect_uri, expires_at, started_by_id, started_by_name)
+       VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5, $6)`,
+      [
+        stateHash,
+        this.cipher.seal(codeVerifier, aad(stateHash)),
+        redirectUri,
+        ttlSeconds,
+        startedBy?.id ?? null,
+        startedBy?.name ?? null,
+      ],
     );
   }
 
@@ -48,7 +73,7 @@ export class AuthorizationStateRepository {
     const [rows]: [AuthorizationRow[], number] = await this.dataSource.query(
       `UPDATE oauth_authorizations SET used_at = now()
        WHERE state_hash = $1 AND used_at IS NULL AND expires_at > now()
-       RETURNING state_hash, code_verifier, redirect_uri`,
+       RETURNING ${RETURNED}`,
       [stateHash],
     );
     return rows.length === 0 ? null : this.toPending(rows[0]);
@@ -64,7 +89,7 @@ export class AuthorizationStateRepository {
            ORDER BY created_at DESC LIMIT 1
            FOR UPDATE SKIP LOCKED)
          AND used_at IS NULL AND expires_at > now()
-       RETURNING state_hash, code_verifier, redirect_uri`,
+       RETURNING ${RETURNED}`,
       [redirectUri],
     );
     return rows.length === 0 ? null : this.toPending(rows[0]);
@@ -76,6 +101,11 @@ export class AuthorizationStateRepository {
   }
 
   private toPending(row: AuthorizationRow): PendingAuthorization {
-    return { codeVerifier: this.cipher.open(row.code_verifier, aad(row.state_hash)), redirectUri: row.redirect_uri };
+    return {
+      codeVerifier: this.cipher.open(row.code_verifier, aad(row.state_hash)),
+      redirectUri: row.redirect_uri,
+      startedBy:
+        row.started_by_id === null ? null : { id: row.started_by_id, name: row.started_by_name ?? row.started_by_id },
+    };
   }
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 
 export type SubscriptionStatus = 'registered' | 'failed';
 
@@ -63,6 +63,11 @@ export class SubscriptionRepository {
             [connectionIds],
           );
     return rows.map(toSubscription);
+  }
+
+  /** Forgets the subscriptions of a connection being retired (their keys are expired by then). */
+  async deleteOf(manager: EntityManager, connectionId: number): Promise<void> {
+    await manager.query(`DELETE FROM subscriptions WHERE connection_id = $1`, [connectionId]);
   }
 }
 

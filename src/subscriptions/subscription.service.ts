@@ -91,6 +91,26 @@ export class SubscriptionService {
     return subscription;
   }
 
+  /**
+   * Retires a connection another one of its owner replaces: its webhook keys stop being accepted
+   * now, and it is forgotten with its subscriptions and sealed tokens. The spec shows no way to
+   * delete an endpoint upstream: the upstream ids of its endpoints are returned, to be removed
+   * where the platform allows it (its dashboard); until then their deliveries answer 404.
+   */
+  async retire(connectionId: number): Promise<{ upstreamIds: string[] }> {
+    const subscriptions = await this.subscriptions.list([connectionId]);
+    await this.keys.expireOthers(connectionId, 0, 0);
+    await this.registry.refresh();
+    await this.connections.withLocked(connectionId, async (_connection, manager) => {
+      await this.subscriptions.deleteOf(manager, connectionId);
+      await this.connections.delete(manager, connectionId);
+    });
+    const upstreamIds = subscriptions.flatMap((subscription) =>
+      subscription.status === 'registered' && subscription.upstreamId !== null ? [subscription.upstreamId] : [],
+    );
+    return { upstreamIds };
+  }
+
   private async register(connectionId: number, form: URLSearchParams, key: string): Promise<Registration> {
     try {
       const response = await this.upstream.request(connectionId, {

@@ -74,6 +74,12 @@ export class TokenRefresher {
     return this.refreshes.run(connectionId, () => this.refreshLocked(connectionId, rejectedVersion, true));
   }
 
+  /** The connection's tokens were replaced (a new authorization) or it is gone: this process reads them again. */
+  forget(connectionId: number): void {
+    this.cache.delete(connectionId);
+    this.refreshPausedUntil.delete(connectionId);
+  }
+
   private async load(connectionId: number): Promise<AccessGrant> {
     const connection = await this.connections.find(connectionId);
     if (connection === null) throw new UnknownConnectionError(connectionId);
