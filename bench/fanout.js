@@ -53,6 +53,7 @@ const TARGET = {
   create10kSeconds: 60,
   rssMiB: 600,
   pgVsBaseline: 2,
+  idleKiBPerConsumer: 20,
 };
 
 let ticksPerSecond = 100;
@@ -143,6 +144,8 @@ async function measure(bench, mode, n) {
     const helperFds = openFileLimit(consumers.pid);
     // Let the new consumers settle (leases, lag gauges, first reads): longer for more of them.
     await sleep(3000 + Math.ceil(n / 1000) * 1000);
+    // What the N consumers hold when nothing happens (peak RSS, under load, adds what the load holds).
+    const idleMemory = memoryOf(daemon.pid);
     const busyBeforePct =
       bench.quietWait > 0 ? await waitForQuiet({ maxWaitMs: bench.quietWait * 1000, thresholdPct: 15 }) : null;
     // The quiet interval: what N consumers cost when nothing happens.
@@ -182,6 +185,7 @@ async function measure(bench, mode, n) {
       tableRows,
       creation: consumers.creation,
       memory,
+      idleMemory,
       metrics,
       metricsBytes: Buffer.byteLength(metrics),
       leasedAtEnd: gauge(metrics, 'menu_sync_sinks_leased'),
@@ -763,6 +767,7 @@ function summarize({
   tableRows,
   creation,
   memory,
+  idleMemory,
   metrics,
   metricsBytes,
   leasedAtEnd,
@@ -840,6 +845,7 @@ function summarize({
     httpPostMeanMs: histogramMeanMs(metrics, 'menu_sync_sinks_delivery_seconds', 'kind="http"'),
     sseReconnects: arrivals.reconnects ?? null,
     peakRssMiB: round(memory.peakRssMiB, 1),
+    idleRssMiB: round(idleMemory.rssMiB, 1),
     metricsBytes,
     leasedAtEnd,
     busyBeforePct,
@@ -938,6 +944,8 @@ function tables(runs, baseline, rate) {
         'all-store p50/p99/max ms',
         'missing',
         'peak RSS MiB',
+        'idle RSS MiB',
+        'idle KiB/consumer vs N=1',
         mode === 'http' ? 'create N sinks s' : 'connect N+1 s',
         ...(mode === 'http' ? ['table target pg µs/del'] : []),
         '/metrics B',
@@ -958,6 +966,8 @@ function tables(runs, baseline, rate) {
         `${r.allStore.p50Ms}/${r.allStore.p99Ms}/${r.allStore.maxMs}`,
         r.missing + (r.misrouted > 0 ? ` (+${r.misrouted} misrouted)` : ''),
         r.peakRssMiB,
+        r.idleRssMiB,
+        r === first ? '-' : idleKiBPerConsumer(r, first),
         r.creation.seconds,
         ...(mode === 'http' ? [r.cpuUsPerDelivery.target] : []),
         r.metricsBytes,
@@ -1047,6 +1057,16 @@ function targetsTable(runs, baseline) {
       `${last.peakRssMiB} MiB`,
       mark(last.peakRssMiB * 1.048576 < TARGET.rssMiB),
     ]);
+    rows.push(
+      !first || first === last
+        ? [at, `idle memory ≤ ${TARGET.idleKiBPerConsumer} KiB per consumer`, '-', 'needs N=1 and a larger N']
+        : [
+            at,
+            `idle memory ≤ ${TARGET.idleKiBPerConsumer} KiB per consumer`,
+            `${idleKiBPerConsumer(last, first)} KiB (idle RSS ${last.idleRssMiB} vs ${first.idleRssMiB} MiB)`,
+            mark(idleKiBPerConsumer(last, first) <= TARGET.idleKiBPerConsumer),
+          ],
+    );
     rows.push([at, 'missing = 0', String(last.missing), mark(mine.every((r) => r.missing === 0))]);
     if (baseline) {
       const x = last.cpuUsPerDelivery.pg / baseline.pgUsPerDelivery;
@@ -1063,6 +1083,11 @@ function targetsTable(runs, baseline) {
     columns: ['run', 'target', 'value', 'status'],
     rows,
   };
+}
+
+/** The idle RSS a consumer adds: the growth from N = 1, over the consumers added. */
+function idleKiBPerConsumer(r, first) {
+  return round(((r.idleRssMiB - first.idleRssMiB) * 1024) / (r.n - first.n), 1);
 }
 
 /** The mean of a histogram's observations (ms) over the daemon's life, for the series with `labels`. */
