@@ -56,7 +56,7 @@ const TARGET = {
   idleKiBPerConsumer: 20,
 };
 
-let ticksPerSecond = 100;
+export let ticksPerSecond = 100;
 try {
   ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 } catch {
@@ -356,7 +356,7 @@ function postTimes(values) {
 }
 
 /** POST /api/v1/sinks (again after a 503, at most 5 times); the number of retries. */
-async function createSink(base, body) {
+export async function createSink(base, body) {
   for (let attempt = 1; ; attempt++) {
     const response = await fetch(`${base}/api/v1/sinks`, {
       method: 'POST',
@@ -373,7 +373,7 @@ async function createSink(base, body) {
 }
 
 /** Runs task(0..n-1) `concurrency` at a time; the sum of what they return. */
-async function pool(n, concurrency, task) {
+export async function pool(n, concurrency, task) {
   let next = 0;
   let sum = 0;
   await Promise.all(
@@ -402,7 +402,7 @@ const DESCRIPTION =
   'Slow-roasted pulled pork shoulder in a brioche bun with house slaw, pickles and smoked chipotle mayo. '.repeat(20);
 
 /** A product.updated delivery like bench/lib/events.js's (~2.7 KB), of product `productId` of `owner`. */
-function productUpdated(productId, owner, seq) {
+export function productUpdated(productId, owner, seq) {
   const id = String(productId);
   return JSON.stringify({
     data: {
@@ -544,7 +544,7 @@ async function pacedLoad({ base, path, stores, rate, warmup, duration, sample, d
 // that appeared by the end), a helper process (receiver / SSE clients), the table sink's target
 // database's backends, the machine.
 
-function processTicks(pid) {
+export function processTicks(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -30,6 +30,7 @@ const BENCHES = {
   query: () => import('./query.js'),
   'scale-out': () => import('./scale-out.js'),
   fanout: () => import('./fanout.js'),
+  'fanout-shares': () => import('./fanout-shares.js'),
 };
 
 function parseArgs(argv) {
