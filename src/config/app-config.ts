@@ -480,26 +480,32 @@ export class ConfigError extends Error {
   }
 }
 
+/** Variables without a default, which a fresh AppConfig may not list among its own keys. */
+const OPTIONAL_VARIABLES = [
+  'DATABASE_URL',
+  'DATABASE_READ_URL',
+  'PUBLIC_URL',
+  'UPSTREAM_AUTH_URL',
+  'UPSTREAM_BASE_URL',
+  'OAUTH_CLIENT_ID',
+  'OAUTH_CLIENT_SECRET',
+  'OAUTH_REDIRECT_URI',
+  'TOKEN_ENCRYPTION_KEY',
+  'NATS_URL',
+];
+
+/** Every environment variable loadConfig reads, in the order AppConfig declares them. */
+export function configVariables(): string[] {
+  return [...new Set([...Object.keys(new AppConfig()), ...OPTIONAL_VARIABLES])];
+}
+
 /**
  * Builds and validates the configuration from an environment. Empty strings count as unset.
  * Throws ConfigError naming every offending variable (never echoing a secret's value).
  */
 export function loadConfig(env: Record<string, string | undefined>): AppConfig {
-  const known = Object.keys(new AppConfig());
-  const optional = [
-    'DATABASE_URL',
-    'DATABASE_READ_URL',
-    'PUBLIC_URL',
-    'UPSTREAM_AUTH_URL',
-    'UPSTREAM_BASE_URL',
-    'OAUTH_CLIENT_ID',
-    'OAUTH_CLIENT_SECRET',
-    'OAUTH_REDIRECT_URI',
-    'TOKEN_ENCRYPTION_KEY',
-    'NATS_URL',
-  ];
   const plain: Record<string, string> = {};
-  for (const name of [...known, ...optional]) {
+  for (const name of configVariables()) {
     const value = env[name];
     if (value !== undefined && value.trim() !== '') plain[name] = value.trim();
   }
