@@ -27,9 +27,20 @@ export function resourceTypesProblem(names: readonly unknown[], also: readonly s
   );
   if (unknown.length === 0) return null;
   const plurals = unknown.filter((name): name is string => typeof name === 'string' && SINGULAR_OF.has(name));
-  if (plurals.length === 1) return `${plurals[0]} is a collection name; the type is ${SINGULAR_OF.get(plurals[0])}`;
+  const others = unknown.filter((name) => !plurals.includes(name as string));
+  const problems: string[] = [];
+  if (plurals.length === 1)
+    problems.push(`${plurals[0]} is a collection name; the type is ${SINGULAR_OF.get(plurals[0])}`);
   if (plurals.length > 1)
-    return `${plurals.join(', ')} are collection names; the types are ${plurals.map((name) => SINGULAR_OF.get(name)).join(', ')}`;
-  const shown = unknown.map((name) => (typeof name === 'string' ? name : (JSON.stringify(name) ?? String(name))));
-  return `${shown.join(', ')} ${shown.length === 1 ? 'is not a resource type' : 'are not resource types'} (${RESOURCE_TYPE_NAMES.concat(also as ResourceType[]).join(', ')})`;
+    problems.push(
+      `${plurals.join(', ')} are collection names; the types are ${plurals.map((name) => SINGULAR_OF.get(name)).join(', ')}`,
+    );
+  if (others.length > 0) {
+    const shown = others.map((name) => (typeof name === 'string' ? name : (JSON.stringify(name) ?? String(name))));
+    const known = RESOURCE_TYPE_NAMES.concat(also as ResourceType[]).join(', ');
+    problems.push(
+      `${shown.join(', ')} ${shown.length === 1 ? 'is not a resource type' : 'are not resource types'} (${known})`,
+    );
+  }
+  return problems.join('; ');
 }
