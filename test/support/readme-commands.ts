@@ -178,11 +178,57 @@ export function placeholdersOf(text: string): string[] {
   return [...text.matchAll(/<([a-z_]+)>|…/g)].map((match) => match[1] ?? '…');
 }
 
-/** The hosts of every URL of a command: `scheme://[user@]host[:port]`, and a bare `localhost:port`. */
+/** Options of curl that take a value: the word after one is not a URL. */
+const CURL_VALUE_OPTIONS = new Set([
+  '-H',
+  '-d',
+  '-X',
+  '-o',
+  '-w',
+  '-u',
+  '-A',
+  '-e',
+  '-m',
+  '-D',
+  '--header',
+  '--data',
+  '--data-raw',
+  '--data-binary',
+  '--request',
+  '--output',
+  '--write-out',
+  '--max-time',
+  '--user',
+]);
+
+/** Shell words, quotes removed (no expansions): enough to find curl's URLs. */
+function words(text: string): string[] {
+  return [...text.matchAll(/'([^']*)'|"((?:[^"\\]|\\.)*)"|(\S+)/g)].map((match) => match[1] ?? match[2] ?? match[3]);
+}
+
+/** The URLs curl is given in a command (every curl of a pipeline), with or without a scheme. */
+function curlUrls(text: string): string[] {
+  const urls: string[] = [];
+  let inCurl = false;
+  let skip = false;
+  for (const word of words(text)) {
+    if (word === '|' || word === '&&' || word === ';') inCurl = false;
+    else if (word === 'curl') inCurl = true;
+    else if (!inCurl || skip) skip = false;
+    else if (CURL_VALUE_OPTIONS.has(word)) skip = true;
+    else if (!word.startsWith('-')) urls.push(word);
+  }
+  return urls;
+}
+
+/**
+ * The hosts a command names: of every `scheme://[user@]host` in it (in a JSON body too) and of every
+ * URL curl is given (`localhost:3000/x` has no scheme).
+ */
 export function hostsOf(text: string): string[] {
-  const hosts = [...text.matchAll(/[a-z][a-z0-9+.-]*:\/\/(?:[^@/\s'"]*@)?(\[[^\]]+\]|[^:/\s'"?#]+)/gi)].map(
+  const host = /^(?:[a-z][a-z0-9+.-]*:\/\/)?(?:[^@/\s]*@)?(\[[^\]]+\]|[^:/\s?#]+)/i;
+  const inText = [...text.matchAll(/[a-z][a-z0-9+.-]*:\/\/(?:[^@/\s'"]*@)?(\[[^\]]+\]|[^:/\s'"?#]+)/gi)].map(
     (match) => match[1],
   );
-  const bare = [...text.matchAll(/(?:^|[\s'"])(localhost|127\.0\.0\.1)(?=:\d)/g)].map((match) => match[1]);
-  return [...hosts, ...bare];
+  return [...inText, ...curlUrls(text).map((url) => host.exec(url)?.[1] ?? url)];
 }
