@@ -15,6 +15,7 @@ import { problem, PROBLEM_CONTENT_TYPE } from './common/problem-details.js';
 import { registerRoleGate } from './common/role-gate.js';
 import { clientErrorProblem, frameworkErrorProblem, registerInputChecks } from './common/request-input.js';
 import { createValidationPipe } from './common/validation.pipe.js';
+import { packageVersion } from './common/package-version.js';
 import { AppConfig } from './config/app-config.js';
 import { ReadRouter } from './database/read-router.service.js';
 import { DeliveriesInFlight } from './ingress/deliveries-in-flight.js';
@@ -86,6 +87,7 @@ export async function createHttpApp({
     new DocumentBuilder()
       .setTitle('menu-sync')
       .setDescription("Mirror of an ordering platform's menus, built from an append-only event log")
+      .setVersion(packageVersion())
       .addBearerAuth()
       .build(),
   );

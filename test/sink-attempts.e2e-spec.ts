@@ -1,6 +1,7 @@
 import { insertChanges, sqlQuery } from './support/change-log-factory.js';
 import { eventually } from './support/eventually.js';
 import { api, API_TOKEN, RunningDaemon, startDaemon, expectFieldProblem as expectProblem } from './support/http.js';
+import { createPostgresTarget, PostgresTarget } from './support/postgres-target.js';
 import { SinkReceiver } from './support/sink-receiver.js';
 
 type Json = any;
@@ -126,6 +127,55 @@ describe('delivery attempts of a sink (docs/reference.md §12)', () => {
     });
     expect(attempt).toMatchObject({ outcome: 'disabled', status: 410, response: 'gone', batch: { changes: 1 } });
     expect((await api(app.url, `/api/v1/sinks/${sink.id}`)).json.data.state).toBe('disabled');
+  });
+
+  it('records a table sink\'s committed batch as status "committed" with the changes it applied, one per row', async () => {
+    let target: PostgresTarget | undefined;
+    try {
+      target = await createPostgresTarget();
+      const owner = 'attempts-3';
+      const inserted = await insertChanges(app.database.url, [
+        { type: 'product', id: 't1', ownerId: owner },
+        { type: 'product', id: 't2', ownerId: owner },
+        { type: 'product', id: 't1', ownerId: owner, op: 'delete' },
+        { type: 'collection', id: 't3', ownerId: owner },
+        { type: 'store', id: 't4', ownerId: owner },
+      ]);
+      const created = await api(app.url, '/api/v1/sinks', API_TOKEN, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          kind: 'postgres',
+          url: target.url,
+          owner_ids: [owner],
+          types: ['product', 'collection'],
+          from: 'start',
+        }),
+      });
+      expect(created.status).toBe(201);
+      const [attempt] = await eventually(async () => {
+        const answer = await attempts(created.json.data.id);
+        expect(answer.json.data).toHaveLength(1);
+        return answer.json.data;
+      });
+      // The store is not followed: the batch holds the four other changes, and t1 only as deleted.
+      expect(attempt).toEqual({
+        at: expect.any(String),
+        batch: { first_seq: inserted[0].seq, last_seq: inserted[3].seq, changes: 4 },
+        webhook_id: null,
+        outcome: 'ok',
+        status: 'committed',
+        duration_ms: expect.any(Number),
+        error: null,
+        response: 'committed: 3 changes, one per row (2 upserts, 1 delete)',
+      });
+      const rows = await target.admin.query(
+        `SELECT id FROM menu_sync.products UNION ALL SELECT id FROM menu_sync.collections ORDER BY id`,
+      );
+      expect(rows.rows).toEqual([{ id: 't2' }, { id: 't3' }]);
+    } finally {
+      await target?.drop();
+    }
   });
 
   it('answers 400 naming limit or before for a bad one, and 404 for an unknown sink', async () => {

@@ -31,6 +31,9 @@ export function money(minor, currency) {
 
 export const count = (n) => (typeof n === 'number' ? n.toLocaleString('en-GB') : '—');
 
+/** "1 product", "7 products", "1,024 events": a count and its noun, with the space between them. */
+export const counted = (n, noun) => `${count(n)} ${n === 1 ? noun : `${noun}s`}`;
+
 export function duration(ms) {
   if (typeof ms !== 'number') return '—';
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;

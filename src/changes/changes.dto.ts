@@ -1,17 +1,13 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { PageQuery, toInt } from '../common/pagination.js';
-import { RESOURCE_TABLES } from '../projection/resource-tables.js';
+import { IsResourceTypes } from '../common/resource-types.validator.js';
+import { RESOURCE_TYPE_NAMES } from '../domain/resource-type-names.js';
 import { CHANGE_CURSOR, MinCursor } from './min-cursor.js';
 
-/** `type` takes resource types (`product`) or their API collection names (`products`). */
-export const TYPE_NAMES: Record<string, string> = Object.fromEntries(
-  Object.values(RESOURCE_TABLES).flatMap((table) => [
-    [table.type, table.type],
-    [table.name, table.type],
-  ]),
-);
+/** `type` takes resource types in the singular (`product`); a plural is refused, naming the singular. */
+export const TYPE_NAMES: Record<string, string> = Object.fromEntries(RESOURCE_TYPE_NAMES.map((type) => [type, type]));
 
 const list = ({ value }: { value: unknown }) =>
   typeof value === 'string' ? value.split(',').map((item) => item.trim()) : value;
@@ -31,12 +27,7 @@ export class ChangesQuery extends PageQuery {
   @ApiPropertyOptional({ description: 'resource types, comma-separated (product, collection, …)' })
   @IsOptional()
   @Transform(list)
-  @IsIn(Object.keys(TYPE_NAMES), {
-    each: true,
-    message: `type must list resource types (${Object.values(RESOURCE_TABLES)
-      .map((t) => t.type)
-      .join(', ')})`,
-  })
+  @IsResourceTypes('type')
   type?: string[];
 
   @ApiPropertyOptional()

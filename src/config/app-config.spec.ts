@@ -132,17 +132,33 @@ describe('loadConfig', () => {
     }
   });
 
-  it('CHANGES_TYPES: the menu types by default, API or type names, none for off; CHANGES_RETENTION as a duration', () => {
+  it('CHANGES_TYPES: the menu types by default, resource types in the singular, none for off; CHANGES_RETENTION as a duration', () => {
     expect(loadConfig({}).changeTypes).toEqual(['collection', 'product', 'trait', 'trait_option']);
-    expect(loadConfig({ CHANGES_TYPES: 'products,orders,store' }).changeTypes).toEqual(['product', 'order', 'store']);
+    expect(loadConfig({ CHANGES_TYPES: 'product,order,store,product' }).changeTypes).toEqual([
+      'product',
+      'order',
+      'store',
+    ]);
+    expect(loadConfig({ CHANGES_TYPES: 'order_product_trait_option trait' }).changeTypes).toEqual([
+      'order_product_trait_option',
+      'trait',
+    ]);
     expect(loadConfig({ CHANGES_TYPES: 'none' }).changeTypes).toEqual([]);
     expect(loadConfig({}).changesRetentionMs).toBe(30 * 86_400_000);
     expect(loadConfig({ CHANGES_RETENTION: '90s' }).changesRetentionMs).toBe(90_000);
-    expect(
-      problems({ CHANGES_TYPES: 'products,widgets', CHANGES_RETENTION: 'a month' })
-        .map((p) => p.split(':')[0])
-        .sort(),
-    ).toEqual(['CHANGES_RETENTION', 'CHANGES_TYPES']);
+    expect(problems({ CHANGES_TYPES: 'product,widgets', CHANGES_RETENTION: 'a month' })).toEqual([
+      'CHANGES_TYPES: widgets is not a resource type (collection, product, trait, trait_option, order, order_product, order_product_trait_option, store, none)',
+      'CHANGES_RETENTION: CHANGES_RETENTION must be a duration such as 30d, 12h, 15m or 30s',
+    ]);
+  });
+
+  it('CHANGES_TYPES: a plural (an API collection name) stops the start, naming the singular to write', () => {
+    expect(problems({ CHANGES_TYPES: 'products' })).toEqual([
+      'CHANGES_TYPES: products is a collection name; the type is product',
+    ]);
+    expect(problems({ CHANGES_TYPES: 'collections,product,order_product_trait_options' })).toEqual([
+      'CHANGES_TYPES: collections, order_product_trait_options are collection names; the types are collection, order_product_trait_option',
+    ]);
   });
 
   it('DATABASE_READ_URL: a PostgreSQL URL, masked; READ_REPLICA_MAX_LAG: 5 s by default, a duration', () => {

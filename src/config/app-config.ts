@@ -16,12 +16,28 @@ import {
   Validate,
   validateSync,
   ValidateIf,
+  ValidationArguments,
   ValidationError,
   ValidatorConstraint,
   ValidatorConstraintInterface,
 } from 'class-validator';
 import { SPEC_EVENT_NAMES } from '../domain/event-names.js';
+import { RESOURCE_TYPE_NAMES, resourceTypesProblem } from '../domain/resource-type-names.js';
 import { Network, parseNetwork } from './networks.js';
+
+/** CHANGES_TYPES: resource types in the singular (a plural is named with its singular), or `none`. */
+@ValidatorConstraint({ name: 'isChangeTypes' })
+class IsChangeTypes implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return Array.isArray(value) && resourceTypesProblem(value, ['none']) === null;
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    return Array.isArray(args.value)
+      ? resourceTypesProblem(args.value, ['none'])!
+      : `CHANGES_TYPES must list resource types (${RESOURCE_TYPE_NAMES.join(', ')}) or be none`;
+  }
+}
 
 @ValidatorConstraint({ name: 'isNetwork' })
 class IsNetwork implements ValidatorConstraintInterface {
@@ -56,25 +72,6 @@ const bool = ({ value }: { value: unknown }) => {
   return value;
 };
 
-/** CHANGES_TYPES takes resource types or their API collection names; `none` turns the change log off. */
-const CHANGE_TYPE_NAMES: Record<string, string> = {
-  collection: 'collection',
-  collections: 'collection',
-  product: 'product',
-  products: 'product',
-  trait: 'trait',
-  traits: 'trait',
-  trait_option: 'trait_option',
-  trait_options: 'trait_option',
-  order: 'order',
-  orders: 'order',
-  order_product: 'order_product',
-  order_products: 'order_product',
-  order_product_trait_option: 'order_product_trait_option',
-  order_product_trait_options: 'order_product_trait_option',
-  store: 'store',
-  stores: 'store',
-};
 const DURATION = /^(\d{1,9})(ms|s|m|h|d)$/;
 const DURATION_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 /** A validated DURATION in milliseconds. */
@@ -369,15 +366,10 @@ export class AppConfig {
     return durationMs(this.SINK_FAILING_AFTER);
   }
 
-  /** Resource types whose changes are published (reference §11): `product`, `products`, …; `none` publishes nothing. */
+  /** Resource types whose changes are published (reference §11): `product`, `collection`, …; `none` publishes nothing. */
   @Transform(list)
-  @IsIn([...Object.keys(CHANGE_TYPE_NAMES), 'none'], {
-    each: true,
-    message: `CHANGES_TYPES must list resource types (${Object.keys(CHANGE_TYPE_NAMES)
-      .filter((n) => n.endsWith('s'))
-      .join(', ')}) or be none`,
-  })
-  CHANGES_TYPES: string[] = ['collections', 'products', 'traits', 'trait_options'];
+  @Validate(IsChangeTypes)
+  CHANGES_TYPES: string[] = ['collection', 'product', 'trait', 'trait_option'];
 
   /** How long every change is kept before compaction keeps only the newest per resource: `30d`, `12h`, `15m`, `30s`. */
   @Matches(DURATION, { message: 'CHANGES_RETENTION must be a duration such as 30d, 12h, 15m or 30s' })
@@ -423,7 +415,7 @@ export class AppConfig {
   MENU_YIELD_MS = 10;
 
   get changeTypes(): string[] {
-    return [...new Set(this.CHANGES_TYPES.filter((name) => name !== 'none').map((name) => CHANGE_TYPE_NAMES[name]))];
+    return [...new Set(this.CHANGES_TYPES.filter((name) => name !== 'none'))];
   }
 
   get changesRetentionMs(): number {
@@ -488,26 +480,32 @@ export class ConfigError extends Error {
   }
 }
 
+/** Variables without a default, which a fresh AppConfig may not list among its own keys. */
+const OPTIONAL_VARIABLES = [
+  'DATABASE_URL',
+  'DATABASE_READ_URL',
+  'PUBLIC_URL',
+  'UPSTREAM_AUTH_URL',
+  'UPSTREAM_BASE_URL',
+  'OAUTH_CLIENT_ID',
+  'OAUTH_CLIENT_SECRET',
+  'OAUTH_REDIRECT_URI',
+  'TOKEN_ENCRYPTION_KEY',
+  'NATS_URL',
+];
+
+/** Every environment variable loadConfig reads, in the order AppConfig declares them. */
+export function configVariables(): string[] {
+  return [...new Set([...Object.keys(new AppConfig()), ...OPTIONAL_VARIABLES])];
+}
+
 /**
  * Builds and validates the configuration from an environment. Empty strings count as unset.
  * Throws ConfigError naming every offending variable (never echoing a secret's value).
  */
 export function loadConfig(env: Record<string, string | undefined>): AppConfig {
-  const known = Object.keys(new AppConfig());
-  const optional = [
-    'DATABASE_URL',
-    'DATABASE_READ_URL',
-    'PUBLIC_URL',
-    'UPSTREAM_AUTH_URL',
-    'UPSTREAM_BASE_URL',
-    'OAUTH_CLIENT_ID',
-    'OAUTH_CLIENT_SECRET',
-    'OAUTH_REDIRECT_URI',
-    'TOKEN_ENCRYPTION_KEY',
-    'NATS_URL',
-  ];
   const plain: Record<string, string> = {};
-  for (const name of [...known, ...optional]) {
+  for (const name of configVariables()) {
     const value = env[name];
     if (value !== undefined && value.trim() !== '') plain[name] = value.trim();
   }

@@ -3,8 +3,8 @@ import type { ChangePosition, ChangeText } from '../changes/change.js';
 
 /**
  * What the target answered, for the attempt's record (docs/reference.md §12): `status` the HTTP or
- * JetStream code, a database's error code, or absent (0) for no answer; `response` the first KiB
- * of the answer, secrets redacted.
+ * JetStream code, a database's error code or `committed`, or absent (0) for no answer; `response`
+ * the first KiB of the answer, secrets redacted.
  */
 export interface TargetAnswer {
   status?: number | string;

@@ -183,6 +183,9 @@ export const TABLE_TYPES: Record<string, string> = {
 };
 export const ALL_TYPES = Object.keys(TABLE_TYPES);
 
+/** A committed batch's outcome (docs/reference.md §12): status `committed`, the target's answer spelled out. */
+export const committed = (response: string) => ({ kind: 'ok', status: 'committed', response });
+
 /** The columns of a products table, in order. */
 export const PRODUCT_COLUMNS = [
   'owner_id',
@@ -264,8 +267,10 @@ export async function expectReplaysNeverMoveBack(
     changes.delete('o', product('2')),
     changes.upsert('o', product('3')),
   ];
-  expect(await apply(sink, first)).toEqual({ kind: 'ok' });
-  expect(await apply(after(sink, first), second)).toEqual({ kind: 'ok' });
+  expect(await apply(sink, first)).toEqual(committed('committed: 2 changes, one per row (2 upserts, 0 deletes)'));
+  expect(await apply(after(sink, first), second)).toEqual(
+    committed('committed: 3 changes, one per row (2 upserts, 1 delete)'),
+  );
   const expected = [
     ['1', 'v2', 3],
     ['3', 'Product 3', 5],
@@ -273,17 +278,23 @@ export async function expectReplaysNeverMoveBack(
   expect(await state()).toEqual(expected);
 
   const replay = { ...sink, epoch: 1 };
-  expect(await apply(replay, first)).toEqual({ kind: 'ok' });
+  expect(await apply(replay, first)).toEqual(committed('committed: 2 changes, one per row (2 upserts, 0 deletes)'));
   expect(await state()).toEqual(expected);
-  expect(await apply(after(replay, first), second)).toEqual({ kind: 'ok' });
+  expect(await apply(after(replay, first), second)).toEqual(
+    committed('committed: 3 changes, one per row (2 upserts, 1 delete)'),
+  );
   expect(await state()).toEqual(expected);
   const duplicates = [first[1], first[1], first[0], second[0], first[0]];
-  expect(await apply({ ...sink, epoch: 2 }, duplicates)).toEqual({ kind: 'ok' });
+  expect(await apply({ ...sink, epoch: 2 }, duplicates)).toEqual(
+    committed('committed: 2 changes, one per row (2 upserts, 0 deletes)'),
+  );
   expect(await state()).toEqual(expected);
   expect(await tombstones()).toEqual([{ type: 'product', owner_id: 'o', id: '2', seq: 4 }]);
 
   const recreated = [changes.upsert('o', product('2', { title: 'back' }))];
-  expect(await apply({ ...sink, epoch: 2, cursor: duplicates[4].position }, recreated)).toEqual({ kind: 'ok' });
+  expect(await apply({ ...sink, epoch: 2, cursor: duplicates[4].position }, recreated)).toEqual(
+    committed('committed: 1 change, one per row (1 upsert, 0 deletes)'),
+  );
   expect(await state()).toEqual([
     ['1', 'v2', 3],
     ['2', 'back', 6],

@@ -186,8 +186,7 @@ function ParkedList({ state, onPick }) {
                 onPick(entry.position);
               }}
               >#${entry.position}</a
-            >
-            <span class="muted">${entry.projection} · ${when(entry.parked_at)}</span>
+            >${' '}<span class="muted">${entry.projection} · ${when(entry.parked_at)}</span>
             <div class="error-text">${entry.error}</div>
           </li>`,
       )}</ul>

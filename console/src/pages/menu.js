@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { getJson } from '../api.js';
-import { when } from '../format.js';
+import { counted, when } from '../format.js';
 import { diffMenus, show } from '../menu-diff.js';
 import { Async, Badge, Empty, ErrorBox, Loading, Panel, usePoll } from '../ui.js';
 
@@ -35,8 +35,7 @@ function TimeSlider({ id, label, span, step, onStep }) {
   const live = step === STEPS;
   return html` <label class="slider" for=${id}>
     <span class="slider-label"
-      >${label}:
-      <strong data-testid=${`${id}-label`}
+      >${label}:${' '}<strong data-testid=${`${id}-label`}
         >${live ? 'now (live)' : when(atStep(span, step).toISOString())}</strong
       ></span
     >
@@ -127,12 +126,7 @@ function Collections({ menu }) {
   return html`${sections.map(
     (section) =>
       html` <div class="collection">
-        <h3>
-          ${section.title}
-          <span class="muted"
-            >${section.products.length === 1 ? '1 product' : `${section.products.length} products`}</span
-          >
-        </h3>
+        <h3>${section.title}${' '}<span class="muted">${counted(section.products.length, 'product')}</span></h3>
         ${section.description ? html`<p class="muted">${section.description}</p>` : null}
         <div class="products">${section.products.map((product) => html`<${Product} product=${product} />`)}</div>
       </div>`,

@@ -1,6 +1,6 @@
 import { html } from 'htm/preact';
 import { getJson, getRole, tokenStore } from '../api.js';
-import { count, duration, fromNow, when } from '../format.js';
+import { count, counted, duration, fromNow, when } from '../format.js';
 import { Async, Badge, Empty, Panel, Stat, usePoll } from '../ui.js';
 import { loadSinksSummary, SinksPanel } from './sinks.js';
 import { AuditPanel } from './audit.js';
@@ -106,8 +106,9 @@ function Connections({ state, canWrite }) {
                             : item.subscriptions.map(
                                 (sub) =>
                                   html`<div>
-                                    <${Badge} value=${sub.status} /> ${sub.enabled_events.length}
-                                    events${sub.last_error ? html`<div class="error-text">${sub.last_error}</div>` : null}
+                                    <${Badge} value=${sub.status} /> ${counted(sub.enabled_events.length, 'event')}${
+                                      sub.last_error ? html`<div class="error-text">${sub.last_error}</div>` : null
+                                    }
                                   </div>`,
                               )
                         }

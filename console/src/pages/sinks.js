@@ -83,8 +83,7 @@ function SinkCounts({ summary, state, setState, search }) {
               (sink) =>
                 html` <a href="#/" class="mono" onClick=${(event) => (event.preventDefault(), search(sink.id))}
                     >${shortId(sink.id)}</a
-                  >
-                  (${lagText(sink.lag, sink.lag_capped)})`,
+                  >${` (${lagText(sink.lag, sink.lag_capped)})`}`,
             )}</span
           >`
         : null

@@ -17,7 +17,8 @@ import {
   ValidationArguments,
 } from 'class-validator';
 import { PageQuery } from '../../common/pagination.js';
-import { RESOURCE_TABLES } from '../../projection/resource-tables.js';
+import { IsResourceTypes } from '../../common/resource-types.validator.js';
+import { RESOURCE_TYPE_NAMES } from '../../domain/resource-type-names.js';
 import { SINK_KINDS, SINK_STATES } from '../sink.js';
 import { AFTER_MESSAGE, SINK_ORDERS } from '../sink-page.js';
 import type { SinkOrder } from '../sink-page.js';
@@ -26,7 +27,7 @@ import { isHttpUrl } from '../sink-url.js';
 import type { SinkKind, SinkState } from '../sink.js';
 import { isTableKind, parseTableUrl, SCHEMA_PATTERN, TABLE_PREFIX_PATTERN } from '../tables/table-target.js';
 
-export const CHANGE_TYPES = Object.keys(RESOURCE_TABLES);
+export const CHANGE_TYPES: string[] = [...RESOURCE_TYPE_NAMES];
 
 /** Why `url` does not fit the sink's kind (`kind` absent on PATCH: an http(s) URL or a table target's), or null. */
 function sinkUrlProblem(value: unknown, kind: unknown): string | null {
@@ -51,18 +52,15 @@ function IsSinkUrl() {
   });
 }
 
-const TYPES_MESSAGE = `types must list resource types (${CHANGE_TYPES.join(', ')})`;
-
 class SinkFilterDto {
   @ApiPropertyOptional({
-    description: 'Resource types it follows; default CHANGES_TYPES',
+    description: 'Resource types it follows, in the singular (product, not products); default CHANGES_TYPES',
     enum: CHANGE_TYPES,
     isArray: true,
   })
   @IsOptional()
-  @IsArray({ message: TYPES_MESSAGE })
+  @IsResourceTypes('types')
   @ArrayMaxSize(CHANGE_TYPES.length)
-  @IsIn(CHANGE_TYPES, { each: true, message: TYPES_MESSAGE })
   types?: string[];
 
   @ApiPropertyOptional({ description: 'Owners it follows; default every owner', type: [String] })

@@ -4,6 +4,7 @@ import {
   after,
   ALL_TYPES,
   ChangeFactory,
+  committed,
   expectEgressRefusedAtConnection,
   expectReplaysNeverMoveBack,
   expectTablesMatch,
@@ -40,7 +41,7 @@ describe('MySQL table sink client (the real MariaDB, a user with a password)', (
     const changes = new ChangeFactory();
     const sink = tableSink('mysql', target.url, { types: ALL_TYPES });
     const batch = [...sampleBatch(changes), changes.upsert('OWNER-B', product('10'))];
-    expect(await apply(sink, batch)).toEqual({ kind: 'ok' });
+    expect(await apply(sink, batch)).toEqual(committed('committed: 10 changes, one per row (10 upserts, 0 deletes)'));
     await expectTablesMatch(
       batch,
       (table) => rows(`menu_sync_${table}`),
@@ -74,10 +75,14 @@ describe('MySQL table sink client (the real MariaDB, a user with a password)', (
     const changes = new ChangeFactory();
     const sink = tableSink('mysql', target.url, { tablePrefix: 'once_', types: ['product'] });
     const batch = [1, 2, 3, 4].map((n) => changes.upsert('o', product(String(n))));
-    expect(await apply(sink, batch.slice(0, 2))).toEqual({ kind: 'ok' });
+    expect(await apply(sink, batch.slice(0, 2))).toEqual(
+      committed('committed: 2 changes, one per row (2 upserts, 0 deletes)'),
+    );
     await target.admin.query(`DELETE FROM once_products WHERE id = '1'`);
-    expect(await apply(sink, batch.slice(0, 2))).toEqual({ kind: 'ok' });
-    expect(await apply(sink, batch)).toEqual({ kind: 'ok' });
+    expect(await apply(sink, batch.slice(0, 2))).toEqual(
+      committed("committed before: the target's cursor covers this batch"),
+    );
+    expect(await apply(sink, batch)).toEqual(committed('committed: 2 changes, one per row (2 upserts, 0 deletes)'));
     expect((await rows('once_products')).map((row) => row.id)).toEqual(['2', '3', '4']);
   });
 
@@ -85,7 +90,7 @@ describe('MySQL table sink client (the real MariaDB, a user with a password)', (
     const changes = new ChangeFactory();
     const sink = tableSink('mysql', target.url, { tablePrefix: 'hand_', types: ['product'] });
     const first = [changes.upsert('o', product('1'))];
-    expect(await apply(sink, first)).toEqual({ kind: 'ok' });
+    expect(await apply(sink, first)).toEqual(committed('committed: 1 change, one per row (1 upsert, 0 deletes)'));
     await target.admin.query(`ALTER TABLE hand_products DROP COLUMN title`);
     const next = [changes.upsert('o', product('2'))];
     const dropped = await apply(after(sink, first), next);
@@ -94,7 +99,9 @@ describe('MySQL table sink client (the real MariaDB, a user with a password)', (
       status: 1054,
       error: "MySQL error ER_BAD_FIELD_ERROR (1054): Unknown column 'title' in 'INSERT INTO'",
     });
-    expect(await apply(after(sink, first), next)).toEqual({ kind: 'ok' });
+    expect(await apply(after(sink, first), next)).toEqual(
+      committed('committed: 1 change, one per row (1 upsert, 0 deletes)'),
+    );
     expect((await rows('hand_products')).map((row) => [row.id, row.title])).toEqual([
       ['1', null],
       ['2', 'Product 2'],
@@ -115,7 +122,9 @@ describe('MySQL table sink client (the real MariaDB, a user with a password)', (
     for (const host of ['%', 'localhost', '127.0.0.1'])
       await target.admin.query(`GRANT ALL ON \`${target.database}\`.* TO ?@?`, [target.user, host]);
     await client.release(sink.id);
-    expect(await apply(after(sink, next), third)).toEqual({ kind: 'ok' });
+    expect(await apply(after(sink, next), third)).toEqual(
+      committed('committed: 1 change, one per row (1 upsert, 0 deletes)'),
+    );
 
     const wrong = tableSink('mysql', target.url.replace(encodeURIComponent(target.password), 'not-the-password'), {
       types: ['product'],

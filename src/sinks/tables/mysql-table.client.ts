@@ -1,6 +1,14 @@
 import mysql from 'mysql2/promise';
 import type { Change } from '../../changes/change.js';
-import { changesByType, decodeTargetCursor, encodeTargetCursor, planBatch, TargetCursor } from './table-batch.js';
+import {
+  changesByType,
+  countRows,
+  decodeTargetCursor,
+  encodeTargetCursor,
+  planBatch,
+  RowCounts,
+  TargetCursor,
+} from './table-batch.js';
 import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
 import { guardedSocket } from './guarded-socket.js';
 import { allColumns, ColumnKind, TableColumn, TargetTable, targetRow } from './table-columns.js';
@@ -170,15 +178,17 @@ export class MysqlTableClient implements TableClient {
         await connection.rollback();
         return plan.kind === 'applied' ? { kind: 'already' } : plan;
       }
+      const written: RowCounts = { upserts: 0, deletes: 0 };
       for (const [type, changes] of changesByType(plan.entries)) {
         const table = tables.tables.get(type);
-        if (table !== undefined)
-          await writeMysqlTable(
-            (sql, values) => this.query(connection, sql, values),
-            table,
-            tables.tombstones.name,
-            changes,
-          );
+        if (table === undefined) continue;
+        await writeMysqlTable(
+          (sql, values) => this.query(connection, sql, values),
+          table,
+          tables.tombstones.name,
+          changes,
+        );
+        countRows(written, changes);
       }
       await this.query(
         connection,
@@ -187,7 +197,7 @@ export class MysqlTableClient implements TableClient {
         [batch.sinkId, encodeTargetCursor(batch.entries[batch.entries.length - 1].position), batch.epoch],
       );
       await connection.commit();
-      return { kind: 'applied' };
+      return { kind: 'applied', rows: written };
     } catch (error) {
       await connection.rollback().catch(() => undefined);
       throw error;

@@ -6,6 +6,7 @@ import {
   after,
   ALL_TYPES,
   ChangeFactory,
+  committed,
   expectEgressRefusedAtConnection,
   expectReplaysNeverMoveBack,
   expectTablesMatch,
@@ -55,7 +56,7 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
     const changes = new ChangeFactory();
     const sink = tableSink('postgres', pgTarget.url, { types: ALL_TYPES });
     const batch = sampleBatch(changes);
-    expect(await apply(sink, batch)).toEqual({ kind: 'ok' });
+    expect(await apply(sink, batch)).toEqual(committed('committed: 9 changes, one per row (9 upserts, 0 deletes)'));
     await expectTablesMatch(batch, rows, columns);
     expect(await columns('products')).toEqual(PRODUCT_COLUMNS);
     const types = await target.query(
@@ -97,7 +98,9 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
   it('never applies a change twice: a batch the target already has (its cursor ahead) is skipped, a partly applied one applies the rest', async () => {
     const changes = new ChangeFactory();
     const sink = tableSink('postgres', pgTarget.url, { schema: 'once', types: ['product'] });
-    expect(await apply(sink, [changes.upsert('o', product('0'))])).toEqual({ kind: 'ok' });
+    expect(await apply(sink, [changes.upsert('o', product('0'))])).toEqual(
+      committed('committed: 1 change, one per row (1 upsert, 0 deletes)'),
+    );
     await target.query(`
       CREATE TABLE once.applications (id text, seq bigint, n integer NOT NULL DEFAULT 1, PRIMARY KEY (id, seq));
       CREATE FUNCTION once.count_application() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -110,13 +113,17 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
       GRANT ALL ON once.applications TO ${role};`);
     const base = { ...sink, cursor: { transactionId: '100', seq: '1' } };
     const batch = [1, 2, 3, 4, 5].map((n) => changes.upsert('o', product(String(n))));
-    expect(await apply(base, batch.slice(0, 3))).toEqual({ kind: 'ok' });
+    expect(await apply(base, batch.slice(0, 3))).toEqual(
+      committed('committed: 3 changes, one per row (3 upserts, 0 deletes)'),
+    );
     // By hand, the row of a change already applied is removed: only the cursor can tell it was applied.
     await target.query(`DELETE FROM once.products WHERE id = '1'`);
     // menu-sync stopped before recording that batch: it sends it again, then a longer one from the same cursor.
-    expect(await apply(base, batch.slice(0, 3))).toEqual({ kind: 'ok' });
-    expect(await apply(base, batch)).toEqual({ kind: 'ok' });
-    expect(await apply(base, batch)).toEqual({ kind: 'ok' });
+    expect(await apply(base, batch.slice(0, 3))).toEqual(
+      committed("committed before: the target's cursor covers this batch"),
+    );
+    expect(await apply(base, batch)).toEqual(committed('committed: 2 changes, one per row (2 upserts, 0 deletes)'));
+    expect(await apply(base, batch)).toEqual(committed("committed before: the target's cursor covers this batch"));
     const applications = await target.query(`SELECT id, seq::int, n FROM once.applications ORDER BY seq`);
     expect(applications.rows).toEqual([2, 3, 4, 5, 6].map((seq) => ({ id: String(seq - 1), seq, n: 1 })));
     expect((await rows('products', 'once')).map((row) => row.id)).toEqual(['0', '2', '3', '4', '5']);
@@ -134,7 +141,7 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
     const changes = new ChangeFactory();
     const sink = tableSink('postgres', pgTarget.url, { schema: 'by_hand', types: ['product'] });
     const first = [changes.upsert('o', product('1'))];
-    expect(await apply(sink, first)).toEqual({ kind: 'ok' });
+    expect(await apply(sink, first)).toEqual(committed('committed: 1 change, one per row (1 upsert, 0 deletes)'));
 
     await target.query(`ALTER TABLE by_hand.products DROP COLUMN title`);
     const next = [changes.upsert('o', product('2'))];
@@ -145,7 +152,9 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
       error: 'PostgreSQL error 42703: column "title" of relation "products" does not exist',
     });
     // The sink extends its tables again before the next attempt: the column is back, the batch applies.
-    expect(await apply(after(sink, first), next)).toEqual({ kind: 'ok' });
+    expect(await apply(after(sink, first), next)).toEqual(
+      committed('committed: 1 change, one per row (1 upsert, 0 deletes)'),
+    );
     expect((await rows('products', 'by_hand')).map((row) => [row.id, row.title])).toEqual([
       ['1', null],
       ['2', 'Product 2'],
@@ -161,7 +170,9 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
       );
     }
     await target.query(`ALTER TABLE by_hand.products DROP CONSTRAINT no_threes`);
-    expect(await apply(after(sink, next), third)).toEqual({ kind: 'ok' });
+    expect(await apply(after(sink, next), third)).toEqual(
+      committed('committed: 1 change, one per row (1 upsert, 0 deletes)'),
+    );
     expect((await rows('products', 'by_hand')).map((row) => row.id)).toEqual(['1', '2', '3']);
   });
 
@@ -169,7 +180,7 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
     const changes = new ChangeFactory();
     const sink = tableSink('postgres', pgTarget.url, { schema: 'privileges', types: ['product'] });
     const first = [changes.upsert('o', product('1'))];
-    expect(await apply(sink, first)).toEqual({ kind: 'ok' });
+    expect(await apply(sink, first)).toEqual(committed('committed: 1 change, one per row (1 upsert, 0 deletes)'));
     await target.query(`REVOKE INSERT, UPDATE, DELETE ON privileges.products FROM ${role}`);
     const next = [changes.upsert('o', product('2'))];
     const refused = await apply(after(sink, first), next);
@@ -179,7 +190,9 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
       error: 'PostgreSQL error 42501: permission denied for table products',
     });
     await target.query(`GRANT INSERT, UPDATE, DELETE ON privileges.products TO ${role}`);
-    expect(await apply(after(sink, first), next)).toEqual({ kind: 'ok' });
+    expect(await apply(after(sink, first), next)).toEqual(
+      committed('committed: 1 change, one per row (1 upsert, 0 deletes)'),
+    );
 
     const closed = await new Promise<number>((resolve) => {
       const server = createServer();

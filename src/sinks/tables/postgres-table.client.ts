@@ -1,6 +1,14 @@
 import pg from 'pg';
 import type { Change } from '../../changes/change.js';
-import { changesByType, decodeTargetCursor, encodeTargetCursor, planBatch, TargetCursor } from './table-batch.js';
+import {
+  changesByType,
+  countRows,
+  decodeTargetCursor,
+  encodeTargetCursor,
+  planBatch,
+  RowCounts,
+  TargetCursor,
+} from './table-batch.js';
 import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
 import { guardedSocket } from './guarded-socket.js';
 import { allColumns, ColumnKind, TableColumn, TargetTable, targetRow } from './table-columns.js';
@@ -126,6 +134,7 @@ export class PostgresTableClient implements TableClient {
         await client.query('ROLLBACK');
         return plan.kind === 'applied' ? { kind: 'already' } : plan;
       }
+      const written: RowCounts = { upserts: 0, deletes: 0 };
       for (const [type, changes] of changesByType(plan.entries)) {
         const table = tables.tables.get(type);
         if (table === undefined) continue;
@@ -133,6 +142,7 @@ export class PostgresTableClient implements TableClient {
           JSON.stringify(changes.map((change) => postgresInputRow(table, change))),
           type,
         ]);
+        countRows(written, changes);
       }
       await client.query(
         `INSERT INTO ${this.name(tables.cursors.name)} (sink_id, "cursor", epoch, updated_at) VALUES ($1, $2, $3, now())
@@ -140,7 +150,7 @@ export class PostgresTableClient implements TableClient {
         [batch.sinkId, encodeTargetCursor(batch.entries[batch.entries.length - 1].position), batch.epoch],
       );
       await client.query('COMMIT');
-      return { kind: 'applied' };
+      return { kind: 'applied', rows: written };
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;

@@ -56,6 +56,38 @@ export function changesByType(entries: readonly ChangeEntry[]): Map<string, Chan
   return byType;
 }
 
+/** What a committed batch applied: the newest change of each row of a followed type, an upsert or a delete. */
+export interface RowCounts {
+  upserts: number;
+  deletes: number;
+}
+
+/** Adds a type's changes (one per row, as changesByType gives them) to `rows`. */
+export function countRows(rows: RowCounts, changes: readonly Change[]): RowCounts {
+  for (const change of changes) {
+    if (change.op === 'delete') rows.deletes++;
+    else rows.upserts++;
+  }
+  return rows;
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/**
+ * A committed batch as its attempt shows it (docs/reference.md §12): status `committed`, and as the
+ * target's answer the changes its transaction applied, one per row (a row already at a newer change
+ * stays as it is); null: the target had committed the batch before (its cursor covers it).
+ */
+export function committedAnswer(rows: RowCounts | null): { status: 'committed'; response: string } {
+  if (rows === null)
+    return { status: 'committed', response: "committed before: the target's cursor covers this batch" };
+  const changes = plural(rows.upserts + rows.deletes, 'change');
+  return {
+    status: 'committed',
+    response: `committed: ${changes}, one per row (${plural(rows.upserts, 'upsert')}, ${plural(rows.deletes, 'delete')})`,
+  };
+}
+
 /** A failed write as the sink shows it: the database's code and message, nothing of the URL. */
 export interface DatabaseFailure {
   /** SQLSTATE (PostgreSQL), the server's error number (MySQL), or 0 for a network error or timeout. */

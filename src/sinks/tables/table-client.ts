@@ -1,5 +1,5 @@
 import type { ChangeEntry, ChangePosition } from '../../changes/change.js';
-import type { TargetCursor } from './table-batch.js';
+import type { RowCounts, TargetCursor } from './table-batch.js';
 import type { TableTarget } from './table-target.js';
 
 /** One batch for a target: its changes after `expected` (the sink's cursor), in reader order. */
@@ -13,7 +13,7 @@ export interface TableBatch {
 }
 
 export type ApplyResult =
-  | { kind: 'applied' }
+  | { kind: 'applied'; rows: RowCounts }
   /** The target's cursor already covered the batch: nothing was written. */
   | { kind: 'already' }
   /** The target's cursor stands before the sink's: nothing was written, the sink resumes from it. */

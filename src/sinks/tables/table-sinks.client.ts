@@ -5,13 +5,13 @@ import { MetricsService } from '../../observability/metrics.service.js';
 import type { DeliveryOutcome } from '../delivery.js';
 import { EGRESS_REFUSED, EgressGuard } from '../egress/egress-guard.js';
 import type { Sink } from '../sink.js';
-import { DatabaseFailure, describeDatabaseError, TargetCursor } from './table-batch.js';
+import { committedAnswer, DatabaseFailure, describeDatabaseError, TargetCursor } from './table-batch.js';
 import type { TableClient } from './table-client.js';
 import { MysqlTableClient } from './mysql-table.client.js';
 import { PostgresTableClient } from './postgres-table.client.js';
 import { DEFAULT_SCHEMA, DEFAULT_TABLE_PREFIX, parseTableUrl, TableTarget } from './table-target.js';
 
-/** A table sink's delivery outcome: a failure carries the database's error code as its status. */
+/** A table sink's delivery outcome: `committed` with what it applied, or the database's error code. */
 export type TableOutcome = DeliveryOutcome & { status?: string | number };
 
 interface OpenClient {
@@ -45,7 +45,8 @@ export class TableSinksClient implements BeforeApplicationShutdown {
   async apply(sink: Sink, types: readonly string[], entries: ChangeEntry[]): Promise<TableOutcome> {
     return this.using(sink, async (client) => {
       const result = await client.apply({ sinkId: sink.id, epoch: sink.epoch, types, expected: sink.cursor, entries });
-      if (result.kind !== 'behind') return { kind: 'ok' };
+      if (result.kind === 'applied') return { kind: 'ok', ...committedAnswer(result.rows) };
+      if (result.kind === 'already') return { kind: 'ok', ...committedAnswer(null) };
       await this.discard(sink.id);
       return {
         kind: 'retry',
