@@ -19,7 +19,8 @@ import { SinkRepository } from '../sink.repository.js';
 import { SinkWrites } from '../sink-writes.js';
 import { planShare, sinkLeaseKey } from './sink-shares.js';
 import { SinkSnapshots } from '../sink-start.js';
-import { SinkWorker, SinkWorkerDeps } from './sink-worker.js';
+import { SinkWorker } from './sink-worker.js';
+import type { SinkWorkerDeps } from './sink-worker-deps.js';
 import { TableSinksClient } from '../tables/table-sinks.client.js';
 
 export { SINK_DISPATCHER_LOCK } from './sink-lease.repository.js';

@@ -1,99 +1,25 @@
 import { Logger } from '@nestjs/common';
-import type { ChangeEntry, ChangeFilter, ChangePage, ChangePosition, ChangeText } from '../../changes/change.js';
+import type { ChangePosition } from '../../changes/change.js';
 import { START } from '../../changes/change.js';
 import { compactedAway, comparePositions } from '../../changes/change-cursor.js';
-import { AS_ENTRY, AS_TEXT, ChangeLogRepository } from '../../changes/change-log.repository.js';
-import type { ChangeRouter, Route } from '../../changes/change-router.service.js';
-import { MetricsService } from '../../observability/metrics.service.js';
-import { Limiter } from '../../common/limiter.js';
 import { WakeableSleep } from '../../common/wakeable-sleep.js';
 import { backoffDelayMs } from '../backoff.js';
-import { batchBody, batchWebhookId, DeliveryOutcome } from '../delivery.js';
-import { HttpSinkClient } from '../http/http-sink.client.js';
-import { NatsSinkClient } from '../nats/nats-sink.client.js';
-import type { SinkAttemptsService } from '../attempts/sink-attempts.service.js';
+import { DeliveryOutcome } from '../delivery.js';
 import { Sink, stateAfterFailure } from '../sink.js';
-import { SinkRepository } from '../sink.repository.js';
-import { SinkWrites } from '../sink-writes.js';
 import { SinkLag } from './sink-lag.js';
-import { inSnapshot, SinkSnapshots } from '../sink-start.js';
-import { TableSinksClient } from '../tables/table-sinks.client.js';
+import { inSnapshot } from '../sink-start.js';
 import { isTableKind } from '../tables/table-target.js';
-
-export interface SinkWorkerDeps {
-  repository: SinkRepository;
-  writes: SinkWrites;
-  /** The loops' own statements take turns here: thousands of loops starting together would time out on the pool. */
-  db: Limiter;
-  changeLog: ChangeLogRepository;
-  router: ChangeRouter;
-  snapshots: SinkSnapshots;
-  http: HttpSinkClient;
-  nats: NatsSinkClient;
-  tables: TableSinksClient;
-  metrics: MetricsService;
-  attempts: Pick<SinkAttemptsService, 'record'>;
-  failingAfterMs: number;
-  defaultTypes: readonly string[];
-  /**
-   * How long an idle worker reading on its own waits for a wake before it reads its sink and looks
-   * again: only a safety net, since the dispatcher wakes it for new changes and for a changed sink.
-   * A worker following the shared read waits for its changes without a timer.
-   */
-  idlePollMs: number;
-  /**
-   * How old the cursor of a sink following the shared read may grow while nothing it follows
-   * changes, before it is written forward (so compaction never passes it): it is not written for
-   * the other stores' changes it skips.
-   */
-  idleCursorMs: number;
-  /** Told when the loop ended by itself (its sink removed or disabled), not when stopped. */
-  stopped?(sinkId: string): void;
-  /** Told whether the worker reads on its own (it starts so; false while it follows the shared read, and once ended). */
-  reading?(worker: SinkWorker, on: boolean): void;
-}
-
-/** What a sink's pages hold: changes as objects for a table sink, as the JSON texts it sends for the others. */
-type SinkChange = ChangeEntry | ChangeText;
-/** A table sink takes changes as objects: the shared read's texts parsed (the text is the change's JSON). */
-const asEntry = (text: ChangeText): ChangeEntry => ({
-  change: JSON.parse(text.json) as ChangeEntry['change'],
-  position: text.position,
-});
-/** How many changes a sink following the shared read may have waiting before it leaves it and reads on its own. */
-const MAX_ROUTED = 10_000;
-const seqOf = (change: SinkChange) => ('change' in change ? change.change.seq : change.seq);
-
-/** A page read ahead, and what it was read for: it serves a round whose sink reads the same. */
-interface ReadAhead {
-  key: string;
-  page: Promise<ChangePage<SinkChange> | null>;
-}
-
-/** The sink may be known since before its previous secret expired. */
-const previousSecretValid = (sink: Sink) =>
-  sink.previousSecret !== null && (sink.previousSecretExpiresAt?.getTime() ?? 0) > Date.now();
-
-/** The sink as a cursor move to `last` leaves it (what SinkRepository's success writes). */
-const acknowledged = (sink: Sink, last: ChangePosition): Sink => ({
-  ...sink,
-  cursor: last,
-  inflight: null,
-  attempts: 0,
-  nextAttemptAt: null,
-  failingSince: null,
-  lastError: null,
-  state: sink.state === 'disabled' ? 'disabled' : 'active',
-  lastSuccessAt: new Date(),
-});
-
-const readKey = (sink: Sink) => JSON.stringify([sink.cursor, sink.epoch, sink.batchSize, sink.types, sink.ownerIds]);
+import { RoutedFeed } from './routed-feed.js';
+import { asEntry, ReadAhead, readKey, readSinkPage, SinkChange } from './sink-pages.js';
+import { acknowledged, attemptOf, sendBatch } from './sink-sends.js';
+import type { SinkWorkerDeps } from './sink-worker-deps.js';
 
 /**
  * The delivery loop of one sink: read the changes after its cursor, deliver them as one batch,
  * move the cursor only once the target acknowledged, else back off. Each sink has its own loop,
  * so a sink whose target hangs or fails waits alone (isolation).
  */
+
 export class SinkWorker {
   private readonly logger = new Logger(SinkWorker.name);
   private readonly stopController = new AbortController();
@@ -110,11 +36,8 @@ export class SinkWorker {
   private finishing = false;
   /** A table sink resumes from its target's cursor: on start and after every failure (docs/reference.md §12). */
   private targetUnread = true;
-  /** Following the shared read: its changes after the sink's cursor wait in `routed` from `taken` on. */
-  private route: Route | null = null;
-  private routed: ChangeText[] = [];
-  private taken = 0;
-  private overrun = false;
+  /** Following the shared read: its changes after the sink's cursor wait there. */
+  private readonly feed: RoutedFeed;
   /** When the sink's cursor was last written (or read), for idleCursorMs. */
   private cursorAt = Date.now();
   readonly done: Promise<void>;
@@ -124,6 +47,7 @@ export class SinkWorker {
     private readonly deps: SinkWorkerDeps,
   ) {
     this.lag = new SinkLag(deps.repository, deps.metrics, deps.defaultTypes, deps.db);
+    this.feed = new RoutedFeed(deps.router);
     deps.reading?.(this, true);
     this.done = this.run();
   }
@@ -136,17 +60,17 @@ export class SinkWorker {
 
   /** There may be new changes: look again now, with the sink as known (the shared read hands a following worker its own). */
   wakeForChanges(): void {
-    if (this.route === null) this.alarm.wake();
+    if (!this.feed.following) this.alarm.wake();
   }
 
   /** Whether the worker follows the shared read. */
   get following(): boolean {
-    return this.route !== null;
+    return this.feed.following;
   }
 
   /** Wakes a worker following the shared read whose cursor is older than idleCursorMs, to write it forward. */
   nudgeIdle(now = Date.now()): void {
-    if (this.route !== null && now - this.cursorAt > this.deps.idleCursorMs) this.alarm.wake();
+    if (this.feed.following && now - this.cursorAt > this.deps.idleCursorMs) this.alarm.wake();
   }
 
   /** Ends the loop; `finish` lets the batch in flight get its answer first (a lease handed on), else it is cut short. */
@@ -168,7 +92,7 @@ export class SinkWorker {
         if (wait > 0) await this.alarm.sleep(wait);
         // An idle wait that no wake cut short ends with a read of the sink (the safety net of a
         // worker reading on its own; one following the shared read is woken for everything).
-        if (wait >= this.deps.idlePollMs && !this.alarm.isWoken && this.route === null) this.known = null;
+        if (wait >= this.deps.idlePollMs && !this.alarm.isWoken && !this.feed.following) this.known = null;
       } catch (error) {
         this.logger.error({ msg: 'sink delivery loop failed; retrying', sink: this.sinkId, err: error });
         await this.alarm.sleep(1000);
@@ -218,14 +142,14 @@ export class SinkWorker {
       return Math.min(sink.nextAttemptAt.getTime() - now, 1000);
     }
     if (isTableKind(sink.kind) && this.targetUnread) return this.resumeFromTarget(sink);
-    if (this.overrun) this.leave();
-    if (this.route !== null) return this.stepFollowing(sink);
+    if (this.feed.overrun) this.leave();
+    if (this.feed.following) return this.stepFollowing(sink);
     this.lag.soon(sink);
     const ahead = this.ahead;
     this.ahead = null;
     const page =
       (ahead !== null && ahead.key === readKey(sink) ? await ahead.page : null) ??
-      (await this.db(() => this.read(sink)));
+      (await this.db(() => readSinkPage(this.deps, sink)));
     if (await this.behindHorizon(sink, page.compactedTo)) return 0;
     this.horizon = page.horizon;
     const batch =
@@ -260,12 +184,10 @@ export class SinkWorker {
    * written forward only once it is idleCursorMs old.
    */
   private async stepFollowing(sink: Sink): Promise<number> {
-    const batch = this.routed.slice(this.taken, this.taken + sink.batchSize);
-    this.lag.known(sink, this.routed.length - this.taken);
+    this.lag.known(sink, this.feed.waiting);
+    const batch = this.feed.next(sink.batchSize);
     if (batch.length === 0) {
-      this.routed = [];
-      this.taken = 0;
-      const head = this.route!.position;
+      const head = this.feed.position;
       if (Date.now() - this.cursorAt > this.deps.idleCursorMs && comparePositions(head, sink.cursor) > 0) {
         if (!(await this.settle())) return 0;
         this.known = await this.db(() => this.deps.repository.recordSuccess(sink.id, sink.cursor, head, false));
@@ -277,7 +199,7 @@ export class SinkWorker {
     }
     const changes = isTableKind(sink.kind) ? batch.map(asEntry) : batch;
     const { wait, ok } = await this.deliver(sink, changes, batch.length === sink.batchSize, false);
-    if (ok) this.taken += batch.length;
+    if (ok) this.feed.delivered(batch.length);
     // A failed batch is retried as a sink reading on its own does (its end recorded if short).
     else this.leave();
     return wait;
@@ -289,25 +211,15 @@ export class SinkWorker {
       types: sink.types ?? this.deps.defaultTypes,
       ...(sink.ownerIds === null ? {} : { ownerIds: sink.ownerIds }),
     };
-    this.route = this.deps.router.join(filter, from, {
-      deliver: (changes) => {
-        if (this.routed.length - this.taken + changes.length > MAX_ROUTED) this.overrun = true;
-        else this.routed.push(...changes);
-        this.alarm.wake();
-      },
-    });
-    if (this.route !== null) this.deps.reading?.(this, false);
-    return this.route !== null;
+    const joined = this.feed.join(filter, from, () => this.alarm.wake());
+    if (joined) this.deps.reading?.(this, false);
+    return joined;
   }
 
   /** Stops following the shared read: the next round reads after the sink's cursor on its own. */
   private leave(): void {
-    if (this.route !== null) this.deps.reading?.(this, true);
-    this.route?.close();
-    this.route = null;
-    this.routed = [];
-    this.taken = 0;
-    this.overrun = false;
+    if (this.feed.following) this.deps.reading?.(this, true);
+    this.feed.leave();
   }
 
   /**
@@ -333,9 +245,11 @@ export class SinkWorker {
     const next = { ...sink, cursor: last };
     // A failed read ahead answers null: the next round reads again.
     const ahead =
-      full && readAhead ? { key: readKey(next), page: this.read(next, this.horizon).catch(() => null) } : null;
+      full && readAhead
+        ? { key: readKey(next), page: readSinkPage(this.deps, next, this.horizon).catch(() => null) }
+        : null;
     const started = process.hrtime.bigint();
-    const outcome = await this.send(sink, batch, last);
+    const outcome = await sendBatch(this.deps, sink, batch, last, this.stopController.signal);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.deps.metrics.sinks.observeSeconds(sink, seconds);
     if (!this.stopped || outcome.kind === 'ok') this.recordAttempt(sink, batch, outcome, seconds);
@@ -441,53 +355,7 @@ export class SinkWorker {
 
   /** What was sent and what the target answered (docs/reference.md §12); an attempt cut short by shutdown is none. */
   private recordAttempt(sink: Sink, batch: SinkChange[], outcome: DeliveryOutcome, seconds: number): void {
-    const last = batch.at(-1);
-    this.deps.attempts.record({
-      sinkId: sink.id,
-      at: new Date(Date.now() - seconds * 1000),
-      firstSeq: batch.length === 0 ? null : seqOf(batch[0]),
-      lastSeq: last === undefined ? null : seqOf(last),
-      changes: batch.length,
-      webhookId:
-        sink.kind === 'http' && last !== undefined
-          ? batchWebhookId(sink.id, sink.epoch, sink.cursor, last.position)
-          : null,
-      outcome: outcome.kind === 'gone' ? 'disabled' : outcome.kind,
-      status: outcome.status ?? 0,
-      durationMs: seconds * 1000,
-      error: outcome.kind === 'ok' ? null : outcome.error,
-      response: outcome.response ?? null,
-    });
-  }
-
-  /** `read` gives a table sink changes as objects, any other sink as texts. */
-  private send(sink: Sink, batch: SinkChange[], last: ChangePosition): Promise<DeliveryOutcome> {
-    if (isTableKind(sink.kind))
-      return this.deps.tables.apply(sink, sink.types ?? this.deps.defaultTypes, batch as ChangeEntry[]);
-    const changes = batch as ChangeText[];
-    if (sink.kind === 'nats') {
-      return this.deps.nats.publish({
-        stream: sink.stream!,
-        subjectPrefix: sink.subjectPrefix!,
-        changes,
-        timeoutMs: sink.timeoutMs,
-      });
-    }
-    if (sink.secret === null) {
-      return Promise.resolve({
-        kind: 'retry',
-        error: 'the sink secret cannot be opened with the current TOKEN_ENCRYPTION_KEY; rotate it',
-      });
-    }
-    return this.deps.http.send({
-      sinkId: sink.id,
-      url: sink.url!,
-      webhookId: batchWebhookId(sink.id, sink.epoch, sink.cursor, last),
-      body: batchBody(changes),
-      secrets: previousSecretValid(sink) ? [sink.secret, sink.previousSecret!] : [sink.secret],
-      timeoutMs: sink.timeoutMs,
-      signal: this.stopController.signal,
-    });
+    this.deps.attempts.record(attemptOf(sink, batch, outcome, seconds));
   }
 
   /**
@@ -507,27 +375,6 @@ export class SinkWorker {
       this.known = null;
       throw error;
     }
-  }
-
-  /**
-   * The page after the sink's cursor, of the changes it follows (of its snapshot first, if any);
-   * `horizon`: the readers' horizon of the page before, when this one is read ahead.
-   */
-  private read(sink: Sink, horizon?: string): Promise<ChangePage<SinkChange>> {
-    const types = sink.types ?? this.deps.defaultTypes;
-    const table = isTableKind(sink.kind);
-    if (inSnapshot(sink)) {
-      const snapshots = this.deps.snapshots;
-      return table ? snapshots.readAfter(sink, types, AS_ENTRY) : snapshots.readAfter(sink, types, AS_TEXT);
-    }
-    const filter: ChangeFilter = {
-      limit: sink.batchSize,
-      types,
-      ...(sink.ownerIds === null ? {} : { ownerIds: sink.ownerIds }),
-      ...(horizon === undefined ? {} : { horizon }),
-    };
-    const changeLog = this.deps.changeLog;
-    return table ? changeLog.readAfter(sink.cursor, filter) : changeLog.readTextsAfter(sink.cursor, filter);
   }
 
   /**
