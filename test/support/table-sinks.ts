@@ -52,6 +52,7 @@ export function tableSink(kind: 'postgres' | 'mysql', targetUrl: string, fields:
     targetUrl,
     schema: kind === 'postgres' ? 'menu_sync' : null,
     tablePrefix: kind === 'mysql' ? 'menu_sync_' : null,
+    layout: 'document',
     stream: null,
     subjectPrefix: null,
     types: null,

@@ -18,12 +18,12 @@ import {
 } from 'class-validator';
 import { PageQuery } from '../../common/pagination.js';
 import { RESOURCE_TABLES } from '../../projection/resource-tables.js';
-import { SINK_KINDS, SINK_STATES } from '../sink.js';
+import { SINK_KINDS, SINK_STATES, TABLE_LAYOUTS } from '../sink.js';
 import { AFTER_MESSAGE, SINK_ORDERS } from '../sink-page.js';
 import type { SinkOrder } from '../sink-page.js';
 import { SINK_FROM_MESSAGE } from '../sink-start.js';
 import { isHttpUrl } from '../sink-url.js';
-import type { SinkKind, SinkState } from '../sink.js';
+import type { SinkKind, SinkState, TableLayout } from '../sink.js';
 import { isTableKind, parseTableUrl, SCHEMA_PATTERN, TABLE_PREFIX_PATTERN } from '../tables/table-target.js';
 
 export const CHANGE_TYPES = Object.keys(RESOURCE_TABLES);
@@ -122,6 +122,15 @@ export class CreateSinkDto extends SinkFilterDto {
   })
   table_prefix?: string;
 
+  @ApiPropertyOptional({
+    enum: TABLE_LAYOUTS,
+    default: 'document',
+    description: 'postgres, mysql: the tables it writes (docs/reference.md §12); fixed at creation',
+  })
+  @IsOptional()
+  @IsIn(TABLE_LAYOUTS, { message: `layout must be one of ${TABLE_LAYOUTS.join(', ')}` })
+  layout?: TableLayout;
+
   @ApiPropertyOptional({ default: 'MENU_SYNC', description: 'nats: the JetStream stream (created if absent)' })
   @IsOptional()
   @Matches(/^[A-Za-z0-9_-]{1,128}$/, { message: 'stream must be a JetStream stream name (A-Z a-z 0-9 _ -)' })
@@ -166,6 +175,17 @@ export class UpdateSinkDto extends SinkFilterDto {
   @IsOptional()
   @IsIn(['active', 'disabled'], { message: 'state must be active or disabled' })
   state?: 'active' | 'disabled';
+
+  /** A target's tables are never rewritten into another layout: a new sink is made for it. */
+  @ValidateBy({
+    name: 'isFixedLayout',
+    validator: {
+      validate: () => false,
+      defaultMessage: () => 'layout is fixed at creation: create another sink with the layout wanted',
+    },
+  })
+  @ValidateIf((dto: UpdateSinkDto) => dto.layout !== undefined)
+  layout?: never;
 }
 
 export class ReplaySinkDto {
