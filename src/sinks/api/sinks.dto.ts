@@ -127,7 +127,7 @@ export class CreateSinkDto extends SinkFilterDto {
     default: 'document',
     description: 'postgres, mysql: the tables it writes (docs/reference.md §12); fixed at creation',
   })
-  @IsOptional()
+  @ValidateIf((dto: CreateSinkDto) => dto.layout !== undefined)
   @IsIn(TABLE_LAYOUTS, { message: `layout must be one of ${TABLE_LAYOUTS.join(', ')}` })
   layout?: TableLayout;
 
