@@ -1,14 +1,7 @@
 import type { Change } from '../../changes/change.js';
 import { MYSQL_TYPES } from './column-types.js';
 import type { MysqlRun } from './mysql-table.client.js';
-import {
-  planRelational,
-  relationalKey,
-  relationalRows,
-  RelationalRow,
-  RelationalRows,
-  rowKey,
-} from './relational-rows.js';
+import { batchRows, planRelational, RelationalPlan, RelationalRow, rowKey } from './relational-rows.js';
 import type { RelationalColumn, RelationalTable, RelationalType } from './relational-tables.js';
 
 /** Rows per statement, so one stays far below max_allowed_packet. */
@@ -66,31 +59,8 @@ export async function writeMysqlRelational(
   tombstones: string,
   changes: Change[],
 ): Promise<void> {
-  const rows = new Map<Change, RelationalRows>();
-  const keys: RelationalRow[] = [];
-  for (const change of changes) {
-    if (change.op === 'upsert') rows.set(change, relationalRows(spec, change));
-    keys.push(relationalKey(spec, change));
-  }
-  const key = spec.table.columns.slice(0, 2);
-  const stored = new Map<string, number | null>();
-  const buried = new Map<string, number>();
-  for (const chunk of chunks(keys)) {
-    const [where, values] = keyed(key, chunk);
-    const [found] = await run(
-      `SELECT owner_id, id, seq FROM ${quote(spec.table.name)} WHERE ${where} FOR UPDATE`,
-      values,
-    );
-    for (const row of found as Array<{ owner_id: string; id: string | number; seq: string | null }>)
-      stored.set(rowKey(row.owner_id, String(row.id)), row.seq === null ? null : Number(row.seq));
-    const [dead] = await run(
-      `SELECT owner_id, id, seq FROM ${quote(tombstones)} WHERE type = ? AND (owner_id, id) IN (${chunk.map(() => '(?, ?)').join(', ')}) FOR UPDATE`,
-      [spec.type, ...chunk.flatMap((row) => [row.owner_id, String(row.id)])],
-    );
-    for (const row of dead as Array<{ owner_id: string; id: string; seq: string }>)
-      buried.set(rowKey(row.owner_id, row.id), Number(row.seq));
-  }
-  const plan = planRelational(changes, stored, buried);
+  const rows = batchRows(spec, changes);
+  const plan = await planAgainstTarget(run, spec, tombstones, changes);
   for (const chunk of chunks(plan.deletes))
     await run(
       `INSERT INTO ${quote(tombstones)} (type, owner_id, id, seq) VALUES ${chunk.map(() => '(?, ?, ?, ?)').join(', ')}
@@ -120,13 +90,38 @@ export async function writeMysqlRelational(
     upserted.map(({ row }) => row),
     true,
   );
-  for (const child of spec.children)
-    await insert(
-      run,
-      child.table,
-      upserted.flatMap(({ children }) => children.get(child.table.name) ?? []),
-      false,
+  for (const child of spec.children) {
+    const childRows = upserted.flatMap(({ children }) => children.get(child.table.name) ?? []);
+    await insert(run, child.table, childRows, false);
+  }
+}
+
+/** The plan of a batch given the target: its rows' seqs (read locked), each chunk's tombstones after its rows. */
+async function planAgainstTarget(
+  run: MysqlRun,
+  spec: RelationalType,
+  tombstones: string,
+  changes: Change[],
+): Promise<RelationalPlan> {
+  const key = spec.table.columns.slice(0, 2);
+  const stored = new Map<string, number | null>();
+  const buried = new Map<string, number>();
+  for (const chunk of chunks(changes.map((change) => ({ owner_id: change.owner_id ?? '', id: change.id })))) {
+    const [where, values] = keyed(key, chunk);
+    const [found] = await run(
+      `SELECT owner_id, id, seq FROM ${quote(spec.table.name)} WHERE ${where} FOR UPDATE`,
+      values,
     );
+    for (const row of found as Array<{ owner_id: string; id: string | number; seq: string | null }>)
+      stored.set(rowKey(row.owner_id, String(row.id)), row.seq === null ? null : Number(row.seq));
+    const [dead] = await run(
+      `SELECT owner_id, id, seq FROM ${quote(tombstones)} WHERE type = ? AND (owner_id, id) IN (${chunk.map(() => '(?, ?)').join(', ')}) FOR UPDATE`,
+      [spec.type, ...chunk.flatMap((row) => [row.owner_id, row.id])],
+    );
+    for (const row of dead as Array<{ owner_id: string; id: string; seq: string }>)
+      buried.set(rowKey(row.owner_id, row.id), Number(row.seq));
+  }
+  return planRelational(changes, stored, buried);
 }
 
 /** Inserts `rows`; a type's own rows as upserts that change a row only when newer (seq assigned last). */

@@ -109,6 +109,16 @@ export function relationalRows(spec: RelationalType, change: Change): Relational
   return { row, children };
 }
 
+/** The rows of a batch's upserts, every id of the batch checked first (deletes' too): nothing is written when one fails. */
+export function batchRows(spec: RelationalType, changes: readonly Change[]): Map<Change, RelationalRows> {
+  const rows = new Map<Change, RelationalRows>();
+  for (const change of changes) {
+    if (change.op === 'upsert') rows.set(change, relationalRows(spec, change));
+    else relationalKey(spec, change);
+  }
+  return rows;
+}
+
 /** What a batch of one table does (its newest change per row, `stored` and `buried`: the rows' and tombstones' seqs by `rowKey`). */
 export interface RelationalPlan {
   /** Upserts newer than their row and its tombstone: the row and its child rows are replaced. */
