@@ -187,9 +187,41 @@ describe.each([
     }
   });
 
+  it('writes an order product trait option, its table named within MySQL’s 64 characters after a 23-character prefix', async () => {
+    const types = [...ALL_TYPES, 'order_product_trait_option'];
+    const place = target.kind === 'mysql' ? 'a_prefix_of_22_letters' : 'longest';
+    const sink = sinkFor(place, { types });
+    const changes = new ChangeFactory();
+    const option = {
+      id: '60',
+      type: 'order_product_trait_option',
+      attributes: { id: 60, cost: { cents: 50, format: '£0.50', currency: { iso_code: 'GBP' } } },
+      relationships: { trait_option: { data: { id: '30', type: 'trait_option' } } },
+    };
+    const orderProduct = {
+      id: '41',
+      type: 'order_product',
+      attributes: { id: 41, quantity: 1 },
+      relationships: { order_product_trait_options: { data: [{ id: '60', type: 'order_product_trait_option' }] } },
+    };
+    expect(await apply(sink, [changes.upsert('o', option), changes.upsert('o', orderProduct)])).toEqual({ kind: 'ok' });
+    expect(await select(place, 'order_product_trait_options', 'id, trait_option_id')).toEqual([
+      { id: 60, trait_option_id: 30 },
+    ]);
+    const longest = target.t('order_product_order_product_trait_options', place);
+    expect(longest.length).toBe(target.kind === 'mysql' ? 64 : 49);
+    expect(
+      await target.query(`SELECT order_product_id, order_product_trait_option_id, position FROM ${longest}`),
+    ).toEqual([{ order_product_id: 41, order_product_trait_option_id: 60, position: 0 }]);
+  });
+
   it('names no column by a word either server reserves: every column of the layout, unquoted, makes a table', async () => {
     const names = [
-      ...new Set(relationalTables(ALL_TYPES, '').flatMap((table) => table.columns.map((column) => column.name))),
+      ...new Set(
+        relationalTables([...ALL_TYPES, 'order_product_trait_option'], '').flatMap((table) =>
+          table.columns.map((column) => column.name),
+        ),
+      ),
     ];
     expect(names).toContain('default_');
     await target.query(
