@@ -19,6 +19,7 @@ import { ApiTokens1765700000000 } from './1765700000000-api-tokens.js';
 import { AuditLog1765800000000 } from './1765800000000-audit-log.js';
 import { OwnerScope1765900000000 } from './1765900000000-owner-scope.js';
 import { ConnectStartedBy1766100000000 } from './1766100000000-connect-started-by.js';
+import { TableLayout1766200000000 } from './1766200000000-table-layout.js';
 
 /** Every migration, in order. A new migration is added here as well. */
 export const MIGRATIONS = [
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   AuditLog1765800000000,
   OwnerScope1765900000000,
   ConnectStartedBy1766100000000,
+  TableLayout1766200000000,
 ];

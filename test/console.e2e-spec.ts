@@ -286,7 +286,7 @@ describe('the console at /console, in a browser, against the sandbox', () => {
       const row = page.locator('#sinks tbody tr.sink', { hasText: 'PostgreSQL' });
       await row.waitFor({ timeout: 15_000 });
       await expect(row.locator('td').nth(1).textContent()).resolves.toBe(
-        'PostgreSQL postgres://shop:***@127.0.0.1:1/catalogue (schema menu_sync)',
+        'PostgreSQL postgres://shop:***@127.0.0.1:1/catalogue (schema menu_sync) · document layout',
       );
       await expect(page.content()).resolves.not.toContain('console-hidden-pw');
       await shot('table-sink');

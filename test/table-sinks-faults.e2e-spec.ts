@@ -6,7 +6,9 @@ import { api, API_TOKEN, LOOPBACK_NETWORKS, RunningDaemon, scrape, startDaemon }
 import { createMysqlTarget, MysqlTarget } from './support/mariadb.js';
 import { createPostgresTarget, PostgresTarget } from './support/postgres-target.js';
 import { settledSink } from './support/sink-receiver.js';
+import { moneyMap } from './support/menu-events.js';
 import { json } from './support/table-sinks.js';
+import { TABLE_LAYOUTS } from '../src/sinks/sink.js';
 
 type Json = any;
 
@@ -68,9 +70,24 @@ describe('table sinks under faults: replays, privileges, bad input, the egress g
       owner,
     ]);
     return [
-      new Map(pg.rows.map((row) => [row.id as string, [row.seq as number, row.resource] as [number, Json]])),
-      new Map((my as Json[]).map((row) => [row.id as string, [Number(row.seq), json(row.resource)] as [number, Json]])),
+      new Map(pg.rows.map((row) => [String(row.id), [row.seq as number, row.resource] as [number, Json]])),
+      new Map((my as Json[]).map((row) => [String(row.id), [Number(row.seq), json(row.resource)] as [number, Json]])),
     ];
+  }
+
+  /** Each GBP price of `owner`'s products in both relational targets: product id → cents. */
+  async function targetPrices(owner: string, name: string): Promise<Array<Map<string, number>>> {
+    const pg = await pgTarget.admin.query(
+      `SELECT product_id, cents FROM "${name}".product_prices WHERE owner_id = $1 AND currency = 'GBP'`,
+      [owner],
+    );
+    const [my] = await myTarget.admin.query(
+      `SELECT product_id, cents FROM \`${name}_product_prices\` WHERE owner_id = ? AND currency = 'GBP'`,
+      [owner],
+    );
+    const prices = (rows: Json[]) =>
+      new Map(rows.map((row) => [String(row.product_id), Number(row.cents)] as [string, number]).sort());
+    return [prices(pg.rows), prices(my as Json[])];
   }
 
   /** The newest change of each live product of `owner`, as the tables must hold it: id → [seq, resource]. */
@@ -118,55 +135,68 @@ describe('table sinks under faults: replays, privileges, bad input, the egress g
     expect(schemas.rows).toEqual([]);
   });
 
-  it('a replay from the start never lowers a row’s seq nor brings a deleted row back, sampled while it runs', async () => {
-    const owner = `replay-${randomUUID().slice(0, 6)}`;
-    const sinkIds = await createSinks(owner, 'replayed', { batch_size: 5 });
-    const inputs = [];
-    for (let round = 0; round < 5; round++)
-      for (let n = 0; n < 200; n++)
-        inputs.push({
-          type: 'product',
-          id: `p${n}`,
-          ownerId: owner,
-          op: round === 4 && n % 5 === 0 ? ('delete' as const) : ('upsert' as const),
-          attributes: { title: `round ${round} of ${n}` },
-        });
-    await insertChanges(app.database.url, inputs);
-    await expectConverged(owner, 'replayed', sinkIds);
-    const before = await targetRows(owner, 'replayed');
-    const deleted = Array.from({ length: 40 }, (_, k) => `p${k * 5}`);
-    expect(before.map((rows) => rows.size)).toEqual([160, 160]);
+  it.each(TABLE_LAYOUTS)(
+    'a replay from the start never lowers a row’s seq nor brings a deleted row back (nor, relational, a price), sampled while it runs (%s layout)',
+    async (layout) => {
+      const owner = `replay-${randomUUID().slice(0, 6)}`;
+      const name = `replayed_${layout}`;
+      const sinkIds = await createSinks(owner, name, { batch_size: 5, layout });
+      const inputs = [];
+      for (let round = 0; round < 5; round++)
+        for (let n = 0; n < 200; n++)
+          inputs.push({
+            type: 'product',
+            id: String(n),
+            ownerId: owner,
+            op: round === 4 && n % 5 === 0 ? ('delete' as const) : ('upsert' as const),
+            attributes: { title: `round ${round} of ${n}`, base_cost: moneyMap(round * 1000 + n) },
+          });
+      await insertChanges(app.database.url, inputs);
+      await expectConverged(owner, name, sinkIds);
+      const before = await targetRows(owner, name);
+      const deleted = Array.from({ length: 40 }, (_, k) => String(k * 5));
+      expect(before.map((rows) => rows.size)).toEqual([160, 160]);
+      const pricesBefore = layout === 'relational' ? await targetPrices(owner, name) : [];
+      if (layout === 'relational') expect(pricesBefore.map((prices) => prices.get('1'))).toEqual([4001, 4001]);
 
-    for (const id of sinkIds)
-      expect((await send(baseUrl, 'POST', `/api/v1/sinks/${id}/replay`, { from: 'start' })).status).toBe(200);
-    let samples = 0;
-    let duringReplay = 0;
-    for (const started = Date.now(); Date.now() - started < 120_000;) {
-      const views = await Promise.all(sinkIds.map(async (id) => (await api(baseUrl, `/api/v1/sinks/${id}`)).json.data));
-      const now = await targetRows(owner, 'replayed');
-      samples++;
-      for (const [target, rows] of now.entries()) {
-        for (const [id, [seq]] of rows) expect([id, seq >= before[target].get(id)![0]]).toEqual([id, true]);
-        for (const id of deleted) expect(rows.has(id)).toBe(false);
+      for (const id of sinkIds)
+        expect((await send(baseUrl, 'POST', `/api/v1/sinks/${id}/replay`, { from: 'start' })).status).toBe(200);
+      let samples = 0;
+      let duringReplay = 0;
+      for (const started = Date.now(); Date.now() - started < 120_000;) {
+        const views = await Promise.all(
+          sinkIds.map(async (id) => (await api(baseUrl, `/api/v1/sinks/${id}`)).json.data),
+        );
+        const now = await targetRows(owner, name);
+        samples++;
+        for (const [target, rows] of now.entries()) {
+          for (const [id, [seq]] of rows) expect([id, seq >= before[target].get(id)![0]]).toEqual([id, true]);
+          for (const id of deleted) expect(rows.has(id)).toBe(false);
+        }
+        if (layout === 'relational')
+          for (const [target, prices] of (await targetPrices(owner, name)).entries()) {
+            expect([...prices]).toEqual([...pricesBefore[target]]);
+          }
+        if (views.some((view) => view.lag > 0)) duringReplay++;
+        else if (views.every((view) => view.state === 'active')) break;
       }
-      if (views.some((view) => view.lag > 0)) duringReplay++;
-      else if (views.every((view) => view.state === 'active')) break;
-    }
-    expect(duringReplay).toBeGreaterThanOrEqual(3);
-    expect(samples).toBeGreaterThan(duringReplay);
-    // The replay went through every change again: its newest attempts start at the log's first seq.
-    const [first] = await sqlQuery(
-      app.database.url,
-      `SELECT min(seq)::int AS seq FROM change_log WHERE owner_id = $1`,
-      [owner],
-    );
-    for (const id of sinkIds) {
-      const attempts = (await api(baseUrl, `/api/v1/sinks/${id}/attempts?limit=1000`)).json.data as Json[];
-      expect(attempts.filter((attempt) => attempt.batch.first_seq === first.seq).length).toBe(2);
-    }
-    await expectConverged(owner, 'replayed', sinkIds);
-    expect(await targetRows(owner, 'replayed')).toEqual(before);
-  }, 300_000);
+      expect(duringReplay).toBeGreaterThanOrEqual(3);
+      expect(samples).toBeGreaterThan(duringReplay);
+      // The replay went through every change again: its newest attempts start at the log's first seq.
+      const [first] = await sqlQuery(
+        app.database.url,
+        `SELECT min(seq)::int AS seq FROM change_log WHERE owner_id = $1`,
+        [owner],
+      );
+      for (const id of sinkIds) {
+        const attempts = (await api(baseUrl, `/api/v1/sinks/${id}/attempts?limit=1000`)).json.data as Json[];
+        expect(attempts.filter((attempt) => attempt.batch.first_seq === first.seq).length).toBe(2);
+      }
+      await expectConverged(owner, name, sinkIds);
+      expect(await targetRows(owner, name)).toEqual(before);
+    },
+    300_000,
+  );
 
   it("a privilege revoked: retrying, then failing with the database's code in the attempts; granted again, it converges", async () => {
     const owner = `revoked-${randomUUID().slice(0, 6)}`;

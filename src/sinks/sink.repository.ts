@@ -5,7 +5,7 @@ import { SecretCipher } from '../common/secret-cipher.js';
 import type { ChangePosition } from '../changes/change.js';
 import { LazyPool, preparedQuery, SqlSession } from '../database/postgres-connection.js';
 import type { SinkCount } from '../observability/sink-series.js';
-import type { LagCount, Sink, SinkFailure, SinkKind, SinkState } from './sink.js';
+import type { LagCount, Sink, SinkFailure, SinkKind, SinkState, TableLayout } from './sink.js';
 import { inSnapshot, SinkFrom, startSink } from './sink-start.js';
 import type { SinkPageKey, SinkPageQuery } from './sink-page.js';
 
@@ -16,6 +16,7 @@ interface SinkRow {
   url_sealed: Buffer | null;
   schema: string | null;
   table_prefix: string | null;
+  layout: TableLayout | null;
   stream: string | null;
   subject_prefix: string | null;
   types: string[] | null;
@@ -50,6 +51,7 @@ export interface NewSink {
   targetUrl?: string | null;
   schema?: string | null;
   tablePrefix?: string | null;
+  layout?: TableLayout | null;
   stream: string | null;
   subjectPrefix: string | null;
   types: string[] | null;
@@ -176,8 +178,8 @@ export class SinkRepository implements OnApplicationShutdown {
   private async insert(db: SqlSession, input: NewSink): Promise<void> {
     await db.query(
       `INSERT INTO sinks (id, kind, url, stream, subject_prefix, types, owner_ids, batch_size, timeout_ms, secret,
-                          url_sealed, schema, table_prefix)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+                          url_sealed, schema, table_prefix, layout)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
       [
         input.id,
         input.kind,
@@ -192,6 +194,7 @@ export class SinkRepository implements OnApplicationShutdown {
         input.targetUrl == null ? null : this.cipher.seal(input.targetUrl, aad(input.id, 'url')),
         input.schema ?? null,
         input.tablePrefix ?? null,
+        input.layout ?? null,
       ],
     );
   }
@@ -526,6 +529,7 @@ export class SinkRepository implements OnApplicationShutdown {
       targetUrl: open(row.url_sealed, 'url'),
       schema: row.schema,
       tablePrefix: row.table_prefix,
+      layout: row.layout,
       stream: row.stream,
       subjectPrefix: row.subject_prefix,
       types: row.types,

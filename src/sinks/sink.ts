@@ -3,6 +3,10 @@ import type { ChangePosition } from '../changes/change.js';
 export const SINK_KINDS = ['http', 'nats', 'postgres', 'mysql'] as const;
 export type SinkKind = (typeof SINK_KINDS)[number];
 
+/** How a table sink lays out its tables (docs/reference.md §12): `document` (the default) or `relational`. */
+export const TABLE_LAYOUTS = ['document', 'relational'] as const;
+export type TableLayout = (typeof TABLE_LAYOUTS)[number];
+
 export const SINK_STATES = ['active', 'retrying', 'disabled', 'failing'] as const;
 export type SinkState = (typeof SINK_STATES)[number];
 
@@ -25,6 +29,8 @@ export interface Sink {
   schema: string | null;
   /** mysql: the prefix of the target tables. */
   tablePrefix: string | null;
+  /** postgres, mysql: the layout of the target tables, fixed at creation. */
+  layout: TableLayout | null;
   stream: string | null;
   subjectPrefix: string | null;
   /** null: the types of CHANGES_TYPES (AppConfig.changeTypes). */

@@ -52,6 +52,7 @@ export function tableSink(kind: 'postgres' | 'mysql', targetUrl: string, fields:
     targetUrl,
     schema: kind === 'postgres' ? 'menu_sync' : null,
     tablePrefix: kind === 'mysql' ? 'menu_sync_' : null,
+    layout: 'document',
     stream: null,
     subjectPrefix: null,
     types: null,
@@ -133,7 +134,7 @@ export const json = (value: unknown): Json => (typeof value === 'string' ? JSON.
 const FIXED_COLUMNS = new Set(['owner_id', 'id', 'resource', 'version_occurred_at', 'seq', 'synced_at']);
 
 /** A column value as JSON would show it: timestamps as ISO 8601, bigints and MySQL booleans as numbers / booleans. */
-function normalise(value: unknown, like: unknown): unknown {
+export function normalise(value: unknown, like: unknown): unknown {
   if (value instanceof Date) return value.toISOString();
   if (typeof like === 'boolean' && (value === 0 || value === 1)) return value === 1;
   if (typeof like === 'number' && typeof value === 'string') return Number(value);

@@ -186,7 +186,7 @@ function SinkRow({ sink, attemptsOpen, canWrite, replay }) {
   return html` <tr class="sink">
       <td class="mono" title=${sink.id}>${shortId(sink.id)}</td>
       <td>
-        <span class="mono">${sinkTarget(sink)}</span>
+        <span class="mono">${sinkTarget(sink)}${sink.layout ? ` · ${sink.layout} layout` : ''}</span>
       </td>
       <td class="mono">
         ${sink.owner_ids === null ? html`<span class="muted">every owner</span>` : sink.owner_ids.join(', ')}

@@ -9,6 +9,7 @@ export interface SinkView {
   url?: string;
   schema?: string;
   table_prefix?: string;
+  layout?: Sink['layout'];
   stream?: string;
   subject_prefix?: string;
   types: readonly string[];
@@ -42,9 +43,9 @@ function kindFields(sink: Sink): Partial<SinkView> {
     case 'nats':
       return { stream: sink.stream!, subject_prefix: sink.subjectPrefix! };
     case 'postgres':
-      return { url: sink.url!, schema: sink.schema! };
+      return { url: sink.url!, schema: sink.schema!, layout: sink.layout! };
     case 'mysql':
-      return { url: sink.url!, table_prefix: sink.tablePrefix! };
+      return { url: sink.url!, table_prefix: sink.tablePrefix!, layout: sink.layout! };
   }
 }
 

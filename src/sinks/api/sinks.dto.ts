@@ -19,12 +19,12 @@ import {
 import { PageQuery } from '../../common/pagination.js';
 import { IsResourceTypes } from '../../common/resource-types.validator.js';
 import { RESOURCE_TYPE_NAMES } from '../../domain/resource-type-names.js';
-import { SINK_KINDS, SINK_STATES } from '../sink.js';
+import { SINK_KINDS, SINK_STATES, TABLE_LAYOUTS } from '../sink.js';
 import { AFTER_MESSAGE, SINK_ORDERS } from '../sink-page.js';
 import type { SinkOrder } from '../sink-page.js';
 import { SINK_FROM_MESSAGE } from '../sink-start.js';
 import { isHttpUrl } from '../sink-url.js';
-import type { SinkKind, SinkState } from '../sink.js';
+import type { SinkKind, SinkState, TableLayout } from '../sink.js';
 import { isTableKind, parseTableUrl, SCHEMA_PATTERN, TABLE_PREFIX_PATTERN } from '../tables/table-target.js';
 
 export const CHANGE_TYPES: string[] = [...RESOURCE_TYPE_NAMES];
@@ -120,6 +120,15 @@ export class CreateSinkDto extends SinkFilterDto {
   })
   table_prefix?: string;
 
+  @ApiPropertyOptional({
+    enum: TABLE_LAYOUTS,
+    default: 'document',
+    description: 'postgres, mysql: the tables it writes (docs/reference.md §12); fixed at creation',
+  })
+  @ValidateIf((dto: CreateSinkDto) => dto.layout !== undefined)
+  @IsIn(TABLE_LAYOUTS, { message: `layout must be one of ${TABLE_LAYOUTS.join(', ')}` })
+  layout?: TableLayout;
+
   @ApiPropertyOptional({ default: 'MENU_SYNC', description: 'nats: the JetStream stream (created if absent)' })
   @IsOptional()
   @Matches(/^[A-Za-z0-9_-]{1,128}$/, { message: 'stream must be a JetStream stream name (A-Z a-z 0-9 _ -)' })
@@ -164,6 +173,17 @@ export class UpdateSinkDto extends SinkFilterDto {
   @IsOptional()
   @IsIn(['active', 'disabled'], { message: 'state must be active or disabled' })
   state?: 'active' | 'disabled';
+
+  /** A target's tables are never rewritten into another layout: a new sink is made for it. */
+  @ValidateBy({
+    name: 'isFixedLayout',
+    validator: {
+      validate: () => false,
+      defaultMessage: () => 'layout is fixed at creation: create another sink with the layout wanted',
+    },
+  })
+  @ValidateIf((dto: UpdateSinkDto) => dto.layout !== undefined)
+  layout?: never;
 }
 
 export class ReplaySinkDto {

@@ -32,6 +32,7 @@ import {
   parseTableUrl,
   TableSinkKind,
 } from '../tables/table-target.js';
+import { RELATIONAL_PREFIX_MAX } from '../tables/relational-tables.js';
 import { toSinkView, SinkView } from './sink-view.js';
 import { CreateSinkDto, ListSinksQuery, ReplaySinkDto, UpdateSinkDto } from './sinks.dto.js';
 import { SinkNotFoundError, SinkUnprocessableError } from '../sinks.errors.js';
@@ -258,20 +259,28 @@ export class SinksService {
   }
 }
 
-/** `schema` is for postgres sinks and `table_prefix` for mysql ones only. */
+/** `schema` is for postgres sinks, `table_prefix` for mysql ones, `layout` for both only. */
 function checkTableFields(dto: CreateSinkDto): void {
+  if (dto.layout !== undefined && !isTableKind(dto.kind))
+    throw new BadRequestError('layout is only for postgres and mysql sinks', 'layout');
   if (dto.schema !== undefined && dto.kind !== 'postgres')
     throw new BadRequestError('schema is only for postgres sinks', 'schema');
   if (dto.table_prefix !== undefined && dto.kind !== 'mysql')
     throw new BadRequestError('table_prefix is only for mysql sinks', 'table_prefix');
+  if (dto.layout === 'relational' && (dto.table_prefix?.length ?? 0) > RELATIONAL_PREFIX_MAX)
+    throw new BadRequestError(
+      `table_prefix may have at most ${RELATIONAL_PREFIX_MAX} characters with the relational layout (MySQL names have at most 64)`,
+      'table_prefix',
+    );
 }
 
-function tableFields(dto: CreateSinkDto): Pick<NewSink, 'targetUrl' | 'schema' | 'tablePrefix'> {
+function tableFields(dto: CreateSinkDto): Pick<NewSink, 'targetUrl' | 'schema' | 'tablePrefix' | 'layout'> {
   if (!isTableKind(dto.kind)) return {};
   return {
     targetUrl: tableUrlFor(dto.kind, dto.url!),
     schema: dto.kind === 'postgres' ? (dto.schema ?? DEFAULT_SCHEMA) : null,
     tablePrefix: dto.kind === 'mysql' ? (dto.table_prefix ?? DEFAULT_TABLE_PREFIX) : null,
+    layout: dto.layout ?? 'document',
   };
 }
 

@@ -11,17 +11,12 @@ import {
 } from './table-batch.js';
 import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
 import { guardedSocket } from './guarded-socket.js';
-import { allColumns, ColumnKind, TableColumn, TargetTable, targetRow } from './table-columns.js';
+import { MYSQL_TYPES } from './column-types.js';
+import { allColumns, TableColumn, TargetTable, targetRow } from './table-columns.js';
 import { CURSORS_TABLE, SchemaTable, schemaWork, sinkTables } from './table-schema.js';
+import { mysqlRelationalType, relationalCollation, writeMysqlRelational } from './mysql-relational.js';
+import { RelationalTable, relationalTables, relationalType } from './relational-tables.js';
 
-const MYSQL_TYPES: Record<ColumnKind, string> = {
-  text: 'LONGTEXT',
-  integer: 'BIGINT',
-  boolean: 'BOOLEAN',
-  number: 'DOUBLE',
-  timestamp: 'DATETIME(3)',
-  json: 'JSON',
-};
 /** Primary-key columns need a length; binary collation, so ids differing only in case stay two rows. */
 const KEY_TYPE = 'VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin';
 /** ER_NO_SUCH_TABLE: a target the sink has not written yet. */
@@ -126,12 +121,14 @@ export class MysqlTableClient implements TableClient {
   private readonly pool: mysql.Pool;
   private readonly prefix: string;
   private readonly timeoutMs: number;
+  private readonly relational: boolean;
   private readonly ensured = new Set<string>();
 
   constructor(options: MysqlTableOptions) {
     const { target } = options;
     this.prefix = options.tablePrefix;
     this.timeoutMs = options.timeoutMs;
+    this.relational = options.layout === 'relational';
     this.pool = mysql.createPool({
       // The socket goes to the checked address; `host` names the server for TLS only.
       host: target.host,
@@ -182,12 +179,20 @@ export class MysqlTableClient implements TableClient {
       for (const [type, changes] of changesByType(plan.entries)) {
         const table = tables.tables.get(type);
         if (table === undefined) continue;
-        await writeMysqlTable(
-          (sql, values) => this.query(connection, sql, values),
-          table,
-          tables.tombstones.name,
-          changes,
-        );
+        if (this.relational)
+          await writeMysqlRelational(
+            (sql, values) => this.query(connection, sql, values),
+            relationalType(type, this.prefix),
+            tables.tombstones.name,
+            changes,
+          );
+        else
+          await writeMysqlTable(
+            (sql, values) => this.query(connection, sql, values),
+            table,
+            tables.tombstones.name,
+            changes,
+          );
         countRows(written, changes);
       }
       await this.query(
@@ -233,7 +238,10 @@ export class MysqlTableClient implements TableClient {
   private async ensure(types: readonly string[], tables: ReturnType<typeof sinkTables>): Promise<void> {
     const missing = types.filter((type) => !this.ensured.has(type));
     if (missing.length === 0 && this.ensured.size > 0) return;
-    const wanted = [tables.cursors, tables.tombstones, ...missing.map((type) => tables.tables.get(type)!)];
+    const typeTables = this.relational
+      ? relationalTables(missing, this.prefix)
+      : missing.map((type) => tables.tables.get(type)!);
+    const wanted = [tables.cursors, tables.tombstones, ...typeTables];
     const [rows] = await this.pool.query({
       sql: `SELECT TABLE_NAME AS table_name, COLUMN_NAME AS column_name FROM information_schema.COLUMNS
              WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (${wanted.map(() => '?').join(', ')})`,
@@ -244,13 +252,18 @@ export class MysqlTableClient implements TableClient {
     for (const row of rows as Array<{ table_name: string; column_name: string }>)
       existing.set(row.table_name, (existing.get(row.table_name) ?? new Set()).add(row.column_name));
     const work = schemaWork(existing, wanted);
+    const collation = this.relational ? await this.textCollation() : '';
     const type = (table: SchemaTable, column: TableColumn) =>
-      table.primaryKey.includes(column.name) ? `${KEY_TYPE} NOT NULL` : MYSQL_TYPES[column.kind];
+      'layout' in table
+        ? mysqlRelationalType(table as RelationalTable, column, collation)
+        : table.primaryKey.includes(column.name)
+          ? `${KEY_TYPE} NOT NULL`
+          : MYSQL_TYPES[column.kind];
     for (const { table, columns } of work.create) {
       const definitions = columns.map((column) => `${quote(column.name)} ${type(table, column)}`);
       await this.pool.query(
         `CREATE TABLE IF NOT EXISTS ${quote(table.name)} (${definitions.join(', ')}, PRIMARY KEY (${table.primaryKey.map(quote).join(', ')}))
-         ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+         ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=${'layout' in table ? collation : 'utf8mb4_bin'}`,
       );
     }
     for (const { table, column } of work.add) {
@@ -260,5 +273,11 @@ export class MysqlTableClient implements TableClient {
       );
     }
     for (const name of types) this.ensured.add(name);
+  }
+
+  /** The relational layout's text collation: the database's default when it is a UCA `_ci` one. */
+  private async textCollation(): Promise<string> {
+    const [rows] = await this.pool.query({ sql: `SELECT @@collation_database AS collation`, timeout: this.timeoutMs });
+    return relationalCollation(String((rows as Array<{ collation: unknown }>)[0].collation));
   }
 }

@@ -11,17 +11,11 @@ import {
 } from './table-batch.js';
 import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
 import { guardedSocket } from './guarded-socket.js';
-import { allColumns, ColumnKind, TableColumn, TargetTable, targetRow } from './table-columns.js';
+import { PG_TYPES } from './column-types.js';
+import { allColumns, TableColumn, TargetTable, targetRow } from './table-columns.js';
 import { CURSORS_TABLE, SchemaTable, schemaWork, sinkTables } from './table-schema.js';
-
-const PG_TYPES: Record<ColumnKind, string> = {
-  text: 'text',
-  integer: 'bigint',
-  boolean: 'boolean',
-  number: 'double precision',
-  timestamp: 'timestamptz',
-  json: 'jsonb',
-};
+import { writePostgresRelational } from './postgres-relational.js';
+import { relationalTables, relationalType } from './relational-tables.js';
 
 /** undefined_table, invalid_schema_name: a target the sink has not written yet. */
 const UNDEFINED_RELATION = new Set(['42P01', '3F000']);
@@ -92,12 +86,14 @@ export class PostgresTableClient implements TableClient {
   readonly database = 'PostgreSQL';
   private readonly pool: pg.Pool;
   private readonly schema: string;
+  private readonly relational: boolean;
   /** The types whose tables were checked (and created or extended) by this client. */
   private readonly ensured = new Set<string>();
 
   constructor(options: PostgresTableOptions) {
     const { target } = options;
     this.schema = options.schema;
+    this.relational = options.layout === 'relational';
     this.pool = new pg.Pool({
       host: target.host,
       port: target.port,
@@ -138,6 +134,10 @@ export class PostgresTableClient implements TableClient {
       for (const [type, changes] of changesByType(plan.entries)) {
         const table = tables.tables.get(type);
         if (table === undefined) continue;
+        if (this.relational) {
+          await writePostgresRelational(client, this.schema, tables.tombstones.name, relationalType(type, ''), changes);
+          continue;
+        }
         await client.query(postgresWriteStatement(this.schema, table, tables.tombstones.name), [
           JSON.stringify(changes.map((change) => postgresInputRow(table, change))),
           type,
@@ -188,7 +188,10 @@ export class PostgresTableClient implements TableClient {
   private async ensure(types: readonly string[], tables: ReturnType<typeof sinkTables>): Promise<void> {
     const missing = types.filter((type) => !this.ensured.has(type));
     if (missing.length === 0 && this.ensured.size > 0) return;
-    const wanted = [tables.cursors, tables.tombstones, ...missing.map((type) => tables.tables.get(type)!)];
+    const typeTables = this.relational
+      ? relationalTables(missing, '')
+      : missing.map((type) => tables.tables.get(type)!);
+    const wanted = [tables.cursors, tables.tombstones, ...typeTables];
     const { schemaExists, existing } = await this.existingColumns();
     const work = schemaWork(existing, wanted);
     if (!schemaExists || work.create.length > 0 || work.add.length > 0) {

@@ -1,4 +1,5 @@
 import type { ChangeEntry, ChangePosition } from '../../changes/change.js';
+import type { TableLayout } from '../sink.js';
 import type { RowCounts, TargetCursor } from './table-batch.js';
 import type { TableTarget } from './table-target.js';
 
@@ -38,4 +39,6 @@ export interface TableClientOptions {
   resolve: () => Promise<string>;
   /** Connection, statement and lock timeouts. */
   timeoutMs: number;
+  /** The tables it writes; `document` when absent. */
+  layout?: TableLayout;
 }

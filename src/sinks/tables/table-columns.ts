@@ -18,7 +18,7 @@ interface AttributeColumn extends TableColumn {
  * The spec's attributes of each type (docs/reference.md §12; collections, whose fields the spec does
  * not show: title and description) and its relationships, each a `<relationship>_ids` column.
  */
-const SPEC: Record<string, { attributes: Record<string, ColumnKind>; relationships: string[] }> = {
+export const SPEC: Record<string, { attributes: Record<string, ColumnKind>; relationships: string[] }> = {
   collection: { attributes: { title: 'text', description: 'text' }, relationships: ['products'] },
   product: {
     attributes: { title: 'text', description: 'text', available: 'boolean', base_cost: 'json' },

@@ -9,6 +9,7 @@ import { committedAnswer, DatabaseFailure, describeDatabaseError, TargetCursor }
 import type { TableClient } from './table-client.js';
 import { MysqlTableClient } from './mysql-table.client.js';
 import { PostgresTableClient } from './postgres-table.client.js';
+import { RelationalIdError } from './relational-rows.js';
 import { DEFAULT_SCHEMA, DEFAULT_TABLE_PREFIX, parseTableUrl, TableTarget } from './table-target.js';
 
 /** A table sink's delivery outcome: `committed` with what it applied, or the database's error code. */
@@ -92,7 +93,8 @@ export class TableSinksClient implements BeforeApplicationShutdown {
         this.metrics.sinks.egressRefused(sink);
         return { kind: 'retry', status: 0, error: (error as Error).message };
       }
-      if (error instanceof TargetUnusable) return { kind: 'retry', status: 0, error: error.message };
+      if (error instanceof TargetUnusable || error instanceof RelationalIdError)
+        return { kind: 'retry', status: 0, error: error.message };
       const failure: DatabaseFailure = describeDatabaseError(
         sink.kind === 'mysql' ? 'MySQL' : 'PostgreSQL',
         error,
@@ -106,7 +108,7 @@ export class TableSinksClient implements BeforeApplicationShutdown {
     if (this.closed) throw new TargetUnusable('shutting down');
     if (sink.targetUrl === null)
       throw new TargetUnusable('the sink URL cannot be opened with the current TOKEN_ENCRYPTION_KEY; PATCH its url');
-    const key = JSON.stringify([sink.kind, sink.targetUrl, sink.schema, sink.tablePrefix, sink.timeoutMs]);
+    const key = JSON.stringify([sink.kind, sink.targetUrl, sink.schema, sink.tablePrefix, sink.timeoutMs, sink.layout]);
     const known = this.clients.get(sink.id);
     if (known !== undefined && known.key === key) return known;
     if (known !== undefined) void this.discard(sink.id);
@@ -126,6 +128,7 @@ export class TableSinksClient implements BeforeApplicationShutdown {
         resolve,
         tablePrefix: sink.tablePrefix ?? DEFAULT_TABLE_PREFIX,
         timeoutMs: sink.timeoutMs,
+        layout: sink.layout ?? 'document',
       });
     }
     return new PostgresTableClient({
@@ -133,6 +136,7 @@ export class TableSinksClient implements BeforeApplicationShutdown {
       resolve,
       schema: sink.schema ?? DEFAULT_SCHEMA,
       timeoutMs: sink.timeoutMs,
+      layout: sink.layout ?? 'document',
     });
   }
 
