@@ -134,14 +134,13 @@ export class PostgresTableClient implements TableClient {
       for (const [type, changes] of changesByType(plan.entries)) {
         const table = tables.tables.get(type);
         if (table === undefined) continue;
-        if (this.relational) {
+        if (this.relational)
           await writePostgresRelational(client, this.schema, tables.tombstones.name, relationalType(type, ''), changes);
-          continue;
-        }
-        await client.query(postgresWriteStatement(this.schema, table, tables.tombstones.name), [
-          JSON.stringify(changes.map((change) => postgresInputRow(table, change))),
-          type,
-        ]);
+        else
+          await client.query(postgresWriteStatement(this.schema, table, tables.tombstones.name), [
+            JSON.stringify(changes.map((change) => postgresInputRow(table, change))),
+            type,
+          ]);
         countRows(written, changes);
       }
       await client.query(

@@ -13,7 +13,19 @@ import {
 } from '../../../test/support/table-sinks.js';
 import type { ChangeEntry } from '../../changes/change.js';
 import type { Sink } from '../sink.js';
+import { committedAnswer, countRows } from './table-batch.js';
 import { relationalTables } from './relational-tables.js';
+
+/** What applying `batch` answers once committed: the ok outcome with its row counts (table-batch's words). */
+const committedOf = (batch: ChangeEntry[]) => ({
+  kind: 'ok',
+  ...committedAnswer(
+    countRows(
+      { upserts: 0, deletes: 0 },
+      batch.map((entry) => entry.change),
+    ),
+  ),
+});
 
 type Json = any;
 
@@ -113,7 +125,7 @@ describe.each([
   it('writes integer ids, typed columns, prices per currency, links in the platform’s order and <name>_id', async () => {
     const sink = sinkFor('rel');
     const batch = sampleBatch(new ChangeFactory());
-    expect(await apply(sink, batch)).toEqual({ kind: 'ok' });
+    expect(await apply(sink, batch)).toEqual(committedOf(batch));
     const products = await select(
       'rel',
       'products',
@@ -204,7 +216,8 @@ describe.each([
       attributes: { id: 41, quantity: 1 },
       relationships: { order_product_trait_options: { data: [{ id: '60', type: 'order_product_trait_option' }] } },
     };
-    expect(await apply(sink, [changes.upsert('o', option), changes.upsert('o', orderProduct)])).toEqual({ kind: 'ok' });
+    const written = [changes.upsert('o', option), changes.upsert('o', orderProduct)];
+    expect(await apply(sink, written)).toEqual(committedOf(written));
     expect(await select(place, 'order_product_trait_options', 'id, trait_option_id')).toEqual([
       { id: 60, trait_option_id: 30 },
     ]);
@@ -257,8 +270,8 @@ describe.each([
       changes.upsert('o', collection('5', { productIds: ['2', '1'] })),
     ];
     const second = [changes.upsert('o', priced('1', 150, ['8'])), changes.delete('o', product('2'))];
-    expect(await apply(sink, first)).toEqual({ kind: 'ok' });
-    expect(await apply(after(sink, first), second)).toEqual({ kind: 'ok' });
+    expect(await apply(sink, first)).toEqual(committedOf(first));
+    expect(await apply(after(sink, first), second)).toEqual(committedOf(second));
     const state = async () => [
       await select('children', 'products', 'id, seq'),
       await select('children', 'product_prices', 'product_id, currency, cents', 'product_id, currency'),
@@ -276,8 +289,11 @@ describe.each([
     ];
     expect(await state()).toEqual(expected);
     // A replay of both batches (a new epoch), and the first batch alone: nothing moves back, nothing comes back.
-    expect(await apply({ ...sink, epoch: 1 }, [...first, ...second])).toEqual({ kind: 'ok' });
-    expect(await apply({ ...sink, epoch: 2 }, first)).toEqual({ kind: 'ok' });
+    expect(await apply({ ...sink, epoch: 1 }, [...first, ...second])).toEqual(
+      // The batch's newest change of each resource: its first product's update, the delete, the collection.
+      committedOf([second[0], second[1], first[2]]),
+    );
+    expect(await apply({ ...sink, epoch: 2 }, first)).toEqual(committedOf(first));
     expect(await state()).toEqual(expected);
   });
 
@@ -285,7 +301,7 @@ describe.each([
     const changes = new ChangeFactory();
     const sink = sinkFor('strings', { types: ['product', 'trait_option'] });
     const first = [changes.upsert('o', product('1'))];
-    expect(await apply(sink, first)).toEqual({ kind: 'ok' });
+    expect(await apply(sink, first)).toEqual(committedOf(first));
     const bad = [changes.upsert('o', product('2')), changes.upsert('o', traitOption('3', { traitId: 'large' }))];
     const outcome = await apply(after(sink, first), bad);
     expect(outcome).toEqual({
