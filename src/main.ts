@@ -7,12 +7,15 @@ import { CliModule } from './cli/cli.module.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
 import { createRootLogger, PinoNestLogger } from './observability/logger.js';
 
+/** Commands that seal and open no secret, so TOKEN_ENCRYPTION_KEY is not asked of them. */
+const SEALING_NOTHING = new Set(['migrate', 'status', 'emulator', 'help', '--help', '-h']);
+
 /** Exit codes: 0 success, 1 failure, 2 bad usage or configuration (docs/reference.md §8). */
 async function main(): Promise<void> {
   loadDotenv({ quiet: true });
   let config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(process.env, { encryptionKey: !SEALING_NOTHING.has(process.argv[2] ?? 'serve') });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`menu-sync: ${error.message}\n`);
