@@ -15,7 +15,11 @@ async function main(): Promise<void> {
   loadDotenv({ quiet: true });
   let config;
   try {
-    config = loadConfig(process.env, { encryptionKey: !SEALING_NOTHING.has(process.argv[2] ?? 'serve') });
+    config = loadConfig(process.env, { encryptionKey: false });
+    // Through the daemon's API (MENU_SYNC_URL) the sinks commands open no secret here either.
+    const command = process.argv[2] ?? 'serve';
+    const viaApi = command === 'sinks' && config.MENU_SYNC_URL !== undefined;
+    if (!SEALING_NOTHING.has(command) && !viaApi) config = loadConfig(process.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`menu-sync: ${error.message}\n`);
@@ -56,7 +60,9 @@ async function main(): Promise<void> {
     command.allowExcessArguments(false);
     command.commands.forEach(overrideAll);
   };
-  overrideAll((app.get(CommandRunnerService) as unknown as { commander: Command }).commander);
+  const program = (app.get(CommandRunnerService) as unknown as { commander: Command }).commander;
+  program.name('menu-sync');
+  overrideAll(program);
   try {
     await CommandFactory.runApplication(app);
   } finally {

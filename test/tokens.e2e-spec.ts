@@ -319,7 +319,7 @@ describe('API tokens kept in the database (docs/reference.md §12)', () => {
 
     const revoked = await runCli(['tokens', 'revoke', token.id.slice(0, 8)], env, undefined, 120000);
     expect(revoked.code).toBe(0);
-    expect(revoked.stderr).toContain(`revoked ${token.id}`);
+    expect([revoked.stdout, revoked.stderr]).toEqual([`revoked ${token.id}\n`, '']);
     await eventually(async () => expect(await whoami(other.url, token.token)).toBe(401), 5000, 25);
     const after = await runCli(['tokens', 'list'], env, undefined, 120000);
     expect(JSON.parse(after.stdout).data.map((t: Json) => t.name)).not.toContain('cli reader');

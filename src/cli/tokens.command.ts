@@ -1,54 +1,19 @@
 import { cliActor } from '../audit/audit-actor.js';
-import { DynamicModule, Module } from '@nestjs/common';
+import type { TokensService } from '../tokens/tokens.service.js';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { AppError } from '../common/app-error.js';
-import { createValidationPipe } from '../common/validation.pipe.js';
 import { AppConfig } from '../config/app-config.js';
-import { ConfigModule } from '../config/config.module.js';
-import { DatabaseModule } from '../database/database.module.js';
-import { CreateTokenDto } from '../tokens/tokens.dto.js';
-import { TokenNotFoundError } from '../tokens/tokens.errors.js';
-import { TokenRecordsModule } from '../tokens/tokens.module.js';
-import { TokensService } from '../tokens/tokens.service.js';
-import { printJson } from './auth-context.js';
-import { withDaemonContext } from './daemon-database.js';
+import { printJson } from './output.js';
 
-/** Stored API tokens on the daemon's database; every running daemon takes a change within seconds. */
-@Module({})
-class TokenCommandsModule {
-  static register(config: AppConfig, databaseUrl: string): DynamicModule {
-    return {
-      module: TokenCommandsModule,
-      imports: [
-        ConfigModule.forRoot(config),
-        DatabaseModule.forRoot({ url: databaseUrl, poolSize: 2 }),
-        TokenRecordsModule,
-      ],
-    };
-  }
-}
-
-/** Exit codes: an unknown token → 1; input the API would refuse (4XX other than 404) → 2, bad usage. */
+/** Runs `work` with TokensService on the daemon's database (tokens-context.ts, loaded only when a command runs). */
 async function runTokenCommand(
   command: string,
   config: AppConfig,
   work: (tokens: TokensService) => Promise<void>,
 ): Promise<void> {
-  try {
-    await withDaemonContext(
-      config,
-      (url) => TokenCommandsModule.register(config, url),
-      (app) => work(app.get(TokensService)),
-    );
-  } catch (error) {
-    if (!(error instanceof AppError)) throw error;
-    const field = typeof error.extra.field === 'string' ? ` (${error.extra.field})` : '';
-    process.stderr.write(`menu-sync tokens ${command}: ${error.detail}${field}\n`);
-    process.exitCode = error instanceof TokenNotFoundError || error.status >= 500 ? 1 : 2;
-  }
+  const { runTokenCommand: run } = await import('./tokens-context.js');
+  await run(command, config, work);
 }
 
-const validation = createValidationPipe();
 const list = (value: string) =>
   value
     .split(',')
@@ -73,7 +38,14 @@ export class TokensAddCommand extends CommandRunner {
     await runTokenCommand('add', this.config, async (tokens) => {
       const body = { name: flags.name, role: flags.role, owner_ids: flags.ownerIds, expires_at: flags.expiresAt };
       const plain = Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
-      const dto = (await validation.transform(plain, { type: 'body', metatype: CreateTokenDto })) as CreateTokenDto;
+      const [{ createValidationPipe }, { CreateTokenDto }] = await Promise.all([
+        import('../common/validation.pipe.js'),
+        import('../tokens/tokens.dto.js'),
+      ]);
+      const dto = (await createValidationPipe().transform(plain, {
+        type: 'body',
+        metatype: CreateTokenDto,
+      })) as InstanceType<typeof CreateTokenDto>;
       printJson(await tokens.create(dto, cliActor()));
     });
   }
@@ -129,7 +101,7 @@ export class TokensRevokeCommand extends CommandRunner {
   async run([id]: string[]): Promise<void> {
     await runTokenCommand('revoke', this.config, async (tokens) => {
       const revoked = await tokens.revokeByPrefix(id, cliActor());
-      process.stderr.write(`menu-sync tokens revoke: revoked ${revoked}\n`);
+      process.stdout.write(`revoked ${revoked}\n`);
     });
   }
 }
