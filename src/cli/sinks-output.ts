@@ -1,22 +1,5 @@
 import type { SinkView } from '../sinks/api/sink-view.js';
-import { formatTable } from './output.js';
-
-/** Ids shown by `sinks list`: at least 8 characters, as the console shows them, and as many more as needed to tell them apart. */
-export function shortIds(ids: string[]): Map<string, string> {
-  const sorted = [...ids].sort();
-  const shown = new Map<string, string>();
-  sorted.forEach((id, index) => {
-    const common = (other: string | undefined) => {
-      if (other === undefined) return 0;
-      let length = 0;
-      while (length < id.length && id[length] === other[length]) length++;
-      return length;
-    };
-    const length = Math.max(8, common(sorted[index - 1]) + 1, common(sorted[index + 1]) + 1);
-    shown.set(id, id.slice(0, length));
-  });
-  return shown;
-}
+import { formatTable, shortIds } from './output.js';
 
 /** Where a sink delivers (a table sink's URL comes masked). */
 export function sinkTarget(sink: SinkView): string {

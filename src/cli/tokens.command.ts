@@ -2,7 +2,7 @@ import { cliActor } from '../audit/audit-actor.js';
 import type { TokensService } from '../tokens/tokens.service.js';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
-import { printJson } from './output.js';
+import { formatTable, printJson, shortIds } from './output.js';
 
 /** Runs `work` with TokensService on the daemon's database (tokens-context.ts, loaded only when a command runs). */
 async function runTokenCommand(
@@ -25,7 +25,11 @@ interface AddFlags {
   role?: string;
   ownerIds?: string[];
   expiresAt?: string;
+  json?: boolean;
 }
+
+const JSON_OPTION = { flags: '--json', description: 'print the answer as JSON, as the API gives it' };
+const never = (value: string | null) => value ?? 'never';
 
 /** `menu-sync tokens add --name N --role read|admin …`: prints the token with its secret (shown only now). */
 @SubCommand({ name: 'add', description: 'Make an API token; its secret (mst_…) is printed once' })
@@ -46,7 +50,13 @@ export class TokensAddCommand extends CommandRunner {
         type: 'body',
         metatype: CreateTokenDto,
       })) as InstanceType<typeof CreateTokenDto>;
-      printJson(await tokens.create(dto, cliActor()));
+      const token = await tokens.create(dto, cliActor());
+      if (flags.json) printJson(token);
+      else
+        process.stdout.write(
+          `id:       ${token.id}\nname:     ${token.name}\nrole:     ${token.role}\nowners:   ${token.owner_ids?.join(',') ?? 'all'}\n` +
+            `expires:  ${never(token.expires_at)}\ntoken:    ${token.token}   (shown only now: keep it)\n`,
+        );
     });
   }
 
@@ -75,6 +85,11 @@ export class TokensAddCommand extends CommandRunner {
   parseExpiresAt(value: string): string {
     return value;
   }
+
+  @Option(JSON_OPTION)
+  parseJson(): boolean {
+    return true;
+  }
 }
 
 @SubCommand({ name: 'list', description: 'List the stored tokens (oldest first), never their secrets' })
@@ -83,8 +98,32 @@ export class TokensListCommand extends CommandRunner {
     super();
   }
 
-  async run(): Promise<void> {
-    await runTokenCommand('list', this.config, async (tokens) => printJson({ data: await tokens.all() }));
+  async run(_: string[], flags: { json?: boolean }): Promise<void> {
+    await runTokenCommand('list', this.config, async (tokens) => {
+      const data = await tokens.all();
+      if (flags.json) return printJson({ data });
+      if (data.length === 0) return void process.stdout.write('No stored tokens.\n');
+      const ids = shortIds(data.map((token) => token.id));
+      process.stdout.write(
+        formatTable(
+          ['ID', 'NAME', 'ROLE', 'OWNERS', 'EXPIRES', 'LAST USED', 'CREATED'],
+          data.map((token) => [
+            ids.get(token.id)!,
+            token.name,
+            token.role,
+            token.owner_ids?.join(',') ?? 'all',
+            never(token.expires_at),
+            never(token.last_used_at),
+            token.created_at,
+          ]),
+        ),
+      );
+    });
+  }
+
+  @Option(JSON_OPTION)
+  parseJson(): boolean {
+    return true;
   }
 }
 
