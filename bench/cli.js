@@ -6,7 +6,7 @@
 // both on the database (DATABASE_URL) and through the daemon's API (MENU_SYNC_URL).
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createMigratedDatabase, databaseUrl } from './lib/database.js';
@@ -81,6 +81,7 @@ export async function run({ runs = defaults.runs, sinks = defaults.sinks, logDir
       ['menu-sync status (MENU_SYNC_URL)', [...main, 'status'], throughApi],
       ['menu-sync sinks list (MENU_SYNC_URL)', [...main, 'sinks', 'list'], throughApi],
     ];
+    const loadBefore = loadavg()[0];
     const measured = [];
     for (const [name, args, commandEnv] of commands) {
       await timed(args, commandEnv); // a first run warms the file cache
@@ -95,12 +96,15 @@ export async function run({ runs = defaults.runs, sinks = defaults.sinks, logDir
       });
     }
     const baseline = measured[0];
+    // Other work on the machine slows every command alike: the 1-minute load average says how much there was.
+    const load = [loadBefore, loadavg()[0]].map((value) => value.toFixed(1)).join(' → ');
     return {
       settings: { runs, sinks },
+      loadAverage: load,
       measured,
       tables: [
         {
-          title: `CLI commands, median of ${runs} runs (wall and CPU seconds from the child's rusage), ${sinks} sinks`,
+          title: `CLI commands, median of ${runs} runs (wall and CPU seconds from the child's rusage), ${sinks} sinks; load average ${load}`,
           columns: ['command', 'wall s', 'CPU s', 'wall over node -e 0 s', 'peak RSS MiB'],
           rows: measured.map((row) => [
             row.name,
