@@ -17,9 +17,10 @@ async function main(): Promise<void> {
   try {
     config = loadConfig(process.env, { encryptionKey: false });
     // Through the daemon's API (MENU_SYNC_URL) the sinks commands open no secret here either.
-    const command = process.argv[2] ?? 'serve';
-    const viaApi = command === 'sinks' && config.MENU_SYNC_URL !== undefined;
-    if (!SEALING_NOTHING.has(command) && !viaApi) config = loadConfig(process.env);
+    const named = process.argv[2] ?? 'serve';
+    const viaApi = named === 'sinks' && config.MENU_SYNC_URL !== undefined;
+    const help = process.argv.slice(2).some((arg) => arg === '--help' || arg === '-h');
+    if (!SEALING_NOTHING.has(named) && !viaApi && !help) config = loadConfig(process.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`menu-sync: ${error.message}\n`);

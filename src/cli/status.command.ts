@@ -30,7 +30,10 @@ export class StatusCommand extends CommandRunner {
       report = await this.report(options);
     } catch (error) {
       const where = this.config.MENU_SYNC_URL === undefined ? "the daemon's database" : this.config.MENU_SYNC_URL;
-      process.stderr.write(`menu-sync status: cannot read ${where}: ${(error as Error).message}\n`);
+      // 42P01: a database no daemon has migrated yet (status never migrates).
+      const hint =
+        (error as { code?: string }).code === '42P01' ? ' (run `menu-sync migrate`, or start the daemon)' : '';
+      process.stderr.write(`menu-sync status: cannot read ${where}: ${(error as Error).message}${hint}\n`);
       process.exitCode = 1;
       return;
     }
