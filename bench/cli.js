@@ -1,6 +1,6 @@
 // cli: how long the read-only CLI commands take, wall and CPU, beside `node -e 0` of the same run.
 //
-// Each command is run `--runs` times (default 11) under GNU time, which reads the child's own
+// Each command is run `--runs` times (default 11), round by round, under GNU time, which reads the child's own
 // rusage (wait4): wall seconds, user + system CPU seconds, peak RSS. The medians are reported.
 // The commands run beside a daemon serving a migrated database with `--sinks` sinks (default 100),
 // both on the database (DATABASE_URL) and through the daemon's API (MENU_SYNC_URL).
@@ -82,19 +82,19 @@ export async function run({ runs = defaults.runs, sinks = defaults.sinks, logDir
       ['menu-sync sinks list (MENU_SYNC_URL)', [...main, 'sinks', 'list'], throughApi],
     ];
     const loadBefore = loadavg()[0];
-    const measured = [];
-    for (const [name, args, commandEnv] of commands) {
-      await timed(args, commandEnv); // a first run warms the file cache
-      const samples = [];
-      for (let i = 0; i < runs; i++) samples.push(await timed(args, commandEnv));
-      measured.push({
-        name,
-        wall: median(samples.map((sample) => sample.wall)),
-        cpu: median(samples.map((sample) => sample.cpu)),
-        rssMiB: median(samples.map((sample) => sample.rssMiB)),
-        samples,
-      });
-    }
+    for (const [, args, commandEnv] of commands) await timed(args, commandEnv); // a first run warms the file cache
+    // Round by round, every command once, so that a burst of other work falls on all of them alike.
+    const samples = commands.map(() => []);
+    for (let round = 0; round < runs; round++)
+      for (const [index, [, args, commandEnv]] of commands.entries())
+        samples[index].push(await timed(args, commandEnv));
+    const measured = commands.map(([name], index) => ({
+      name,
+      wall: median(samples[index].map((sample) => sample.wall)),
+      cpu: median(samples[index].map((sample) => sample.cpu)),
+      rssMiB: median(samples[index].map((sample) => sample.rssMiB)),
+      samples: samples[index],
+    }));
     const baseline = measured[0];
     // Other work on the machine slows every command alike: the 1-minute load average says how much there was.
     const load = [loadBefore, loadavg()[0]].map((value) => value.toFixed(1)).join(' → ');
