@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { Browser, launchBrowser } from './support/browser.js';
-import { insertChanges } from './support/change-log-factory.js';
+import { SecretCipher } from '../src/common/secret-cipher.js';
+import { ConnectionRepository } from '../src/connections/connection.repository.js';
+import { insertChanges, sqlQuery } from './support/change-log-factory.js';
+import { openDataSource } from './support/database.js';
 import { describeRun, runCli } from './support/cli.js';
 import { eventually } from './support/eventually.js';
 import { api, API_TOKEN, LOOPBACK_NETWORKS, RunningDaemon, startDaemon } from './support/http.js';
@@ -15,6 +18,8 @@ import { SinkReceiver } from './support/sink-receiver.js';
  */
 
 const ATTENTION_AFTER_MS = 2000;
+type Json = any;
+
 const NO_ACCOUNT = 'no account connected: connect one at /auth/connect or with `menu-sync auth url`';
 
 describe('status and the console agree on what needs attention', () => {
@@ -167,5 +172,71 @@ describe('status and the console agree on what needs attention', () => {
     expect(late.fromCli.attention[1]).toMatch(new RegExp(`^sink ${id} retrying, failing since ${view.failing_since}`));
     expect(late.fromApi.attention).toEqual(late.fromCli.attention);
     receiver.always = undefined;
+    expect((await api(app.url, `/api/v1/sinks/${id}`, API_TOKEN, { method: 'DELETE' })).status).toBe(204);
   }, 120_000);
+
+  it('a retired sandbox connection needs nothing and a subscription not registered does, the same in status, the API and the console', async () => {
+    const [retired] = await sqlQuery(
+      app.database.url,
+      `INSERT INTO connections (auth_url, base_url, scopes, state, access_token, token_created_at, expires_in, owner_id, sandbox, last_error)
+       VALUES ('http://127.0.0.1:1', 'http://127.0.0.1:1', '{read_menu}', 'reauthorization_required', '\\x00', now(), 7200, '4001', true,
+               'its sandbox emulator has stopped') RETURNING id::int AS id`,
+    );
+    // Through the repository, with the daemon's key: a connection whose tokens open stays active.
+    const dataSource = await openDataSource(app.database.url, 1);
+    const connected = await new ConnectionRepository(
+      dataSource,
+      SecretCipher.fromKey(Buffer.from(app.process.env.TOKEN_ENCRYPTION_KEY, 'base64')),
+    )
+      .create({
+        authUrl: 'http://127.0.0.1:2',
+        baseUrl: 'http://127.0.0.1:2',
+        scopes: ['read_menu'],
+        tokens: { accessToken: 'a', refreshToken: null, createdAt: new Date(), expiresIn: 86400, ownerId: '4002' },
+      })
+      .finally(() => dataSource.destroy());
+    const [subscription] = await sqlQuery(
+      app.database.url,
+      `INSERT INTO subscriptions (connection_id, callback_uri, enabled_events, status, last_error)
+       VALUES ($1, 'http://127.0.0.1/webhooks/[redacted]', '{product.created}', 'failed', 'the upstream answered 422')
+       RETURNING id::int AS id`,
+      [connected.id],
+    );
+    const reason = `connection ${connected.id}: webhook subscription ${subscription.id} is failed (the upstream answered 422)`;
+    const { cli, fromCli, fromApi } = await reports();
+    expect({ code: cli.code, attention: fromCli.attention, counts: fromCli.counts }).toEqual({
+      code: 1,
+      attention: [reason],
+      counts: { connections: 1, projections: 0, sinks: 0, reconcile: 0 },
+    });
+    expect(fromApi).toEqual(fromCli);
+    expect(fromCli.connections.map((c: Json) => [c.id, c.retired, c.attention])).toEqual([
+      [retired.id, true, false],
+      [connected.id, false, true],
+    ]);
+    await eventually(async () => expect(await consoleAttention()).toBe(`1 thing(s) need attention${reason}`));
+    const stat = page.locator('.stat', { hasText: 'Connections' });
+    await expect(stat.locator('.hint').textContent()).resolves.toBe('1 need attention');
+    const rows = page.locator('#connections tbody tr');
+    await expect(rows.nth(0).locator('td').nth(1).textContent()).resolves.toBe('retired (sandbox)');
+    await expect(rows.nth(1).locator('td').nth(1).textContent()).resolves.toBe('active');
+    const screen = await runCli(['status'], env);
+    expect(screen.stdout).toContain(`  #${retired.id}  retired (sandbox)  owner 4001`);
+  }, 120_000);
+
+  it('GET /api/v1/status takes a read token, and refuses one scoped to owners', async () => {
+    const made = async (body: Json) => {
+      const answer = await api(app.url, '/api/v1/tokens', API_TOKEN, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(answer.status).toBe(201);
+      return answer.json.token;
+    };
+    const reader = await made({ name: 'status reader', role: 'read' });
+    const scoped = await made({ name: 'one store', role: 'read', owner_ids: ['4001'] });
+    await eventually(async () => expect((await api(app.url, '/api/v1/status', reader)).status).toBe(200));
+    await eventually(async () => expect((await api(app.url, '/api/v1/status', scoped)).status).toBe(403));
+  }, 60_000);
 });
