@@ -85,9 +85,12 @@ export interface StatusReport {
 
 const iso = (date: Date | null) => (date === null ? null : date.toISOString());
 
+/** A sandbox connection retired for a newer emulator: history, not a fault. */
+const retiredSandbox = (connection: ConnectionStatusRow) => connection.sandbox && connection.state !== 'active';
+
 /** Why a connection needs an operator, or null. */
 function connectionReason(connection: ConnectionStatusRow): string | null {
-  if (connection.sandbox && connection.state !== 'active') return null;
+  if (retiredSandbox(connection)) return null;
   if (connection.state === 'reauthorization_required')
     return `connection ${connection.id} needs reauthorization${connection.lastError ? `: ${connection.lastError}` : ''}`;
   const newest = connection.newestSubscription;
@@ -127,20 +130,20 @@ function projectionReasons(
   return reasons;
 }
 
-/** The one computation of what needs attention (docs/reference.md §10), and the report that shows it. */
-export function statusReport(snapshot: StatusSnapshot, thresholds: StatusThresholds): StatusReport {
-  const attention: string[] = [];
-  const live = snapshot.connections.filter((connection) => !(connection.sandbox && connection.state !== 'active'));
-  if (live.length === 0 && !thresholds.webhookKeys)
-    attention.push('no account connected: connect one at /auth/connect or with `menu-sync auth url`');
-  const connections = snapshot.connections.map((connection) => {
+type Part<K extends keyof StatusReport> = { shown: StatusReport[K]; reasons: string[] };
+
+function connectionsPart(snapshot: StatusSnapshot, thresholds: StatusThresholds): Part<'connections'> {
+  const reasons: string[] = [];
+  if (snapshot.connections.every(retiredSandbox) && !thresholds.webhookKeys)
+    reasons.push('no account connected: connect one at /auth/connect or with `menu-sync auth url`');
+  const shown = snapshot.connections.map((connection) => {
     const reason = connectionReason(connection);
-    if (reason !== null) attention.push(reason);
+    if (reason !== null) reasons.push(reason);
     const newest = connection.newestSubscription;
     return {
       id: connection.id,
       state: connection.state,
-      retired: connection.sandbox && connection.state !== 'active',
+      retired: retiredSandbox(connection),
       attention: reason !== null,
       owner_id: connection.ownerId,
       sandbox: connection.sandbox,
@@ -150,10 +153,15 @@ export function statusReport(snapshot: StatusSnapshot, thresholds: StatusThresho
       subscription: newest && { id: newest.id, status: newest.status, last_error: newest.lastError },
     };
   });
-  const projections = snapshot.projections.map((projection) => {
+  return { shown, reasons };
+}
+
+function projectionsPart(snapshot: StatusSnapshot, thresholds: StatusThresholds): Part<'projections'> {
+  const reasons: string[] = [];
+  const shown = snapshot.projections.map((projection) => {
     const later = snapshot.later?.find((item) => item.name === projection.name);
-    const reasons = projectionReasons(projection, later, snapshot.at, thresholds);
-    attention.push(...reasons);
+    const own = projectionReasons(projection, later, snapshot.at, thresholds);
+    reasons.push(...own);
     return {
       name: projection.name,
       position: later?.position ?? projection.position,
@@ -163,47 +171,58 @@ export function statusReport(snapshot: StatusSnapshot, thresholds: StatusThresho
       parked: projection.parked,
       last_error: projection.lastError,
       waiting_since: iso(projection.waitingSince),
-      attention: reasons.length > 0,
+      attention: own.length > 0,
     };
   });
-  const sinks = snapshot.sinks;
-  for (const sink of sinks?.needingAttention ?? [])
-    attention.push(
+  return { shown, reasons };
+}
+
+function sinksPart(sinks: SinkStatusCounts | undefined): Part<'sinks'> {
+  if (sinks === undefined) return { shown: null, reasons: [] };
+  const reasons = sinks.needingAttention.map(
+    (sink) =>
       `sink ${sink.id} ${sink.state}${sink.lastSuccessAt === null ? ', never delivered' : ''}` +
-        `${sink.failingSince ? `, failing since ${sink.failingSince.toISOString()}` : ''}${sink.lastError ? `: ${sink.lastError}` : ''}`,
-    );
-  if (sinks && sinks.attention > sinks.needingAttention.length)
-    attention.push(`${sinks.attention - sinks.needingAttention.length} more sink(s) need attention`);
+      `${sink.failingSince ? `, failing since ${sink.failingSince.toISOString()}` : ''}${sink.lastError ? `: ${sink.lastError}` : ''}`,
+  );
+  if (sinks.attention > sinks.needingAttention.length)
+    reasons.push(`${sinks.attention - sinks.needingAttention.length} more sink(s) need attention`);
+  const shown = {
+    total: sinks.total,
+    by_state: sinks.byState,
+    attention: sinks.attention,
+    needing_attention: sinks.needingAttention.map((sink) => ({
+      id: sink.id,
+      kind: sink.kind,
+      state: sink.state,
+      failing_since: iso(sink.failingSince),
+      last_success_at: iso(sink.lastSuccessAt),
+      last_error: sink.lastError,
+    })),
+  };
+  return { shown, reasons };
+}
+
+/** The one computation of what needs attention (docs/reference.md §10), and the report that shows it. */
+export function statusReport(snapshot: StatusSnapshot, thresholds: StatusThresholds): StatusReport {
+  const connections = connectionsPart(snapshot, thresholds);
+  const projections = projectionsPart(snapshot, thresholds);
+  const sinks = sinksPart(snapshot.sinks);
   const run = snapshot.lastReconcile;
-  if (run?.outcome === 'failed') attention.push(`last reconcile run (#${run.id}) failed`);
-  const unconnected = live.length === 0 && !thresholds.webhookKeys ? 1 : 0;
+  const reconcile = run?.outcome === 'failed' ? [`last reconcile run (#${run.id}) failed`] : [];
+  const attention = [...connections.reasons, ...projections.reasons, ...sinks.reasons, ...reconcile];
   return {
     ok: attention.length === 0,
     attention,
     counts: {
-      connections: unconnected + connections.filter((connection) => connection.attention).length,
-      projections: projections.filter((projection) => projection.attention).length,
-      sinks: sinks?.attention ?? 0,
-      reconcile: run?.outcome === 'failed' ? 1 : 0,
+      connections: connections.reasons.length,
+      projections: projections.shown.filter((projection) => projection.attention).length,
+      sinks: snapshot.sinks?.attention ?? 0,
+      reconcile: reconcile.length,
     },
     at: snapshot.at.toISOString(),
-    connections,
-    projections,
-    sinks: sinks
-      ? {
-          total: sinks.total,
-          by_state: sinks.byState,
-          attention: sinks.attention,
-          needing_attention: sinks.needingAttention.map((sink) => ({
-            id: sink.id,
-            kind: sink.kind,
-            state: sink.state,
-            failing_since: iso(sink.failingSince),
-            last_success_at: iso(sink.lastSuccessAt),
-            last_error: sink.lastError,
-          })),
-        }
-      : null,
+    connections: connections.shown,
+    projections: projections.shown,
+    sinks: sinks.shown,
     last_reconcile: run
       ? { id: run.id, trigger: run.trigger, outcome: run.outcome, started_at: run.startedAt, errors: run.errors }
       : null,
