@@ -136,33 +136,34 @@ export class StatusRepository {
   async sinks(attentionAfterMs: number): Promise<SinkStatusCounts | undefined> {
     const [{ present }] = await this.db.query(`SELECT to_regclass('sinks') IS NOT NULL AS present`);
     if (!present) return undefined;
-    const needs = `(state = 'failing' OR (state = 'retrying' AND (last_success_at IS NULL
-                     OR failing_since <= now() - make_interval(secs => $1::double precision / 1000))))`;
-    const [counts, named] = await Promise.all([
-      this.db.query(
-        `SELECT state, count(*)::int AS n, count(*) FILTER (WHERE ${needs})::int AS attention FROM sinks GROUP BY state`,
-        [attentionAfterMs],
-      ),
-      this.db.query(
-        `SELECT id::text, kind, state, failing_since, last_success_at, last_error FROM sinks WHERE ${needs}
-          ORDER BY failing_since NULLS LAST, id LIMIT $2`,
-        [attentionAfterMs, SINKS_NAMED],
-      ),
-    ]);
+    // One statement, so that the counts and the sinks named are of one snapshot.
+    const [row] = await this.db.query(
+      `WITH s AS (
+         SELECT id::text, kind, state, failing_since, last_success_at, last_error,
+                (state = 'failing' OR (state = 'retrying' AND (last_success_at IS NULL
+                   OR failing_since <= now() - make_interval(secs => $1::double precision / 1000)))) AS needs
+           FROM sinks)
+       SELECT (SELECT coalesce(json_object_agg(state, n), '{}') FROM (SELECT state, count(*) AS n FROM s GROUP BY state) c) AS by_state,
+              (SELECT count(*)::int FROM s WHERE needs) AS attention,
+              (SELECT coalesce(json_agg(n ORDER BY n.failing_since NULLS LAST, n.id), '[]')
+                 FROM (SELECT id, kind, state, failing_since, last_success_at, last_error FROM s WHERE needs
+                        ORDER BY failing_since NULLS LAST, id LIMIT $2) n) AS named`,
+      [attentionAfterMs, SINKS_NAMED],
+    );
     const byState: Record<string, number> = { active: 0, retrying: 0, failing: 0, disabled: 0 };
-    for (const row of counts as Array<{ state: string; n: number }>) byState[row.state] = row.n;
+    for (const [state, n] of Object.entries(row.by_state as Record<string, number>)) byState[state] = Number(n);
     const date = (value: unknown) => (value === null ? null : new Date(value as string));
     return {
-      total: (counts as Array<{ n: number }>).reduce((sum, row) => sum + row.n, 0),
+      total: Object.values(byState).reduce((sum, n) => sum + n, 0),
       byState,
-      attention: (counts as Array<{ attention: number }>).reduce((sum, row) => sum + row.attention, 0),
-      needingAttention: (named as Array<Record<string, unknown>>).map((row) => ({
-        id: String(row.id),
-        kind: String(row.kind),
-        state: String(row.state),
-        failingSince: date(row.failing_since),
-        lastSuccessAt: date(row.last_success_at),
-        lastError: (row.last_error as string | null) ?? null,
+      attention: row.attention,
+      needingAttention: (row.named as Array<Record<string, unknown>>).map((sink) => ({
+        id: String(sink.id),
+        kind: String(sink.kind),
+        state: String(sink.state),
+        failingSince: date(sink.failing_since),
+        lastSuccessAt: date(sink.last_success_at),
+        lastError: (sink.last_error as string | null) ?? null,
       })),
     };
   }
