@@ -29,6 +29,7 @@ export function Overview() {
   const parkedCount = projections.data?.reduce((sum, item) => sum + item.parked, 0);
   const counts = status.data?.counts;
   const retired = new Set(status.data?.connections.filter((item) => item.retired).map((item) => item.id));
+  const retrying = status.data?.sinks?.by_state.retrying ?? 0;
 
   return html` <div class="stats">
       <${Stat}
@@ -52,8 +53,8 @@ export function Overview() {
       <${Stat}
         label="Sinks"
         value=${sinks.data ? (sinks.data.available ? count(sinks.data.total) : 'n/a') : '…'}
-        tone=${counts?.sinks > 0 ? 'bad' : ''}
-        hint=${counts?.sinks > 0 ? `${count(counts.sinks)} need attention` : sinks.data?.available === false ? 'not on this daemon' : 'delivering'}
+        tone=${counts?.sinks > 0 ? 'bad' : retrying > 0 ? 'warn' : ''}
+        hint=${sinksHint(counts, retrying, sinks.data)}
       />
       <${Stat}
         label="Quarantine"
@@ -78,6 +79,13 @@ function connectionsHint(report, retired) {
   if (report.counts.connections > 0)
     return live === 0 ? 'none connected' : `${report.counts.connections} need attention`;
   return retired.size > 0 ? `all active, ${retired.size} retired (sandbox)` : 'all active';
+}
+
+/** Red: what status counts as needing attention; yellow: sinks retrying that do not, yet (SINK_ATTENTION_AFTER). */
+function sinksHint(counts, retrying, summary) {
+  if (counts?.sinks > 0) return `${count(counts.sinks)} need attention`;
+  if (retrying > 0) return `${count(retrying)} retrying`;
+  return summary?.available === false ? 'not on this daemon' : 'delivering';
 }
 
 /** The daemon's list of what needs attention, word for word as `menu-sync status` prints it. */
