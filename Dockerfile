@@ -27,6 +27,8 @@ COPY --from=build --chown=menu-sync:menu-sync /app/package.json ./
 COPY --from=build --chown=menu-sync:menu-sync /app/node_modules ./node_modules
 COPY --from=build --chown=menu-sync:menu-sync /app/dist ./dist
 COPY --chown=menu-sync:menu-sync bin ./bin
+# `menu-sync <command>` in the container (docker exec … menu-sync status), as the package's bin.
+RUN ln -s /app/bin/menu-sync.js /usr/local/bin/menu-sync
 USER menu-sync
 EXPOSE 3000
 VOLUME ["/var/lib/menu-sync"]

@@ -15,6 +15,7 @@ import { OAuthModule } from './oauth/oauth.module.js';
 import { ChangeFeedModule } from './changes/change-feed.module.js';
 import { ReconcileModule } from './reconcile/reconcile.module.js';
 import { SinksModule } from './sinks/sinks.module.js';
+import { StatusModule } from './status/status.module.js';
 import { TokensModule } from './tokens/tokens.module.js';
 import { UpstreamSettings } from './upstream/upstream-settings.js';
 import { UpstreamSettingsModule } from './upstream/upstream-settings.module.js';
@@ -63,6 +64,7 @@ export class AppModule {
         AccessModule,
         TokensModule,
         AuditApiModule,
+        StatusModule,
       ],
     };
   }

@@ -7,12 +7,20 @@ import { CliModule } from './cli/cli.module.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
 import { createRootLogger, PinoNestLogger } from './observability/logger.js';
 
+/** Commands that seal and open no secret, so TOKEN_ENCRYPTION_KEY is not asked of them. */
+const SEALING_NOTHING = new Set(['migrate', 'status', 'emulator', 'help', '--help', '-h']);
+
 /** Exit codes: 0 success, 1 failure, 2 bad usage or configuration (docs/reference.md §8). */
 async function main(): Promise<void> {
   loadDotenv({ quiet: true });
   let config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(process.env, { encryptionKey: false });
+    // Through the daemon's API (MENU_SYNC_URL) the sinks commands open no secret here either.
+    const named = process.argv[2] ?? 'serve';
+    const viaApi = named === 'sinks' && config.MENU_SYNC_URL !== undefined;
+    const help = process.argv.slice(2).some((arg) => arg === '--help' || arg === '-h');
+    if (!SEALING_NOTHING.has(named) && !viaApi && !help) config = loadConfig(process.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`menu-sync: ${error.message}\n`);
@@ -53,7 +61,9 @@ async function main(): Promise<void> {
     command.allowExcessArguments(false);
     command.commands.forEach(overrideAll);
   };
-  overrideAll((app.get(CommandRunnerService) as unknown as { commander: Command }).commander);
+  const program = (app.get(CommandRunnerService) as unknown as { commander: Command }).commander;
+  program.name('menu-sync');
+  overrideAll(program);
   try {
     await CommandFactory.runApplication(app);
   } finally {

@@ -166,7 +166,11 @@ describe('the audit log (docs/reference.md §12)', () => {
     const reconciled = await runCli(['reconcile'], env, app.process.cwd, 180_000);
     expect({ code: reconciled.code, run: describeRun(reconciled) }).toMatchObject({ code: 0 });
     const run = JSON.parse(/^\{\n[\s\S]*?^\}$/m.exec(reconciled.stdout)![0]).data;
-    const added = await runCli(['sinks', 'add', '--url', receiver.url, '--from', 'now'], env, app.process.cwd);
+    const added = await runCli(
+      ['sinks', 'add', '--url', receiver.url, '--from', 'now', '--json'],
+      env,
+      app.process.cwd,
+    );
     expect(added.code).toBe(0);
     const sink = JSON.parse(added.stdout).data;
 

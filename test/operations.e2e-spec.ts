@@ -32,7 +32,8 @@ describe("operations: menu-sync status, the console's endpoints, LOG_FORMAT", ()
   beforeAll(async () => {
     app = await startDaemon({ PROJECTOR_ENABLED: 'false', LOG_LEVEL: 'info' });
     daemon = app.process;
-    cliEnv = { DATABASE_URL: app.database.url, TOKEN_ENCRYPTION_KEY: app.process.env.TOKEN_ENCRYPTION_KEY };
+    // With WEBHOOK_KEYS, as the daemon has them: webhooks arrive without a connection (else status says none is connected).
+    cliEnv = { DATABASE_URL: app.database.url, WEBHOOK_KEYS: app.process.env.WEBHOOK_KEYS };
     db = new pg.Client({ connectionString: app.database.url });
     await db.connect();
   }, 120_000);

@@ -225,7 +225,12 @@ describe('sinks by the page (docs/reference.md §13)', () => {
   });
 
   it('lists every sink with menu-sync sinks list, page after page', async () => {
-    const listed = await runCli(['sinks', 'list'], { ...app.process.env, LOG_LEVEL: 'warn' }, undefined, 120_000);
+    const listed = await runCli(
+      ['sinks', 'list', '--json'],
+      { ...app.process.env, LOG_LEVEL: 'warn' },
+      undefined,
+      120_000,
+    );
     expect(listed.code).toBe(0);
     const sinks = JSON.parse(listed.stdout).data;
     expect(sinks.map((sink: Json) => sink.id)).toEqual(ids);

@@ -366,6 +366,7 @@ describe('HTTP sinks against the real daemon (docs/reference.md §11)', () => {
         '2',
         '--from',
         'start',
+        '--json',
       ],
       env,
       undefined,
@@ -383,7 +384,7 @@ describe('HTTP sinks against the real daemon (docs/reference.md §11)', () => {
     target.secrets = [sink.secret];
     await eventually(async () => expectConverged(target, newestByResource(inserted)), 10000, 50);
 
-    const listed = await runCli(['sinks', 'list'], env, undefined, 120000);
+    const listed = await runCli(['sinks', 'list', '--json'], env, undefined, 120000);
     expect(listed.code).toBe(0);
     expect(JSON.parse(listed.stdout).data.find((s: Json) => s.id === sink.id)).toMatchObject({ state: 'active' });
     expect(listed.stdout).not.toContain('whsec_');

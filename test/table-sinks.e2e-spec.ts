@@ -101,14 +101,38 @@ describe('table sinks: PostgreSQL and MySQL targets kept equal to the API (docs/
   it('menu-sync sinks add --kind postgres|mysql with --schema / --table-prefix; list shows the URL masked', async () => {
     const env = { ...app.process.env, LOG_LEVEL: 'warn' };
     const pgAdded = await runCli(
-      ['sinks', 'add', '--kind', 'postgres', '--url', pgTarget.url, '--schema', 'from_cli', '--owner-ids', 'nobody'],
+      [
+        'sinks',
+        'add',
+        '--kind',
+        'postgres',
+        '--url',
+        pgTarget.url,
+        '--schema',
+        'from_cli',
+        '--owner-ids',
+        'nobody',
+        '--json',
+      ],
       env,
       undefined,
       120_000,
     );
     expect(pgAdded.code).toBe(0);
     const myAdded = await runCli(
-      ['sinks', 'add', '--kind', 'mysql', '--url', myTarget.url, '--table-prefix', 'cli_', '--owner-ids', 'nobody'],
+      [
+        'sinks',
+        'add',
+        '--kind',
+        'mysql',
+        '--url',
+        myTarget.url,
+        '--table-prefix',
+        'cli_',
+        '--owner-ids',
+        'nobody',
+        '--json',
+      ],
       env,
       undefined,
       120_000,

@@ -283,7 +283,7 @@ describe('API tokens kept in the database (docs/reference.md §12)', () => {
   it('manages tokens with menu-sync tokens add|list|revoke, exit codes 0, 1 and 2', async () => {
     const env = { ...app.process.env, LOG_LEVEL: 'warn' };
     const added = await runCli(
-      ['tokens', 'add', '--name', 'cli reader', '--role', 'read', '--owner-ids', 'owner-a, owner-c'],
+      ['tokens', 'add', '--name', 'cli reader', '--role', 'read', '--owner-ids', 'owner-a, owner-c', '--json'],
       env,
       undefined,
       120000,
@@ -297,7 +297,7 @@ describe('API tokens kept in the database (docs/reference.md §12)', () => {
       expect(await whoami(other.url, token.token)).toEqual({ role: 'read', owner_ids: ['owner-a', 'owner-c'] }),
     );
 
-    const listed = await runCli(['tokens', 'list'], env, undefined, 120000);
+    const listed = await runCli(['tokens', 'list', '--json'], env, undefined, 120000);
     expect(listed.code).toBe(0);
     const names = JSON.parse(listed.stdout).data.map((t: Json) => t.name);
     expect(names).toEqual(['deploy bot', 'storefront', 'one store', 'brief', 'cli reader']);
@@ -319,9 +319,9 @@ describe('API tokens kept in the database (docs/reference.md §12)', () => {
 
     const revoked = await runCli(['tokens', 'revoke', token.id.slice(0, 8)], env, undefined, 120000);
     expect(revoked.code).toBe(0);
-    expect(revoked.stderr).toContain(`revoked ${token.id}`);
+    expect([revoked.stdout, revoked.stderr]).toEqual([`revoked ${token.id}\n`, '']);
     await eventually(async () => expect(await whoami(other.url, token.token)).toBe(401), 5000, 25);
-    const after = await runCli(['tokens', 'list'], env, undefined, 120000);
+    const after = await runCli(['tokens', 'list', '--json'], env, undefined, 120000);
     expect(JSON.parse(after.stdout).data.map((t: Json) => t.name)).not.toContain('cli reader');
     answers.push(listed.stdout, after.stdout, revoked.stdout, revoked.stderr, ...results.map(describeRun));
   }, 400_000);

@@ -50,8 +50,3 @@ export async function runConnectionCommand(
     process.exitCode = error instanceof UpstreamNotConfiguredError ? 2 : 1;
   }
 }
-
-/** A result for the user, as indented JSON on stdout. */
-export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-}

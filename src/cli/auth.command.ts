@@ -1,11 +1,7 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { cliActor } from '../audit/audit-actor.js';
-import { ConnectionRepository } from '../connections/connection.repository.js';
-import { UpstreamClient } from '../upstream/upstream-client.js';
-import { ConnectService, OUT_OF_BAND_REDIRECT_URI } from '../oauth/connect.service.js';
 import { AppConfig } from '../config/app-config.js';
-import { ReconcileService } from '../reconcile/reconcile.service.js';
-import { printJson, runConnectionCommand } from './auth-context.js';
+import { printJson } from './output.js';
 import { connectionOption, integerOption } from './option-parsers.js';
 import { RECONCILE_WAIT_SECONDS } from './reconcile.command.js';
 
@@ -20,6 +16,10 @@ export class AuthUrlCommand extends CommandRunner {
   }
 
   async run(): Promise<void> {
+    const [{ runConnectionCommand }, { ConnectService, OUT_OF_BAND_REDIRECT_URI }] = await Promise.all([
+      import('./auth-context.js'),
+      import('../oauth/connect.service.js'),
+    ]);
     await runConnectionCommand('auth url', this.config, async (app) => {
       const { url } = await app.get(ConnectService).start(OUT_OF_BAND_REDIRECT_URI);
       process.stdout.write(`${url}\n`);
@@ -46,6 +46,11 @@ export class AuthExchangeCommand extends CommandRunner {
   }
 
   async run([code]: string[]): Promise<void> {
+    const [{ runConnectionCommand }, { ConnectService }, { ReconcileService }] = await Promise.all([
+      import('./auth-context.js'),
+      import('../oauth/connect.service.js'),
+      import('../reconcile/reconcile.service.js'),
+    ]);
     await runConnectionCommand('auth exchange', this.config, async (app) => {
       const connection = await app.get(ConnectService).completeOutOfBand(code, cliActor());
       printJson({ data: connection });
@@ -92,6 +97,11 @@ export class AuthCheckCommand extends CommandRunner {
   }
 
   async run(_: string[], flags: CheckFlags): Promise<void> {
+    const [{ runConnectionCommand }, { ConnectionRepository }, { UpstreamClient }] = await Promise.all([
+      import('./auth-context.js'),
+      import('../connections/connection.repository.js'),
+      import('../upstream/upstream-client.js'),
+    ]);
     await runConnectionCommand('auth check', this.config, async (app) => {
       const connections = (await app.get(ConnectionRepository).list()).filter(
         (connection) =>

@@ -17,6 +17,7 @@ import {
   SinksListCommand,
   SinksRemoveCommand,
   SinksReplayCommand,
+  SinksShowCommand,
 } from './sinks.command.js';
 import { StatusCommand } from './status.command.js';
 import { TokensAddCommand, TokensCommand, TokensListCommand, TokensRevokeCommand } from './tokens.command.js';
@@ -47,6 +48,7 @@ export class CliModule {
         SinksCommand,
         SinksAddCommand,
         SinksListCommand,
+        SinksShowCommand,
         SinksReplayCommand,
         SinksRemoveCommand,
         TokensCommand,

@@ -1,11 +1,8 @@
 import { Inject, Logger } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
-import { DEMO_USER_ID } from '../emulator/oauth/oauth-server.service.js';
-import { startEmulator } from '../emulator/emulator.factory.js';
 import { emulatorOptions, MAX_RETRIES } from '../emulator/emulator-options.js';
 import type { EmulatorOptions } from '../emulator/emulator-options.js';
-import { DEMO_STORE_ID } from '../emulator/state/emulator-state.service.js';
 import { PinoNestLogger } from '../observability/logger.js';
 import { ROOT_LOGGER } from './cli-context.js';
 import type { RootLogger } from './cli-context.js';
@@ -49,6 +46,11 @@ export class EmulatorCommand extends CommandRunner {
       return;
     }
     const stop = untilSignalled(this.logger);
+    const [{ startEmulator }, { DEMO_USER_ID }, { DEMO_STORE_ID }] = await Promise.all([
+      import('../emulator/emulator.factory.js'),
+      import('../emulator/oauth/oauth-server.service.js'),
+      import('../emulator/state/emulator-state.service.js'),
+    ]);
     const emulator = await startEmulator(options, new PinoNestLogger(this.rootLogger.child({ component: 'emulator' })));
     this.logger.log({
       msg: `emulator listening on ${emulator.url}`,

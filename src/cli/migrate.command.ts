@@ -1,8 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { Command, CommandRunner } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
-import { migrateDatabase } from '../database/migrate.js';
-import { onDaemonDatabase } from './daemon-database.js';
 
 @Command({ name: 'migrate', description: 'Apply pending database migrations and exit' })
 export class MigrateCommand extends CommandRunner {
@@ -14,6 +12,10 @@ export class MigrateCommand extends CommandRunner {
 
   async run(): Promise<void> {
     // Beside a running daemon in embedded mode, attach to its PostgreSQL (as replay and reconcile do).
+    const [{ migrateDatabase }, { onDaemonDatabase }] = await Promise.all([
+      import('../database/migrate.js'),
+      import('./daemon-database.js'),
+    ]);
     const applied = await onDaemonDatabase(this.config, (url) => migrateDatabase(url), { migrate: false });
     this.logger.log(applied.length === 0 ? 'no pending migrations' : `applied ${applied.length} migration(s)`);
   }

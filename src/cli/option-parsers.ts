@@ -1,4 +1,8 @@
 import { InvalidArgumentError } from 'commander';
+import { PROJECTIONS } from '../projection/projection-definitions.js';
+
+/** What `--projection` takes. */
+export const PROJECTION_NAMES = ['all', ...PROJECTIONS.map((projection) => projection.name)].join('|');
 
 /** The one reading of an integer flag: decimal digits only, from `min` to `max` (commander prints the error and exits 1). */
 export function integerOption(value: string, flag: string, min: number, max: number): number {

@@ -8,6 +8,7 @@ import { ProjectionStatusRepository } from '../projection/projection-status.repo
 import { RebuildProgress, RebuildService } from '../replay/rebuild.service.js';
 import { ShadowSchemaRepository } from '../replay/shadow-schema.repository.js';
 import { withDaemonDataSource } from './daemon-database.js';
+import { PROJECTION_NAMES } from './option-parsers.js';
 import { progressReporter } from './progress.js';
 
 /** `--projection NAME|all` → the projections, or undefined for an unknown name. */
@@ -16,8 +17,6 @@ export function selectProjections(name: string | undefined): ProjectionDefinitio
   const projection = projectionByName(name);
   return projection === undefined ? undefined : [projection];
 }
-
-export const PROJECTION_NAMES = ['all', ...PROJECTIONS.map((projection) => projection.name)].join('|');
 
 /**
  * Runs `work` with a RebuildService on the daemon's database (attaching to a running embedded one),

@@ -1,10 +1,8 @@
 import { InvalidArgumentError } from 'commander';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { cliActor } from '../audit/audit-actor.js';
-import { AuditLog } from '../audit/audit-log.service.js';
 import { AppConfig } from '../config/app-config.js';
-import { ReconcileService } from '../reconcile/reconcile.service.js';
-import { printJson, runConnectionCommand } from './auth-context.js';
+import { printJson } from './output.js';
 import { connectionOption, integerOption } from './option-parsers.js';
 
 /** How long a command waits by default for a reconcile run in progress before it gives up. */
@@ -31,6 +29,11 @@ export class ReconcileCommand extends CommandRunner {
   }
 
   async run(_: string[], flags: ReconcileFlags): Promise<void> {
+    const [{ runConnectionCommand }, { ReconcileService }, { AuditLog }] = await Promise.all([
+      import('./auth-context.js'),
+      import('../reconcile/reconcile.service.js'),
+      import('../audit/audit-log.service.js'),
+    ]);
     await runConnectionCommand('reconcile', this.config, async (app) => {
       const waitSeconds = flags.wait ?? RECONCILE_WAIT_SECONDS;
       const run = await app

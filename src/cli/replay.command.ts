@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { cliActor } from '../audit/audit-actor.js';
 import { AppConfig } from '../config/app-config.js';
-import { forEachProjection, PROJECTION_NAMES } from './rebuild-context.js';
+import { PROJECTION_NAMES } from './option-parsers.js';
 
 interface ReplayOptions {
   projection?: string;
@@ -20,6 +20,7 @@ export class ReplayCommand extends CommandRunner {
   }
 
   async run(_: string[], options: ReplayOptions): Promise<void> {
+    const { forEachProjection } = await import('./rebuild-context.js');
     await forEachProjection(
       'replay',
       this.config,

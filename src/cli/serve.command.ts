@@ -1,7 +1,6 @@
 import { Inject, Logger } from '@nestjs/common';
 import { Command, CommandRunner } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
-import { Daemon } from '../daemon.js';
 import { ROOT_LOGGER } from './cli-context.js';
 import type { RootLogger } from './cli-context.js';
 import { untilSignalled } from './signals.js';
@@ -21,6 +20,7 @@ export class ServeCommand extends CommandRunner {
   async run(): Promise<void> {
     const stopRequested = untilSignalled(this.logger);
     this.logger.log({ msg: 'configuration', config: this.config.dump() });
+    const { Daemon } = await import('../daemon.js');
     const daemon = await Daemon.start(this.config, this.rootLogger);
     await stopRequested;
     try {

@@ -1,62 +1,11 @@
-import { DynamicModule, Module } from '@nestjs/common';
-import { EventEmitterModule } from '@nestjs/event-emitter';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { cliActor } from '../audit/audit-actor.js';
-import { AppError } from '../common/app-error.js';
-import { createValidationPipe } from '../common/validation.pipe.js';
 import { AppConfig } from '../config/app-config.js';
-import { ConfigModule } from '../config/config.module.js';
-import { DatabaseModule } from '../database/database.module.js';
-import { CreateSinkDto, ReplaySinkDto } from '../sinks/api/sinks.dto.js';
-import { SinkNotFoundError } from '../sinks/sinks.errors.js';
-import { SinkStoreModule } from '../sinks/sinks.module.js';
-import { SinksService } from '../sinks/api/sinks.service.js';
-import type { SinkView } from '../sinks/api/sink-view.js';
-import { printJson } from './auth-context.js';
-import { withDaemonContext } from './daemon-database.js';
+import { printJson } from './output.js';
+import { resolveSinkId, runSinkCommand, runSinkRead } from './sinks-client.js';
+import { formatSink, formatSinkTable } from './sinks-output.js';
 
-/** Sink management on the daemon's database; the running daemon's dispatcher picks changes up within a second. */
-@Module({})
-class SinkCommandsModule {
-  static register(config: AppConfig, databaseUrl: string): DynamicModule {
-    return {
-      module: SinkCommandsModule,
-      imports: [
-        ConfigModule.forRoot(config),
-        DatabaseModule.forRoot({ url: databaseUrl, poolSize: 2 }),
-        EventEmitterModule.forRoot(),
-        SinkStoreModule,
-      ],
-    };
-  }
-}
+const JSON_OPTION = { flags: '--json', description: 'print the answer as JSON, as the API gives it' };
 
-/**
- * Runs `work` with SinksService on the daemon's database (migrated first unless MIGRATIONS_RUN=false).
- * Exit codes: an unknown sink → 1; input the API would refuse (4XX other than 404) → 2, bad usage.
- */
-async function runSinkCommand(
-  command: string,
-  config: AppConfig,
-  work: (sinks: SinksService) => Promise<void>,
-): Promise<void> {
-  try {
-    await withDaemonContext(
-      config,
-      (url) => SinkCommandsModule.register(config, url),
-      (app) => work(app.get(SinksService)),
-    );
-  } catch (error) {
-    if (!(error instanceof AppError)) throw error;
-    const field = typeof error.extra.field === 'string' ? ` (${error.extra.field})` : '';
-    process.stderr.write(`menu-sync sinks ${command}: ${error.detail}${field}\n`);
-    process.exitCode = error instanceof SinkNotFoundError || error.status >= 500 ? 1 : 2;
-  }
-}
-
-const validation = createValidationPipe();
-/** Sinks per page read by `sinks list`. */
-const LIST_PAGE = 100;
 const list = (value: string) =>
   value
     .split(',')
@@ -76,6 +25,7 @@ interface AddFlags {
   from?: string;
   schema?: string;
   tablePrefix?: string;
+  json?: boolean;
 }
 
 /** `menu-sync sinks add --kind http --url URL …`: prints the sink with its secret (shown only now). */
@@ -100,9 +50,11 @@ export class SinksAddCommand extends CommandRunner {
         schema: flags.schema,
         table_prefix: flags.tablePrefix,
       };
-      const plain = Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
-      const dto = (await validation.transform(plain, { type: 'body', metatype: CreateSinkDto })) as CreateSinkDto;
-      printJson(await sinks.create(dto, cliActor()));
+      const answer = await sinks.create(
+        Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined)),
+      );
+      if (flags.json) printJson(answer);
+      else process.stdout.write(formatSink(answer.data));
     });
   }
 
@@ -166,40 +118,73 @@ export class SinksAddCommand extends CommandRunner {
   parseTablePrefix(value: string): string {
     return value;
   }
+
+  @Option(JSON_OPTION)
+  parseJson(): boolean {
+    return true;
+  }
 }
 
-@SubCommand({ name: 'list', description: 'List every sink with its cursor, state, lag and last error (oldest first)' })
+@SubCommand({ name: 'list', description: 'List every sink with its state, lag, target and last error (oldest first)' })
 export class SinksListCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
     super();
   }
 
-  async run(): Promise<void> {
-    await runSinkCommand('list', this.config, async (sinks) => {
-      const data: SinkView[] = [];
-      for await (const page of sinks.all({ limit: LIST_PAGE, order: 'created' })) data.push(...page);
-      printJson({ data });
+  async run(_: string[], flags: { json?: boolean }): Promise<void> {
+    await runSinkRead('list', this.config, async (sinks) => {
+      const data = await sinks.all();
+      if (flags.json) printJson({ data });
+      else process.stdout.write(formatSinkTable(data));
     });
+  }
+
+  @Option(JSON_OPTION)
+  parseJson(): boolean {
+    return true;
+  }
+}
+
+@SubCommand({
+  name: 'show',
+  arguments: '<id>',
+  description: 'Show one sink (its id, or a prefix naming one sink): cursor, state, lag, last success and error',
+})
+export class SinksShowCommand extends CommandRunner {
+  constructor(private readonly config: AppConfig) {
+    super();
+  }
+
+  async run([id]: string[], flags: { json?: boolean }): Promise<void> {
+    await runSinkRead('show', this.config, async (sinks) => {
+      const answer = await sinks.get(await resolveSinkId(sinks, id));
+      if (flags.json) printJson(answer);
+      else process.stdout.write(formatSink(answer.data));
+    });
+  }
+
+  @Option(JSON_OPTION)
+  parseJson(): boolean {
+    return true;
   }
 }
 
 @SubCommand({
   name: 'replay',
   arguments: '<id>',
-  description: 'Deliver again from the start (default), the current state (snapshot), now, or after a changes cursor',
+  description:
+    'Deliver again from the start (default), the current state (snapshot), now, or after a changes cursor (id or unique prefix)',
 })
 export class SinksReplayCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
     super();
   }
 
-  async run([id]: string[], flags: { from?: string }): Promise<void> {
+  async run([id]: string[], flags: { from?: string; json?: boolean }): Promise<void> {
     await runSinkCommand('replay', this.config, async (sinks) => {
-      const dto = (await validation.transform(
-        { from: flags.from ?? 'start' },
-        { type: 'body', metatype: ReplaySinkDto },
-      )) as ReplaySinkDto;
-      printJson(await sinks.replay(id, dto, cliActor()));
+      const answer = await sinks.replay(await resolveSinkId(sinks, id), flags.from ?? 'start');
+      if (flags.json) printJson(answer);
+      else process.stdout.write(`replaying ${answer.data.id} from ${flags.from ?? 'start'}\n`);
     });
   }
 
@@ -207,9 +192,14 @@ export class SinksReplayCommand extends CommandRunner {
   parseFrom(value: string): string {
     return value;
   }
+
+  @Option(JSON_OPTION)
+  parseJson(): boolean {
+    return true;
+  }
 }
 
-@SubCommand({ name: 'remove', arguments: '<id>', description: 'Remove a sink' })
+@SubCommand({ name: 'remove', arguments: '<id>', description: 'Remove a sink (its id, or a prefix naming one sink)' })
 export class SinksRemoveCommand extends CommandRunner {
   constructor(private readonly config: AppConfig) {
     super();
@@ -217,20 +207,21 @@ export class SinksRemoveCommand extends CommandRunner {
 
   async run([id]: string[]): Promise<void> {
     await runSinkCommand('remove', this.config, async (sinks) => {
-      await sinks.remove(id, cliActor());
-      process.stderr.write(`menu-sync sinks remove: removed ${id}\n`);
+      const full = await resolveSinkId(sinks, id);
+      await sinks.remove(full);
+      process.stdout.write(`removed ${full}\n`);
     });
   }
 }
 
 @Command({
   name: 'sinks',
-  description: 'Manage push sinks: add, list, replay, remove',
-  subCommands: [SinksAddCommand, SinksListCommand, SinksReplayCommand, SinksRemoveCommand],
+  description: 'Manage push sinks: add, list, show, replay, remove',
+  subCommands: [SinksAddCommand, SinksListCommand, SinksShowCommand, SinksReplayCommand, SinksRemoveCommand],
 })
 export class SinksCommand extends CommandRunner {
   async run(): Promise<void> {
-    process.stderr.write('menu-sync sinks: give a subcommand: add | list | replay <id> | remove <id>\n');
+    process.stderr.write('menu-sync sinks: give a subcommand: add | list | show <id> | replay <id> | remove <id>\n');
     process.exitCode = 2;
   }
 }

@@ -1,4 +1,4 @@
-import type { StatusSnapshot } from '../observability/status-report.js';
+import type { StatusReport } from '../observability/status-report.js';
 
 const ago = (from: Date, to: Date) => {
   const seconds = Math.round((to.getTime() - from.getTime()) / 1000);
@@ -15,7 +15,7 @@ const ago = (from: Date, to: Date) => {
 };
 
 /** The status as one screen of text; colour only on a terminal. */
-export function formatStatus(snapshot: StatusSnapshot, attention: string[], colour: boolean): string {
+export function formatStatus(report: StatusReport, colour: boolean): string {
   const paint = (code: number) => (text: string) => (colour ? `\u001b[${code}m${text}\u001b[0m` : text);
   const [red, green, yellow, bold, dim] = [paint(31), paint(32), paint(33), paint(1), paint(2)];
   const state = (value: string) =>
@@ -24,55 +24,62 @@ export function formatStatus(snapshot: StatusSnapshot, attention: string[], colo
       : ['retrying', 'partial', 'skipped', 'disabled'].includes(value)
         ? yellow(value)
         : red(value);
-  const lines: string[] = [bold(`menu-sync status  ${snapshot.at.toISOString()}`), ''];
+  const at = new Date(report.at);
+  const lines: string[] = [bold(`menu-sync status  ${report.at}`), ''];
 
   lines.push(bold('Connections'));
-  if (snapshot.connections.length === 0)
+  if (report.connections.length === 0)
     lines.push(dim('  none: connect an account at /auth/connect or with `menu-sync auth url`'));
-  for (const connection of snapshot.connections) {
-    const retired = connection.sandbox && connection.state !== 'active';
+  for (const connection of report.connections) {
+    const subscription = connection.subscription;
     lines.push(
-      `  #${connection.id}  ${retired ? dim('retired (sandbox)') : state(connection.state)}  owner ${connection.ownerId ?? '?'}  ` +
-        `token expires ${ago(connection.expiresAt, snapshot.at)}  ${connection.subscriptions} subscription(s)` +
-        `${connection.failedSubscriptions > 0 ? red(`, ${connection.failedSubscriptions} failed`) : ''}`,
+      `  #${connection.id}  ${connection.retired ? dim('retired (sandbox)') : state(connection.state)}  owner ${connection.owner_id ?? '?'}  ` +
+        `token expires ${ago(new Date(connection.token_expires_at), at)}  ${connection.subscriptions} subscription(s)` +
+        `${subscription && !connection.retired ? `, newest ${state(subscription.status)}` : ''}`,
     );
-    if (connection.lastError && !retired) lines.push(`      ${red(connection.lastError)}`);
+    if (connection.last_error && !connection.retired) lines.push(`      ${red(connection.last_error)}`);
   }
 
   lines.push('', bold('Projections'));
-  for (const projection of snapshot.projections) {
-    const later = snapshot.later.find((item) => item.name === projection.name);
-    const lag = later?.lag ?? projection.lag;
+  for (const projection of report.projections) {
     lines.push(
-      `  ${projection.name.padEnd(8)} position ${later?.position ?? projection.position} / head ${projection.head}  ` +
-        `lag ${lag === 0 ? green('0') : yellow(String(lag))}  parked ${projection.parked === 0 ? '0' : red(String(projection.parked))}`,
+      `  ${projection.name.padEnd(8)} position ${projection.position} / head ${projection.head}  ` +
+        `lag ${projection.lag === 0 ? green('0') : yellow(String(projection.lag))}  parked ${projection.parked === 0 ? '0' : red(String(projection.parked))}`,
     );
-    if (projection.parked > 0 && projection.lastError) lines.push(`      ${red(projection.lastError)}`);
+    if (projection.parked > 0 && projection.last_error) lines.push(`      ${red(projection.last_error)}`);
   }
 
   lines.push('', bold('Sinks'));
-  if (snapshot.sinks === undefined) lines.push(dim('  not available on this database'));
-  else if (snapshot.sinks.length === 0) lines.push(dim('  none'));
-  for (const sink of snapshot.sinks ?? []) {
+  const sinks = report.sinks;
+  if (sinks === null) lines.push(dim('  not available on this database'));
+  else if (sinks.total === 0) lines.push(dim('  none'));
+  else {
+    const counts = Object.entries(sinks.by_state)
+      .filter(([, n]) => n > 0)
+      .map(([name, n]) => `${n} ${state(name)}`);
     lines.push(
-      `  #${sink.id}  ${sink.kind ?? ''}  ${state(sink.state)}${sink.lastError ? `  ${red(sink.lastError)}` : ''}`,
+      `  ${sinks.total} in all: ${counts.join(', ')}; ${sinks.attention === 0 ? green('0') : red(String(sinks.attention))} need attention`,
     );
+    for (const sink of sinks.needing_attention)
+      lines.push(
+        `  ${sink.id.slice(0, 8)}  ${sink.kind}  ${state(sink.state)}${sink.last_error ? `  ${red(sink.last_error)}` : ''}`,
+      );
   }
 
   lines.push('', bold('Last reconcile'));
-  const run = snapshot.lastReconcile;
+  const run = report.last_reconcile;
   lines.push(
     run
-      ? `  #${run.id}  ${state(run.outcome)}  ${run.trigger}, ${ago(new Date(run.startedAt), snapshot.at)}${run.errors.length > 0 ? `  ${red(run.errors[0])}` : ''}`
+      ? `  #${run.id}  ${state(run.outcome)}  ${run.trigger}, ${ago(new Date(run.started_at), at)}${run.errors.length > 0 ? `  ${red(run.errors[0])}` : ''}`
       : dim('  none yet'),
   );
 
-  lines.push('', `${bold('Quarantine')}  ${snapshot.quarantined} rejected deliveries kept`, '');
-  if (attention.length === 0) lines.push(green('OK: nothing needs attention'));
+  lines.push('', `${bold('Quarantine')}  ${report.quarantined} rejected deliveries kept`, '');
+  if (report.ok) lines.push(green('OK: nothing needs attention'));
   else
     lines.push(
-      red(bold(`${attention.length} thing(s) need attention:`)),
-      ...attention.map((reason) => `  ${red('✗')} ${reason}`),
+      red(bold(`${report.attention.length} thing(s) need attention:`)),
+      ...report.attention.map((reason) => `  ${red('✗')} ${reason}`),
     );
   return `${lines.join('\n')}\n`;
 }

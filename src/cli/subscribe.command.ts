@@ -1,10 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
-import { subscriptionView } from '../oauth/connection-view.js';
-import { ConnectionsService } from '../oauth/connections.service.js';
 import { AppConfig } from '../config/app-config.js';
-import { SubscriptionService } from '../subscriptions/subscription.service.js';
-import { printJson, runConnectionCommand } from './auth-context.js';
+import { printJson } from './output.js';
 import { connectionOption } from './option-parsers.js';
 
 interface SubscribeFlags {
@@ -22,6 +19,11 @@ export class SubscribeCommand extends CommandRunner {
   }
 
   async run(_: string[], flags: SubscribeFlags): Promise<void> {
+    const [{ runConnectionCommand }, { subscriptionView }, { SubscriptionService }] = await Promise.all([
+      import('./auth-context.js'),
+      import('../oauth/connection-view.js'),
+      import('../subscriptions/subscription.service.js'),
+    ]);
     await runConnectionCommand('subscribe', this.config, async (app) => {
       const ids = flags.connection === undefined ? await activeConnections(app) : [flags.connection];
       if (ids.length === 0) {
@@ -51,6 +53,7 @@ export class SubscribeCommand extends CommandRunner {
 
 /** Every connection that can call the upstream; the others are named on stderr. */
 async function activeConnections(app: INestApplicationContext): Promise<number[]> {
+  const { ConnectionsService } = await import('../oauth/connections.service.js');
   const connections = (await app.get(ConnectionsService).list()).data;
   for (const connection of connections.filter((item) => item.state !== 'active')) {
     process.stderr.write(

@@ -1,54 +1,19 @@
 import { cliActor } from '../audit/audit-actor.js';
-import { DynamicModule, Module } from '@nestjs/common';
+import type { TokensService } from '../tokens/tokens.service.js';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { AppError } from '../common/app-error.js';
-import { createValidationPipe } from '../common/validation.pipe.js';
 import { AppConfig } from '../config/app-config.js';
-import { ConfigModule } from '../config/config.module.js';
-import { DatabaseModule } from '../database/database.module.js';
-import { CreateTokenDto } from '../tokens/tokens.dto.js';
-import { TokenNotFoundError } from '../tokens/tokens.errors.js';
-import { TokenRecordsModule } from '../tokens/tokens.module.js';
-import { TokensService } from '../tokens/tokens.service.js';
-import { printJson } from './auth-context.js';
-import { withDaemonContext } from './daemon-database.js';
+import { formatTable, printJson, shortIds } from './output.js';
 
-/** Stored API tokens on the daemon's database; every running daemon takes a change within seconds. */
-@Module({})
-class TokenCommandsModule {
-  static register(config: AppConfig, databaseUrl: string): DynamicModule {
-    return {
-      module: TokenCommandsModule,
-      imports: [
-        ConfigModule.forRoot(config),
-        DatabaseModule.forRoot({ url: databaseUrl, poolSize: 2 }),
-        TokenRecordsModule,
-      ],
-    };
-  }
-}
-
-/** Exit codes: an unknown token → 1; input the API would refuse (4XX other than 404) → 2, bad usage. */
+/** Runs `work` with TokensService on the daemon's database (tokens-context.ts, loaded only when a command runs). */
 async function runTokenCommand(
   command: string,
   config: AppConfig,
   work: (tokens: TokensService) => Promise<void>,
 ): Promise<void> {
-  try {
-    await withDaemonContext(
-      config,
-      (url) => TokenCommandsModule.register(config, url),
-      (app) => work(app.get(TokensService)),
-    );
-  } catch (error) {
-    if (!(error instanceof AppError)) throw error;
-    const field = typeof error.extra.field === 'string' ? ` (${error.extra.field})` : '';
-    process.stderr.write(`menu-sync tokens ${command}: ${error.detail}${field}\n`);
-    process.exitCode = error instanceof TokenNotFoundError || error.status >= 500 ? 1 : 2;
-  }
+  const { runTokenCommand: run } = await import('./tokens-context.js');
+  await run(command, config, work);
 }
 
-const validation = createValidationPipe();
 const list = (value: string) =>
   value
     .split(',')
@@ -60,7 +25,11 @@ interface AddFlags {
   role?: string;
   ownerIds?: string[];
   expiresAt?: string;
+  json?: boolean;
 }
+
+const JSON_OPTION = { flags: '--json', description: 'print the answer as JSON, as the API gives it' };
+const never = (value: string | null) => value ?? 'never';
 
 /** `menu-sync tokens add --name N --role read|admin …`: prints the token with its secret (shown only now). */
 @SubCommand({ name: 'add', description: 'Make an API token; its secret (mst_…) is printed once' })
@@ -73,8 +42,21 @@ export class TokensAddCommand extends CommandRunner {
     await runTokenCommand('add', this.config, async (tokens) => {
       const body = { name: flags.name, role: flags.role, owner_ids: flags.ownerIds, expires_at: flags.expiresAt };
       const plain = Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
-      const dto = (await validation.transform(plain, { type: 'body', metatype: CreateTokenDto })) as CreateTokenDto;
-      printJson(await tokens.create(dto, cliActor()));
+      const [{ createValidationPipe }, { CreateTokenDto }] = await Promise.all([
+        import('../common/validation.pipe.js'),
+        import('../tokens/tokens.dto.js'),
+      ]);
+      const dto = (await createValidationPipe().transform(plain, {
+        type: 'body',
+        metatype: CreateTokenDto,
+      })) as InstanceType<typeof CreateTokenDto>;
+      const token = await tokens.create(dto, cliActor());
+      if (flags.json) printJson(token);
+      else
+        process.stdout.write(
+          `id:       ${token.id}\nname:     ${token.name}\nrole:     ${token.role}\nowners:   ${token.owner_ids?.join(',') ?? 'all'}\n` +
+            `expires:  ${never(token.expires_at)}\ntoken:    ${token.token}   (shown only now: keep it)\n`,
+        );
     });
   }
 
@@ -103,6 +85,11 @@ export class TokensAddCommand extends CommandRunner {
   parseExpiresAt(value: string): string {
     return value;
   }
+
+  @Option(JSON_OPTION)
+  parseJson(): boolean {
+    return true;
+  }
 }
 
 @SubCommand({ name: 'list', description: 'List the stored tokens (oldest first), never their secrets' })
@@ -111,8 +98,32 @@ export class TokensListCommand extends CommandRunner {
     super();
   }
 
-  async run(): Promise<void> {
-    await runTokenCommand('list', this.config, async (tokens) => printJson({ data: await tokens.all() }));
+  async run(_: string[], flags: { json?: boolean }): Promise<void> {
+    await runTokenCommand('list', this.config, async (tokens) => {
+      const data = await tokens.all();
+      if (flags.json) return printJson({ data });
+      if (data.length === 0) return void process.stdout.write('No stored tokens.\n');
+      const ids = shortIds(data.map((token) => token.id));
+      process.stdout.write(
+        formatTable(
+          ['ID', 'NAME', 'ROLE', 'OWNERS', 'EXPIRES', 'LAST USED', 'CREATED'],
+          data.map((token) => [
+            ids.get(token.id)!,
+            token.name,
+            token.role,
+            token.owner_ids?.join(',') ?? 'all',
+            never(token.expires_at),
+            never(token.last_used_at),
+            token.created_at,
+          ]),
+        ),
+      );
+    });
+  }
+
+  @Option(JSON_OPTION)
+  parseJson(): boolean {
+    return true;
   }
 }
 
@@ -129,7 +140,7 @@ export class TokensRevokeCommand extends CommandRunner {
   async run([id]: string[]): Promise<void> {
     await runTokenCommand('revoke', this.config, async (tokens) => {
       const revoked = await tokens.revokeByPrefix(id, cliActor());
-      process.stderr.write(`menu-sync tokens revoke: revoked ${revoked}\n`);
+      process.stdout.write(`revoked ${revoked}\n`);
     });
   }
 }

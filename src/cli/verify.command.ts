@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
-import { forEachProjection, PROJECTION_NAMES } from './rebuild-context.js';
+import { PROJECTION_NAMES } from './option-parsers.js';
 
 interface VerifyOptions {
   projection?: string;
@@ -21,6 +21,7 @@ export class VerifyCommand extends CommandRunner {
   /** Prints each difference (type, id, fields); exit 1 on drift, 0 when identical. */
   async run(_: string[], options: VerifyOptions): Promise<void> {
     let drift = 0;
+    const { forEachProjection } = await import('./rebuild-context.js');
     await forEachProjection(
       'verify',
       this.config,

@@ -101,6 +101,7 @@ export const SECRET_VARIABLES = new Set([
   'API_TOKENS',
   'TOKEN_ENCRYPTION_KEY',
   'NATS_URL',
+  'MENU_SYNC_TOKEN',
 ]);
 
 /**
@@ -342,6 +343,22 @@ export class AppConfig {
   @Matches(DURATION, { message: 'SINK_FAILING_AFTER must be a duration such as 72h, 30m or 90s' })
   SINK_FAILING_AFTER = '72h';
 
+  /** How long a sink that delivered before may fail before `status` and the console say it needs attention. */
+  @Matches(DURATION, { message: 'SINK_ATTENTION_AFTER must be a duration such as 5m, 30s or 1h' })
+  SINK_ATTENTION_AFTER = '5m';
+
+  /** The daemon the CLI asks instead of opening its database (`status`, `sinks`): e.g. http://127.0.0.1:3000. */
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s/]+(\/\S*)?$/, {
+    message: 'MENU_SYNC_URL must be an http(s) URL such as http://127.0.0.1:3000',
+  })
+  MENU_SYNC_URL?: string;
+
+  /** The bearer token the CLI sends to MENU_SYNC_URL (one of API_TOKENS, or a stored token). */
+  @IsOptional()
+  @IsString()
+  MENU_SYNC_TOKEN?: string;
+
   /** NATS for `nats` sinks (docs/reference.md §11); unset: creating one is refused. */
   @IsOptional()
   @Matches(/^(nats|tls|wss?):\/\/\S+$|^[\w.-]+:\d+$/, {
@@ -364,6 +381,10 @@ export class AppConfig {
 
   get sinkFailingAfterMs(): number {
     return durationMs(this.SINK_FAILING_AFTER);
+  }
+
+  get sinkAttentionAfterMs(): number {
+    return durationMs(this.SINK_ATTENTION_AFTER);
   }
 
   /** Resource types whose changes are published (reference §11): `product`, `collection`, …; `none` publishes nothing. */
@@ -492,6 +513,8 @@ const OPTIONAL_VARIABLES = [
   'OAUTH_REDIRECT_URI',
   'TOKEN_ENCRYPTION_KEY',
   'NATS_URL',
+  'MENU_SYNC_URL',
+  'MENU_SYNC_TOKEN',
 ];
 
 /** Every environment variable loadConfig reads, in the order AppConfig declares them. */
@@ -499,18 +522,28 @@ export function configVariables(): string[] {
   return [...new Set([...Object.keys(new AppConfig()), ...OPTIONAL_VARIABLES])];
 }
 
+export interface LoadOptions {
+  /** false: a command that seals and opens nothing (`migrate`, `status`) runs without TOKEN_ENCRYPTION_KEY. */
+  encryptionKey?: boolean;
+}
+
 /**
  * Builds and validates the configuration from an environment. Empty strings count as unset.
  * Throws ConfigError naming every offending variable (never echoing a secret's value).
  */
-export function loadConfig(env: Record<string, string | undefined>): AppConfig {
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  { encryptionKey = true }: LoadOptions = {},
+): AppConfig {
   const plain: Record<string, string> = {};
   for (const name of configVariables()) {
     const value = env[name];
     if (value !== undefined && value.trim() !== '') plain[name] = value.trim();
   }
   const config = plainToInstance(AppConfig, plain, { exposeDefaultValues: true });
-  const errors = validateSync(config, { forbidUnknownValues: false });
+  const errors = validateSync(config, { forbidUnknownValues: false }).filter(
+    (error) => encryptionKey || error.property !== 'TOKEN_ENCRYPTION_KEY' || config.TOKEN_ENCRYPTION_KEY !== undefined,
+  );
   if (errors.length > 0) throw new ConfigError(errors.map(describe));
   return config;
 }

@@ -17,6 +17,8 @@ export function Overview() {
   const projections = usePoll(() => getJson('/api/v1/projections').then((body) => body.data), REFRESH_MS);
   const parked = usePoll(() => getJson('/api/v1/projections/parked').then((body) => body.data), REFRESH_MS);
   const sinks = usePoll(loadSinksSummary, REFRESH_MS);
+  // What needs attention is the daemon's verdict (GET /api/v1/status), the one `menu-sync status` prints.
+  const status = usePoll(() => getJson('/api/v1/status'), REFRESH_MS);
   const runs = usePoll(() => getJson('/api/v1/reconcile/runs').then((body) => body.data.slice(0, 5)), 5000);
   const quarantine = usePoll(() => getJson('/api/v1/quarantine').then((body) => body.data.length), 5000);
   // Write actions are shown to an admin token only; until the role is known, to none.
@@ -25,15 +27,16 @@ export function Overview() {
 
   const lag = projections.data?.reduce((sum, item) => sum + item.lag, 0);
   const parkedCount = projections.data?.reduce((sum, item) => sum + item.parked, 0);
-  const attention = connections.data?.filter((item) => item.state !== 'active').length;
-  const failingSinks = sinks.data?.available ? sinks.data.by_state.failing + sinks.data.by_state.retrying : undefined;
+  const counts = status.data?.counts;
+  const retired = new Set(status.data?.connections.filter((item) => item.retired).map((item) => item.id));
+  const retrying = status.data?.sinks?.by_state.retrying ?? 0;
 
   return html` <div class="stats">
       <${Stat}
         label="Connections"
         value=${connections.data ? count(connections.data.length) : '…'}
-        tone=${attention > 0 ? 'bad' : connections.data?.length ? 'good' : ''}
-        hint=${attention > 0 ? `${attention} need reauthorization` : connections.data?.length ? 'all active' : 'none yet'}
+        tone=${counts === undefined ? '' : counts.connections > 0 ? 'bad' : 'good'}
+        hint=${connectionsHint(status.data, retired)}
       />
       <${Stat}
         label="Projector lag"
@@ -50,8 +53,8 @@ export function Overview() {
       <${Stat}
         label="Sinks"
         value=${sinks.data ? (sinks.data.available ? count(sinks.data.total) : 'n/a') : '…'}
-        tone=${failingSinks > 0 ? 'bad' : ''}
-        hint=${failingSinks > 0 ? `${failingSinks} failing or retrying` : sinks.data?.available === false ? 'not on this daemon' : 'delivering'}
+        tone=${counts?.sinks > 0 ? 'bad' : retrying > 0 ? 'warn' : ''}
+        hint=${sinksHint(counts, retrying, sinks.data)}
       />
       <${Stat}
         label="Quarantine"
@@ -60,8 +63,9 @@ export function Overview() {
         hint="rejected deliveries kept"
       />
     </div>
+    <${Attention} state=${status} />
     <div class="grid">
-      <${Connections} state=${connections} canWrite=${canWrite} />
+      <${Connections} state=${connections} retired=${retired} canWrite=${canWrite} />
       <${Projections} state=${projections} parked=${parked} />
       <${ReconcileRuns} state=${runs} />
       <${SinksPanel} summary=${sinks} canWrite=${canWrite} />
@@ -69,7 +73,37 @@ export function Overview() {
     </div>`;
 }
 
-function Connections({ state, canWrite }) {
+function connectionsHint(report, retired) {
+  if (report === undefined) return '…';
+  const live = report.connections.length - retired.size;
+  if (report.counts.connections > 0)
+    return live === 0 ? 'none connected' : `${report.counts.connections} need attention`;
+  return retired.size > 0 ? `all active, ${retired.size} retired (sandbox)` : 'all active';
+}
+
+/** Red: what status counts as needing attention; yellow: sinks retrying that do not, yet (SINK_ATTENTION_AFTER). */
+function sinksHint(counts, retrying, summary) {
+  if (counts?.sinks > 0) return `${count(counts.sinks)} need attention`;
+  if (retrying > 0) return `${count(retrying)} retrying`;
+  return summary?.available === false ? 'not on this daemon' : 'delivering';
+}
+
+/** The daemon's list of what needs attention, word for word as `menu-sync status` prints it. */
+function Attention({ state }) {
+  if (state.data === undefined) return null;
+  return html`<section class=${state.data.ok ? 'attention ok' : 'attention bad'} id="attention" role="status">
+    ${
+      state.data.ok
+        ? html`<strong>OK: nothing needs attention</strong>`
+        : html`<strong>${state.data.attention.length} thing(s) need attention</strong>
+            <ul>
+              ${state.data.attention.map((reason) => html`<li>${reason}</li>`)}
+            </ul>`
+    }
+  </section>`;
+}
+
+function Connections({ state, retired, canWrite }) {
   return html`
     <${Panel} title="Connections" id="connections" wide aside=${canWrite ? html`<a class="button" href=${connectHref()}>Connect an account</a>` : null}>
       <${Async} state=${state} what="connections"
@@ -93,9 +127,13 @@ function Connections({ state, canWrite }) {
                     html` <tr>
                       <td>${item.id}</td>
                       <td>
-                        <${Badge}
-                          value=${item.state}
-                        />${item.last_error ? html`<div class="error-text">${item.last_error}</div>` : null}
+                        ${
+                          retired.has(item.id)
+                            ? html`<${Badge} value="retired (sandbox)" tone="muted" />`
+                            : html`<${Badge}
+                                  value=${item.state}
+                                />${item.last_error ? html`<div class="error-text">${item.last_error}</div>` : null}`
+                        }
                       </td>
                       <td>${item.owner_id ?? html`<span class="muted">not known yet</span>`}</td>
                       <td class="when" title=${when(item.token.expires_at)}>${fromNow(item.token.expires_at)}</td>
