@@ -27,12 +27,21 @@ export class ReplayCommand extends CommandRunner {
       this.logger,
       options.projection,
       async (rebuild, projection, progress, audit) => {
-        const report = await rebuild.replay(projection, progress);
+        // One entry per replay, a failed one too: what it rebuilt before failing was a write.
+        const report = await rebuild.replay(projection, progress).catch(async (error: unknown) => {
+          await audit.record({
+            actor: cliActor(),
+            action: 'projection.replayed',
+            target: projection.name,
+            detail: { outcome: 'failed', error: error instanceof Error ? error.message : String(error) },
+          });
+          throw error;
+        });
         await audit.record({
           actor: cliActor(),
           action: 'projection.replayed',
           target: report.projection,
-          detail: { applied: report.applied, parked: report.parked },
+          detail: { outcome: 'ok', applied: report.applied, parked: report.parked },
         });
         return (
           `${report.projection}: rebuilt from ${report.applied} log entries in ${report.seconds.toFixed(1)} s ` +
