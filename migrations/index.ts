@@ -20,6 +20,7 @@ import { AuditLog1765800000000 } from './1765800000000-audit-log.js';
 import { OwnerScope1765900000000 } from './1765900000000-owner-scope.js';
 import { ConnectStartedBy1766100000000 } from './1766100000000-connect-started-by.js';
 import { TableLayout1766200000000 } from './1766200000000-table-layout.js';
+import { Activity1766400000000 } from './1766400000000-activity.js';
 
 /** Every migration, in order. A new migration is added here as well. */
 export const MIGRATIONS = [
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   OwnerScope1765900000000,
   ConnectStartedBy1766100000000,
   TableLayout1766200000000,
+  Activity1766400000000,
 ];

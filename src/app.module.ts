@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
+import { ActivityApiModule } from './activity/activity.module.js';
 import { AuditApiModule } from './audit/audit.module.js';
 import { AccessModule } from './common/whoami.controller.js';
 import { AppConfig } from './config/app-config.js';
@@ -64,6 +65,7 @@ export class AppModule {
         AccessModule,
         TokensModule,
         AuditApiModule,
+        ActivityApiModule,
         StatusModule,
       ],
     };

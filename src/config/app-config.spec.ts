@@ -182,6 +182,14 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('ACTIVITY_RETENTION: 7 days by default, a duration, anything else named', () => {
+    expect(loadConfig({}).activityRetentionMs).toBe(7 * 86_400_000);
+    expect(loadConfig({ ACTIVITY_RETENTION: '90s' }).activityRetentionMs).toBe(90_000);
+    expect(problems({ ACTIVITY_RETENTION: 'a week' })).toEqual([
+      'ACTIVITY_RETENTION: ACTIVITY_RETENTION must be a duration such as 7d, 12h, 15m or 30s',
+    ]);
+  });
+
   it('AUDIT_RETENTION: 90 days by default, a duration, anything else named', () => {
     expect(loadConfig({}).auditRetentionMs).toBe(90 * 86_400_000);
     expect(loadConfig({ AUDIT_RETENTION: '30s' }).auditRetentionMs).toBe(30_000);

@@ -404,6 +404,10 @@ export class AppConfig {
   @Matches(DURATION, { message: 'AUDIT_RETENTION must be a duration such as 90d, 12h, 15m or 30s' })
   AUDIT_RETENTION = '90d';
 
+  /** How long the activity history (counts per minute, `GET /api/v1/activity`) is kept: `7d`, `12h`, `15m`, `30s`. */
+  @Matches(DURATION, { message: 'ACTIVITY_RETENTION must be a duration such as 7d, 12h, 15m or 30s' })
+  ACTIVITY_RETENTION = '7d';
+
   /** How many sinks get series labelled by `sink` (the most lagging or failing); the others are counted by `kind` only. */
   @Transform(int)
   @IsInt({ message: 'METRICS_SINK_SERIES must be an integer of 0 or more' })
@@ -449,6 +453,10 @@ export class AppConfig {
 
   get auditRetentionMs(): number {
     return durationMs(this.AUDIT_RETENTION);
+  }
+
+  get activityRetentionMs(): number {
+    return durationMs(this.ACTIVITY_RETENTION);
   }
 
   get hasUpstream(): boolean {

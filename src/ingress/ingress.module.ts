@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ActivityModule } from '../activity/activity.module.js';
 import { EventLogModule } from '../event-log/event-log.module.js';
 import { DeliveriesInFlight } from './deliveries-in-flight.js';
 import { IngressService } from './ingress.service.js';
@@ -9,7 +10,7 @@ import { QuarantineController } from './quarantine.controller.js';
 import { QuarantineService } from './quarantine.service.js';
 
 @Module({
-  imports: [EventLogModule],
+  imports: [EventLogModule, ActivityModule],
   controllers: [QuarantineController],
   providers: [
     IngressService,

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { ActivityCounter } from '../activity/activity-counter.service.js';
 import { AppError, NotFoundError, ServiceUnavailableError } from '../common/app-error.js';
 import { AppConfig } from '../config/app-config.js';
 import { AppendBatcher, AppendRejectedError, AppendUnconfirmedError } from '../event-log/append-batcher.js';
@@ -36,6 +37,7 @@ export class IngressService {
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
     private readonly sealer: RawBodySealer,
+    private readonly activity: ActivityCounter,
   ) {}
 
   /** Validates a delivery and answers only once it is committed to the event log (docs/reference.md §2). */
@@ -71,6 +73,7 @@ export class IngressService {
         });
       }
       this.metrics.webhookDeliveries.inc({ outcome: parsed.handled ? 'accepted' : 'unhandled' });
+      this.activity.add('events', 'webhook');
       return { status: 202, body: { status: 'accepted', position: result.position, event_id: parsed.eventId } };
     } catch (error) {
       if (error instanceof AppendRejectedError) {
@@ -125,6 +128,7 @@ export class IngressService {
     detail: string,
   ): Promise<never> {
     this.metrics.webhookDeliveries.inc({ outcome: status === 415 ? 'unsupported_media_type' : 'rejected' });
+    this.activity.add('failures', 'webhook');
     this.logger.warn({ msg: 'rejected a delivery', status, field, detail: detail.slice(0, 200) });
     await this.quarantine
       .add(

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ActivityModule } from '../activity/activity.module.js';
 import { AuditModule } from '../audit/audit.module.js';
 import { SecretCipherModule } from '../common/secret-cipher.module.js';
 import { ChangeFeedModule } from '../changes/change-feed.module.js';
@@ -28,7 +29,7 @@ export class SinkStoreModule {}
 
 /** Push sinks (docs/reference.md §11): their API and the dispatcher that delivers them. */
 @Module({
-  imports: [SinkStoreModule, ChangesModule, ChangeFeedModule],
+  imports: [SinkStoreModule, ChangesModule, ChangeFeedModule, ActivityModule],
   controllers: [SinksController, SinkAttemptsController],
   providers: [
     HttpSinkClient,

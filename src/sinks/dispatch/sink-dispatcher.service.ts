@@ -1,3 +1,4 @@
+import { ActivityCounter } from '../../activity/activity-counter.service.js';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -99,6 +100,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
     private readonly metrics: MetricsService,
     private readonly config: AppConfig,
     private readonly attempts: SinkAttemptsService,
+    private readonly activity: ActivityCounter,
   ) {
     this.listener = new ChannelListener(dataSource, SINKS_CHANNEL, this.logger);
     this.db = new Limiter(Math.max(2, Math.floor(config.DATABASE_POOL_SIZE / 2)));
@@ -319,6 +321,7 @@ export class SinkDispatcherService implements OnApplicationBootstrap, BeforeAppl
       tables: this.tables,
       metrics: this.metrics,
       attempts: this.attempts,
+      activity: this.activity,
       failingAfterMs: this.config.sinkFailingAfterMs,
       defaultTypes: this.config.changeTypes,
       idlePollMs: IDLE_REREAD_MS,

@@ -1,3 +1,4 @@
+import type { ActivityCounter } from '../../activity/activity-counter.service.js';
 import type { ChangeLogRepository } from '../../changes/change-log.repository.js';
 import type { ChangeRouter } from '../../changes/change-router.service.js';
 import type { Limiter } from '../../common/limiter.js';
@@ -25,6 +26,7 @@ export interface SinkWorkerDeps {
   tables: TableSinksClient;
   metrics: MetricsService;
   attempts: Pick<SinkAttemptsService, 'record'>;
+  activity: Pick<ActivityCounter, 'add'>;
   failingAfterMs: number;
   defaultTypes: readonly string[];
   /**

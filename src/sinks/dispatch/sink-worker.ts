@@ -356,6 +356,8 @@ export class SinkWorker {
   /** What was sent and what the target answered (docs/reference.md §12); an attempt cut short by shutdown is none. */
   private recordAttempt(sink: Sink, batch: SinkChange[], outcome: DeliveryOutcome, seconds: number): void {
     this.deps.attempts.record(attemptOf(sink, batch, outcome, seconds));
+    const ok = outcome.kind === 'ok';
+    this.deps.activity.add(ok ? 'deliveries' : 'failures', sink.kind, ok ? batch.length : 1);
   }
 
   /**
