@@ -21,6 +21,7 @@ export class EventLogQueryService {
   async list(query: EventsQuery, scope: OwnerScope = null) {
     const entries = await this.repository.list({
       after: query.after,
+      before: query.before,
       limit: query.limit,
       eventType: query.event_type,
       subjectType: query.subject_type,

@@ -11,6 +11,13 @@ export class EventsQuery extends PageQuery {
   @Min(0, { message: 'after must be a non-negative integer' })
   after = 0;
 
+  @ApiPropertyOptional({ description: 'Return entries before this position, newest first (next_cursor pages on)' })
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt({ message: 'before must be a positive integer' })
+  @Min(1, { message: 'before must be a positive integer' })
+  before?: number;
+
   @ApiPropertyOptional()
   @IsOptional()
   @IsString()
@@ -37,4 +44,11 @@ export class QuarantineQuery extends PageQuery {
   @IsInt({ message: 'after must be a non-negative integer' })
   @Min(0, { message: 'after must be a non-negative integer' })
   after = 0;
+
+  @ApiPropertyOptional({ description: 'Return entries before this id, newest first (next_cursor pages on)' })
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt({ message: 'before must be a positive integer' })
+  @Min(1, { message: 'before must be a positive integer' })
+  before?: number;
 }

@@ -207,6 +207,10 @@ export class EventLogRepository {
   async list(filter: LogFilter): Promise<LogEntrySummary[]> {
     const params: unknown[] = [filter.after, filter.limit];
     const where = ['position > $1'];
+    if (filter.before !== undefined) {
+      params.push(filter.before);
+      where.push(`position < $${params.length}`);
+    }
     for (const [column, value] of [
       ['event_type', filter.eventType],
       ['subject_type', filter.subjectType],
@@ -221,7 +225,8 @@ export class EventLogRepository {
       where.push(`owner_id = ANY($${params.length}::text[])`);
     }
     const rows: RawEntry[] = await this.dataSource.query(
-      `SELECT ${SUMMARY} FROM event_log e WHERE ${where.join(' AND ')} ORDER BY e.position LIMIT $2`,
+      `SELECT ${SUMMARY} FROM event_log e WHERE ${where.join(' AND ')}
+        ORDER BY e.position ${filter.before === undefined ? '' : 'DESC'} LIMIT $2`,
       params,
     );
     return rows.map(toSummary);

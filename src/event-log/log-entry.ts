@@ -84,6 +84,8 @@ export interface LogPage {
 
 export interface LogFilter {
   after: number;
+  /** Newest first, below this position (paging back from the head). */
+  before?: number;
   limit: number;
   eventType?: string;
   subjectType?: string;

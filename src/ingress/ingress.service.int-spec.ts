@@ -186,7 +186,7 @@ describe('IngressService: webhook keys never stored in clear (PostgreSQL)', () =
       expect((refusal as AppError).detail).not.toContain(form.slice(0, 6));
       expect(await rowsOf('quarantine')).not.toContain(form);
     }
-    const listed = (await quarantine.list(0, 100)).data.at(-1)!;
+    const listed = (await quarantine.list({ after: 0, limit: 100 })).data.at(-1)!;
     expect(listed.sha256).toBe(createHash('sha256').update(body).digest('hex'));
     const bytes = Buffer.from(listed.body, listed.body_encoding === 'base64' ? 'base64' : 'utf8');
     const text = bytes.toString(utf16 ? 'utf16le' : 'utf8');

@@ -14,6 +14,6 @@ export class QuarantineController {
 
   @Get()
   list(@Query() query: QuarantineQuery, @TokenScope() scope: OwnerScope) {
-    return this.quarantine.list(query.after, query.limit, scope);
+    return this.quarantine.list(query, scope);
   }
 }

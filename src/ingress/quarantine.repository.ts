@@ -45,13 +45,17 @@ export class QuarantineRepository {
     );
   }
 
-  /** Entries after `after`, oldest first; with `ownerIds`, only those naming one of them. */
-  async list(after: number, limit: number, ownerIds?: readonly string[]): Promise<QuarantinedDelivery[]> {
+  /** Entries after `after`, oldest first (below `before`, newest first); with `ownerIds`, only those naming one of them. */
+  async list(
+    page: { after: number; before?: number; limit: number },
+    ownerIds?: readonly string[],
+  ): Promise<QuarantinedDelivery[]> {
     const rows: Array<Record<string, unknown>> = await this.dataSource.query(
       `SELECT id, received_at, status, reason, field, key_id, content_type, sha256, body, owner_id
-         FROM quarantine WHERE id > $1 ${ownerIds === undefined ? '' : 'AND owner_id = ANY($3::text[])'}
-        ORDER BY id LIMIT $2`,
-      ownerIds === undefined ? [after, limit] : [after, limit, ownerIds],
+         FROM quarantine WHERE id > $1 AND ($3::bigint IS NULL OR id < $3)
+              ${ownerIds === undefined ? '' : 'AND owner_id = ANY($4::text[])'}
+        ORDER BY id ${page.before === undefined ? '' : 'DESC'} LIMIT $2`,
+      [page.after, page.limit, page.before ?? null, ...(ownerIds === undefined ? [] : [ownerIds])],
     );
     return rows.map((row) => ({
       id: Number(row.id),

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { QuarantineQuery } from '../event-log/event-log.dto.js';
 import type { OwnerScope } from '../common/owner-scope.js';
 import { QuarantineRepository } from './quarantine.repository.js';
 
@@ -9,11 +10,11 @@ export class QuarantineService {
   constructor(private readonly repository: QuarantineRepository) {}
 
   /**
-   * Rejected deliveries, oldest first (within `scope`: those naming one of its owners); a body
-   * that is not UTF-8 text is given in base64.
+   * Rejected deliveries, oldest first (with `before`, newest first; within `scope`: those naming one
+   * of its owners); a body that is not UTF-8 text is given in base64.
    */
-  async list(after: number, limit: number, scope: OwnerScope = null) {
-    const entries = await this.repository.list(after, limit, scope ?? undefined);
+  async list({ after, before, limit }: QuarantineQuery, scope: OwnerScope = null) {
+    const entries = await this.repository.list({ after, before, limit }, scope ?? undefined);
     const last = entries.at(-1);
     return {
       data: entries.map((entry) => {
