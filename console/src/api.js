@@ -67,6 +67,16 @@ export async function postJson(path, body) {
   return response.status === 204 ? null : response.json();
 }
 
+export async function patchJson(path, body) {
+  const response = await send(path, {
+    method: 'PATCH',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw await failure(response);
+  return response.json();
+}
+
 export async function deleteJson(path) {
   const response = await send(path, { method: 'DELETE' });
   if (!response.ok) throw await failure(response);

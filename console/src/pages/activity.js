@@ -2,8 +2,10 @@ import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { getJson } from '../api.js';
+import { count } from '../format.js';
 import { subscribe } from '../sampler.js';
-import { Empty, ErrorBox, Loading, Panel } from '../ui.js';
+import { Async, Empty, ErrorBox, Loading, Panel, usePoll } from '../ui.js';
 
 const COLORS = ['#2563eb', '#dc2626', '#d97706', '#059669', '#7c3aed', '#0891b2'];
 
@@ -53,7 +55,51 @@ function seriesOf(samples, pick) {
   return keys.map((key) => ({ label: key, values: samples.map((s) => pick(s)[key] ?? null) }));
 }
 
+function keyed(minutes, pick) {
+  const keys = [...new Set(minutes.flatMap((minute) => Object.keys(pick(minute))))].sort();
+  return keys.map((key) => ({ label: key, values: minutes.map((minute) => pick(minute)[key] ?? 0) }));
+}
+
+const total = (series) => series.reduce((sum, s) => sum + s.values.reduce((a, b) => a + b, 0), 0);
+
+/** The last 24 hours per minute, from PostgreSQL (GET /api/v1/activity): what happened before this tab opened. */
+function History() {
+  const history = usePoll(() => getJson('/api/v1/activity'), 15_000);
+  return html`<${Async} state=${history} what="the activity history" isEmpty=${() => false}>
+    ${({ minutes, since, until }) => {
+      const times = minutes.map((minute) => Date.parse(minute.minute) / 1000);
+      const flow = [
+        { label: 'events received', values: minutes.map((minute) => minute.events) },
+        { label: 'changes published', values: minutes.map((minute) => minute.changes) },
+      ];
+      const deliveries = keyed(minutes, (minute) => minute.deliveries);
+      const failures = keyed(minutes, (minute) => minute.failures);
+      return html`<p class="muted" data-testid="history-span">
+          Per minute from ${new Date(since).toLocaleString()} to ${new Date(until).toLocaleString()}, kept in
+          PostgreSQL: ${count(total(flow.slice(0, 1)))} events received, ${count(total(flow.slice(1)))} changes
+          published, ${count(total(deliveries))} changes delivered, ${count(total(failures))} failures.
+        </p>
+        <div class="grid">
+          <${Panel} title="Events received and changes published per minute" id="history-flow"><${Chart} times=${times} series=${flow} unit="per min" /></${Panel}>
+          <${Panel} title="Changes delivered per minute, by sink kind" id="history-deliveries">
+            ${deliveries.length === 0 ? html`<${Empty} title="No delivery in 24 h">Deliveries to sinks appear here by kind.</${Empty}>` : html`<${Chart} times=${times} series=${deliveries} unit="per min" />`}
+          </${Panel}>
+          <${Panel} title="Failures per minute (failed sink attempts by kind; webhook: rejected deliveries)" id="history-failures">
+            ${failures.length === 0 ? html`<${Empty} title="No failure in 24 h">Failed delivery attempts and rejected webhooks appear here.</${Empty}>` : html`<${Chart} times=${times} series=${failures} unit="per min" />`}
+          </${Panel}>
+        </div>`;
+    }}
+  </${Async}>`;
+}
+
 export function Activity() {
+  return html`<h2 class="page-section">The last 24 hours</h2>
+    <${History} />
+    <h2 class="page-section">Live, sampled by this tab</h2>
+    <${Live} />`;
+}
+
+function Live() {
   const [state, setState] = useState({ samples: [], error: undefined });
   useEffect(() => subscribe((samples, error) => setState({ samples, error })), []);
   const { samples, error } = state;

@@ -1,5 +1,5 @@
 import { html } from 'htm/preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiError, getJson, openRaw } from '../api.js';
 import { when } from '../format.js';
 import { Async, Badge, Empty, ErrorBox, Loading, Panel, usePoll } from '../ui.js';
@@ -12,23 +12,36 @@ function hashParams() {
   return new URLSearchParams(location.hash.split('?')[1] ?? '');
 }
 
-/** The newest page (or the first matches of a filter): the API reads forward from a position. */
-async function loadEvents(filters) {
-  const params = new URLSearchParams({ limit: String(PAGE) });
+/** A page of the log newest first (the matches of the filters), below `before` (a next_cursor) or from the newest. */
+async function loadEvents(filters, before) {
+  const params = new URLSearchParams({ limit: String(PAGE), before: before ?? 'latest' });
   if (filters.type) params.set('event_type', filters.type);
   if (filters.subjectType) params.set('subject_type', filters.subjectType);
   if (filters.subjectId) params.set('subject_id', filters.subjectId);
-  if (!filters.type && !filters.subjectType && !filters.subjectId) {
-    const [projection] = (await getJson('/api/v1/projections')).data;
-    params.set('after', String(Math.max(0, (projection?.head ?? 0) - PAGE)));
-  }
   const [events, parked] = await Promise.all([
     getJson(`/api/v1/events?${params}`),
     getJson('/api/v1/projections/parked'),
   ]);
   const parkedAt = new Map(parked.data.map((entry) => [entry.position, entry]));
-  const rows = events.data.filter((event) => !filters.source || event.source === filters.source).reverse();
-  return { rows, parked: parked.data, parkedAt, more: events.next_cursor !== null };
+  const rows = events.data.filter((event) => !filters.source || event.source === filters.source);
+  return { rows, parked: parked.data, parkedAt, next: events.next_cursor };
+}
+
+/** Older and Newer buttons over a stack of next_cursors (empty: the newest page). */
+export function usePages(reset) {
+  const [cursors, setCursors] = useState([]);
+  useEffect(() => setCursors([]), [reset]);
+  return {
+    before: cursors.at(-1),
+    Pager: ({ next, what }) =>
+      html`<p class="more pager">
+        <button type="button" disabled=${cursors.length === 0} onClick=${() => setCursors(cursors.slice(0, -1))}>
+          Newer
+        </button>
+        <button type="button" disabled=${!next} onClick=${() => setCursors([...cursors, next])}>Older</button>
+        <span class="muted"> ${cursors.length === 0 ? `the newest ${what}` : `page ${cursors.length + 1}`}</span>
+      </p>`,
+  };
 }
 
 export function Events() {
@@ -40,7 +53,8 @@ export function Events() {
     source: '',
   });
   const [selected, setSelected] = useState(initial.get('position') ? Number(initial.get('position')) : undefined);
-  const events = usePoll(() => loadEvents(filters), 3000, [JSON.stringify(filters)]);
+  const pages = usePages(JSON.stringify(filters));
+  const events = usePoll(() => loadEvents(filters, pages.before), 3000, [JSON.stringify(filters), pages.before]);
   const set = (key) => (event) => setFilters({ ...filters, [key]: event.currentTarget.value.trim() });
   return html`
     <form class="toolbar filters" onSubmit=${(event) => event.preventDefault()}>
@@ -57,38 +71,39 @@ export function Events() {
           empty=${html`<${Empty} title="No event matches">Change the filters, or wait for the platform to send one.</${Empty}>`}>
           ${(data) =>
             html` <div class="table-wrap">
-              <table class="clickable">
-                <thead>
-                  <tr>
-                    <th class="num">#</th>
-                    <th>Type</th>
-                    <th>Subject</th>
-                    <th>Source</th>
-                    <th>Occurred</th>
-                    <th></th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${data.rows.map(
-                    (event) =>
-                      html` <tr
-                        class=${event.position === selected ? 'selected' : ''}
-                        onClick=${() => setSelected(event.position)}
-                        data-position=${event.position}
-                      >
-                        <td class="num">${event.position}</td>
-                        <td class="mono">${event.event_type}</td>
-                        <td>${event.subject.type} ${event.subject.id}</td>
-                        <td>${event.source}</td>
-                        <td>${when(event.occurred_at)}</td>
-                        <td>
-                          ${data.parkedAt.has(event.position) ? html`<${Badge} value="parked" />` : event.handled === false ? html`<${Badge} value="unhandled" tone="muted" />` : null}
-                        </td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>
-            </div>`}
+                <table class="clickable">
+                  <thead>
+                    <tr>
+                      <th class="num">#</th>
+                      <th>Type</th>
+                      <th>Subject</th>
+                      <th>Source</th>
+                      <th>Occurred</th>
+                      <th></th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${data.rows.map(
+                      (event) =>
+                        html` <tr
+                          class=${event.position === selected ? 'selected' : ''}
+                          onClick=${() => setSelected(event.position)}
+                          data-position=${event.position}
+                        >
+                          <td class="num">${event.position}</td>
+                          <td class="mono">${event.event_type}</td>
+                          <td>${event.subject.type} ${event.subject.id}</td>
+                          <td>${event.source}</td>
+                          <td>${when(event.occurred_at)}</td>
+                          <td>
+                            ${data.parkedAt.has(event.position) ? html`<${Badge} value="parked" />` : event.handled === false ? html`<${Badge} value="unhandled" tone="muted" />` : null}
+                          </td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>
+              <${pages.Pager} next=${data.next} what="events" />`}
         </${Async}>
       </${Panel}>
       <div class="side">
@@ -193,25 +208,33 @@ function ParkedList({ state, onPick }) {
     </${Panel}>`;
 }
 
+const QUARANTINE_PAGE = 20;
+
 function Quarantine() {
-  const quarantine = usePoll(() => getJson('/api/v1/quarantine').then((body) => body.data), 5000);
+  const pages = usePages('quarantine');
+  const quarantine = usePoll(
+    () => getJson(`/api/v1/quarantine?limit=${QUARANTINE_PAGE}&before=${pages.before ?? 'latest'}`),
+    5000,
+    [pages.before],
+  );
   return html`
     <${Panel} title="Quarantine" id="quarantine" aside=${html`<span class="muted">rejected deliveries</span>`}>
-      <${Async} state=${quarantine} what="the quarantine" empty=${html`<${Empty} title="Nothing quarantined">Every delivery so far was a valid webhook event.</${Empty}>`}>
-        ${(data) =>
+      <${Async} state=${quarantine} what="the quarantine" isEmpty=${(page) => page.data.length === 0 && pages.before === undefined} empty=${html`<${Empty} title="Nothing quarantined">Every delivery so far was a valid webhook event.</${Empty}>`}>
+        ${(page) =>
           html`<ul class="quarantine">
-            ${data.slice(0, 20).map(
-              (entry) =>
-                html` <li>
-                  <span class="muted">${when(entry.received_at)}</span>
-                  <div class="error-text">${entry.reason}</div>
-                  <details>
-                    <summary>body</summary>
-                    <pre class="payload">${entry.body}</pre>
-                  </details>
-                </li>`,
-            )}
-          </ul>`}
+              ${page.data.map(
+                (entry) =>
+                  html` <li>
+                    <span class="muted">${when(entry.received_at)}</span>
+                    <div class="error-text">${entry.reason}</div>
+                    <details>
+                      <summary>body</summary>
+                      <pre class="payload">${entry.body}</pre>
+                    </details>
+                  </li>`,
+              )}
+            </ul>
+            <${pages.Pager} next=${page.next_cursor} what="rejections" />`}
       </${Async}>
     </${Panel}>`;
 }

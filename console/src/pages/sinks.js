@@ -1,6 +1,6 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, getJson, postJson } from '../api.js';
+import { ApiError, deleteJson, getJson, patchJson, postJson } from '../api.js';
 import { count, duration, fromNow, when } from '../format.js';
 import { Async, Badge, Empty, Panel, usePoll } from '../ui.js';
 
@@ -119,6 +119,25 @@ export function SinksPanel({ summary, canWrite }) {
       setMessage(`Replay refused: ${error.message}`);
     }
   };
+  // Pausing is the API's disabled state: the sink keeps its cursor and delivers nothing until resumed.
+  const setActive = async (sink, active) => {
+    try {
+      await patchJson(`/api/v1/sinks/${sink.id}`, { state: active ? 'active' : 'disabled' });
+      setMessage(`Sink ${sink.id} ${active ? 'resumed' : 'paused'}.`);
+    } catch (error) {
+      setMessage(`${active ? 'Resume' : 'Pause'} refused: ${error.message}`);
+    }
+  };
+  const remove = async (sink) => {
+    if (!confirm(`Remove sink ${shortId(sink.id)}? It stops delivering and is gone for good.`)) return;
+    try {
+      await deleteJson(`/api/v1/sinks/${sink.id}`);
+      setMessage(`Sink ${sink.id} removed.`);
+    } catch (error) {
+      setMessage(`Remove refused: ${error.message}`);
+    }
+  };
+  const actions = { replay, setActive, remove };
   const search = html`<input
     type="search"
     class="sink-search"
@@ -162,7 +181,7 @@ export function SinksPanel({ summary, canWrite }) {
                         sink=${sink}
                         attemptsOpen=${index < ATTEMPTS_OPEN}
                         canWrite=${canWrite}
-                        replay=${replay}
+                        actions=${actions}
                       />`,
                   )}
                 </tbody>
@@ -180,7 +199,7 @@ export function SinksPanel({ summary, canWrite }) {
     </${Panel}>`;
 }
 
-function SinkRow({ sink, attemptsOpen, canWrite, replay }) {
+function SinkRow({ sink, attemptsOpen, canWrite, actions }) {
   const [open, setOpen] = useState(attemptsOpen);
   useEffect(() => setOpen(attemptsOpen), [attemptsOpen]);
   return html` <tr class="sink">
@@ -203,7 +222,17 @@ function SinkRow({ sink, attemptsOpen, canWrite, replay }) {
       <td title=${when(sink.next_attempt_at)}>${sink.next_attempt_at ? fromNow(sink.next_attempt_at) : '—'}</td>
       <td class="actions">
         ${open ? null : html`<button type="button" onClick=${() => setOpen(true)}>Attempts</button>`}
-        ${canWrite ? html`<button type="button" onClick=${() => replay(sink)}>Replay</button>` : null}
+        ${
+          canWrite
+            ? html`<button type="button" onClick=${() => actions.replay(sink)}>Replay</button>
+                ${
+                  sink.state === 'disabled'
+                    ? html`<button type="button" onClick=${() => actions.setActive(sink, true)}>Resume</button>`
+                    : html`<button type="button" onClick=${() => actions.setActive(sink, false)}>Pause</button>`
+                }
+                <button type="button" onClick=${() => actions.remove(sink)}>Remove</button>`
+            : null
+        }
       </td>
     </tr>
     ${
