@@ -3,6 +3,9 @@ import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, MaxLength, Min } from 'class-validator';
 import { PageQuery, toInt } from '../common/pagination.js';
 
+/** `before=latest` pages newest first from the newest entry; otherwise a position or id. */
+const toBefore = ({ value }: { value: unknown }) => (value === 'latest' ? Number.MAX_SAFE_INTEGER : toInt({ value }));
+
 export class EventsQuery extends PageQuery {
   @ApiPropertyOptional({ description: 'Return entries after this position' })
   @IsOptional()
@@ -11,11 +14,13 @@ export class EventsQuery extends PageQuery {
   @Min(0, { message: 'after must be a non-negative integer' })
   after = 0;
 
-  @ApiPropertyOptional({ description: 'Return entries before this position, newest first (next_cursor pages on)' })
+  @ApiPropertyOptional({
+    description: 'Return entries before this position, newest first (latest: from the newest; next_cursor pages on)',
+  })
   @IsOptional()
-  @Transform(toInt)
-  @IsInt({ message: 'before must be a positive integer' })
-  @Min(1, { message: 'before must be a positive integer' })
+  @Transform(toBefore)
+  @IsInt({ message: 'before must be a positive integer or latest' })
+  @Min(1, { message: 'before must be a positive integer or latest' })
   before?: number;
 
   @ApiPropertyOptional()
@@ -45,10 +50,12 @@ export class QuarantineQuery extends PageQuery {
   @Min(0, { message: 'after must be a non-negative integer' })
   after = 0;
 
-  @ApiPropertyOptional({ description: 'Return entries before this id, newest first (next_cursor pages on)' })
+  @ApiPropertyOptional({
+    description: 'Return entries before this id, newest first (latest: from the newest; next_cursor pages on)',
+  })
   @IsOptional()
-  @Transform(toInt)
-  @IsInt({ message: 'before must be a positive integer' })
-  @Min(1, { message: 'before must be a positive integer' })
+  @Transform(toBefore)
+  @IsInt({ message: 'before must be a positive integer or latest' })
+  @Min(1, { message: 'before must be a positive integer or latest' })
   before?: number;
 }
