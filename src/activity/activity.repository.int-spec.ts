@@ -86,6 +86,24 @@ describe('Activity history (PostgreSQL)', () => {
     expect(answer.minutes.reduce((sum, minute) => sum + minute.changes, 0)).toBe(4);
   });
 
+  it('keeps the counts of a flush that failed for the next one, and writes them once', async () => {
+    const repository = new ActivityRepository(db.dataSource);
+    await db.dataSource.query(`DELETE FROM activity_minutes`);
+    const counter = new ActivityCounter(repository);
+    counter.add('failures', 'webhook', 2, MINUTE);
+    await db.dataSource.query(`ALTER TABLE activity_minutes RENAME TO activity_minutes_away`);
+    try {
+      await counter.flush();
+    } finally {
+      await db.dataSource.query(`ALTER TABLE activity_minutes_away RENAME TO activity_minutes`);
+    }
+    counter.add('failures', 'webhook', 1, MINUTE);
+    await counter.flush();
+    await counter.flush();
+    const rows: Array<{ count: string }> = await db.dataSource.query(`SELECT count::text FROM activity_minutes`);
+    expect(rows).toEqual([{ count: '3' }]);
+  });
+
   it('deletes the minutes older than the cutoff only', async () => {
     const repository = new ActivityRepository(db.dataSource);
     await db.dataSource.query(`DELETE FROM activity_minutes`);
