@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import { DaemonProcess } from './support/daemon-process.js';
+import { eventually } from './support/eventually.js';
+import { api, deliver, LOOPBACK_NETWORKS, RunningDaemon, startDaemon } from './support/http.js';
+import { createMysqlTarget, MysqlTarget } from './support/mariadb.js';
+import { at, menuEvent, product } from './support/menu-events.js';
+import { createPostgresTarget, PostgresTarget } from './support/postgres-target.js';
+import { settledSink } from './support/sink-receiver.js';
+import { apiResources, mysqlReader, postgresReader, postJson, TableReader } from './support/table-sink-scenarios.js';
+import { expectRowMatches } from './support/table-sinks.js';
+
+type Json = any;
+
+describe('table sinks whose tables were changed by hand: re-filled, or named and repaired (docs/reference.md §12)', () => {
+  let app: RunningDaemon;
+  let pgTarget: PostgresTarget;
+  let myTarget: MysqlTarget;
+
+  beforeAll(async () => {
+    [pgTarget, myTarget] = await Promise.all([createPostgresTarget(), createMysqlTarget()]);
+    app = await startDaemon({ SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS, SINK_FAILING_AFTER: '2s' });
+  });
+
+  afterAll(async () => {
+    await DaemonProcess.killAll();
+    await app?.close();
+    await pgTarget?.drop();
+    await myTarget?.drop();
+  });
+
+  /** A postgres sink in schema `name` and a mysql sink with prefix `name_`, following the products of `owner`. */
+  async function createSinks(owner: string, name: string): Promise<[string, string]> {
+    const common = { owner_ids: [owner], types: ['product'] };
+    const pg = await postJson(app, '/api/v1/sinks', { kind: 'postgres', url: pgTarget.url, schema: name, ...common });
+    const my = await postJson(app, '/api/v1/sinks', {
+      kind: 'mysql',
+      url: myTarget.url,
+      table_prefix: `${name}_`,
+      ...common,
+    });
+    expect([pg.status, my.status]).toEqual([201, 201]);
+    return [pg.json.data.id, my.json.data.id];
+  }
+
+  async function deliverProducts(owner: string, ids: number[], title: (id: number) => string): Promise<void> {
+    for (const id of ids) {
+      const event = menuEvent('created', product(String(id), { title: title(id) }), { at: at(id), ownerId: owner });
+      expect([200, 202]).toContain((await deliver(app.url, event)).status);
+    }
+  }
+
+  /** Waits until the sink has delivered everything, then compares its products table with the API. */
+  async function expectProductsEqualToApi(sinkId: string, owner: string, reader: TableReader): Promise<void> {
+    await eventually(
+      async () => {
+        const projections = (await api(app.url, '/api/v1/projections')).json.data as Json[];
+        expect(projections.every((projection) => projection.lag === 0)).toBe(true);
+        await settledSink(app.url, sinkId, { lag: 0, state: 'active', last_error: null }, 1000);
+        const expected = await apiResources(app, owner, 'product');
+        const columns = await reader.columns('products');
+        const rows = (await reader.rows('products')).filter((row) => row.owner_id === owner);
+        expect(rows.map((row) => String(row.id)).sort()).toEqual(expected.map((resource) => resource.id).sort());
+        const byId = new Map(rows.map((row) => [String(row.id), row]));
+        for (const resource of expected) expectRowMatches(byId.get(resource.id), resource, columns);
+      },
+      60_000,
+      200,
+    );
+  }
+
+  const attempts = async (sinkId: string): Promise<Json[]> =>
+    (await api(app.url, `/api/v1/sinks/${sinkId}/attempts?limit=1000`)).json.data;
+
+  it('a column dropped by hand: the write fails with the database’s error, then the sink re-adds the column, re-fills every row from its resource and says so; the table ends equal to the API', async () => {
+    const owner = `dropped-${randomUUID().slice(0, 6)}`;
+    const [pgId, myId] = await createSinks(owner, 'dropped');
+    const readers = [postgresReader(pgTarget, 'dropped'), mysqlReader(myTarget, 'dropped_')];
+    await deliverProducts(owner, [1, 2, 3, 4, 5, 6, 7, 8, 9], (id) => `Product ${id}`);
+    await expectProductsEqualToApi(pgId, owner, readers[0]);
+    await expectProductsEqualToApi(myId, owner, readers[1]);
+
+    await pgTarget.admin.query(`ALTER TABLE dropped.products DROP COLUMN title`);
+    await myTarget.admin.query('ALTER TABLE `dropped_products` DROP COLUMN title');
+    await deliverProducts(owner, [10], () => 'Product 10');
+
+    for (const [id, reader] of [
+      [pgId, readers[0]],
+      [myId, readers[1]],
+    ] as const)
+      await expectProductsEqualToApi(id, owner, reader);
+    const titles = await pgTarget.admin.query(
+      `SELECT count(*)::int AS n FROM dropped.products WHERE title IS NOT NULL`,
+    );
+    const [myTitles] = await myTarget.admin.query(
+      'SELECT count(*) AS n FROM `dropped_products` WHERE title IS NOT NULL',
+    );
+    expect([titles.rows[0].n, Number((myTitles as Json[])[0].n)]).toEqual([10, 10]);
+
+    // The sink said so: the failed write with the database's error, then the batch that re-filled.
+    for (const [id, status, error, table] of [
+      [pgId, '42703', 'PostgreSQL error 42703: column "title" of relation "products" does not exist', 'products'],
+      [
+        myId,
+        1054,
+        "MySQL error ER_BAD_FIELD_ERROR (1054): Unknown column 'title' in 'INSERT INTO'",
+        'dropped_products',
+      ],
+    ] as const) {
+      await eventually(async () => {
+        const [newest, ...older] = await attempts(id);
+        expect(newest).toMatchObject({
+          outcome: 'ok',
+          status: 'committed',
+          response: `committed: 1 change, one per row (1 upsert, 0 deletes); re-added ${table}.title (missing) and re-filled 9 rows from their resource`,
+        });
+        expect(older.find((attempt) => attempt.outcome !== 'ok')).toMatchObject({ outcome: 'retry', status, error });
+      });
+    }
+  }, 120_000);
+});
