@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { runCli } from './support/cli.js';
 import { DaemonProcess } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
 import { api, deliver, LOOPBACK_NETWORKS, RunningDaemon, startDaemon } from './support/http.js';
 import { createMysqlTarget, MysqlTarget } from './support/mariadb.js';
-import { at, menuEvent, product } from './support/menu-events.js';
+import { at, collection, menuEvent, product } from './support/menu-events.js';
 import { createPostgresTarget, PostgresTarget } from './support/postgres-target.js';
 import { settledSink } from './support/sink-receiver.js';
 import { apiResources, mysqlReader, postgresReader, postJson, TableReader } from './support/table-sink-scenarios.js';
@@ -29,8 +30,8 @@ describe('table sinks whose tables were changed by hand: re-filled, or named and
   });
 
   /** A postgres sink in schema `name` and a mysql sink with prefix `name_`, following the products of `owner`. */
-  async function createSinks(owner: string, name: string): Promise<[string, string]> {
-    const common = { owner_ids: [owner], types: ['product'] };
+  async function createSinks(owner: string, name: string, types = ['product']): Promise<[string, string]> {
+    const common = { owner_ids: [owner], types };
     const pg = await postJson(app, '/api/v1/sinks', { kind: 'postgres', url: pgTarget.url, schema: name, ...common });
     const my = await postJson(app, '/api/v1/sinks', {
       kind: 'mysql',
@@ -116,5 +117,134 @@ describe('table sinks whose tables were changed by hand: re-filled, or named and
         expect(older.find((attempt) => attempt.outcome !== 'ok')).toMatchObject({ outcome: 'retry', status, error });
       });
     }
+  }, 120_000);
+
+  const verify = async (args: string[]) => {
+    const result = await runCli(
+      ['sinks', 'verify', ...args],
+      { ...app.process.env, LOG_LEVEL: 'warn' },
+      undefined,
+      60_000,
+    );
+    for (const password of [pgTarget.password, myTarget.password])
+      for (const text of [result.stdout, result.stderr]) {
+        expect(text).not.toContain(password);
+        expect(text).not.toContain(encodeURIComponent(password));
+      }
+    return result;
+  };
+
+  it('a table truncated, a row added and a row edited by hand: sinks verify names them (exit 1), --repair makes the tables equal to the API (exit 0)', async () => {
+    const owner = `edited-${randomUUID().slice(0, 6)}`;
+    const [pgId, myId] = await createSinks(owner, 'edited', ['product', 'collection']);
+    await deliverProducts(owner, [1, 2, 3], (id) => `Product ${id}`);
+    const menu = menuEvent('created', collection('7', { productIds: ['1', '2', '3'] }), { at: at(5), ownerId: owner });
+    expect([200, 202]).toContain((await deliver(app.url, menu)).status);
+    const readers = [postgresReader(pgTarget, 'edited'), mysqlReader(myTarget, 'edited_')];
+    await expectProductsEqualToApi(pgId, owner, readers[0]);
+    await expectProductsEqualToApi(myId, owner, readers[1]);
+    await eventually(async () => {
+      const [collections] = await myTarget.admin.query('SELECT id FROM `edited_collections`');
+      expect(
+        (await pgTarget.admin.query('SELECT id FROM edited.collections')).rows.length + (collections as Json[]).length,
+      ).toBe(2);
+    });
+
+    for (const id of [pgId, myId]) {
+      const equal = await verify([id, '--json']);
+      expect([equal.code, JSON.parse(equal.stdout).data.equal]).toEqual([0, true]);
+    }
+
+    await pgTarget.admin.query('TRUNCATE edited.products');
+    await pgTarget.admin.query(
+      `INSERT INTO edited.products (owner_id, id, title, resource, seq) VALUES ($1, '99', 'by hand', '{}', 1)`,
+      [owner],
+    );
+    await pgTarget.admin.query(`UPDATE edited.collections SET title = 'edited by hand' WHERE id = '7'`);
+    await myTarget.admin.query('TRUNCATE `edited_products`');
+    await myTarget.admin.query(
+      "INSERT INTO `edited_products` (owner_id, id, title, resource, seq) VALUES (?, '99', 'by hand', '{}', 1)",
+      [owner],
+    );
+    await myTarget.admin.query("UPDATE `edited_collections` SET title = 'edited by hand' WHERE id = '7'");
+
+    const key = (id: string) => ({ owner_id: owner, id });
+    for (const [id, kind] of [
+      [pgId, 'postgres'],
+      [myId, 'mysql'],
+    ] as const) {
+      const named = await verify([id, '--json']);
+      expect(named.code).toBe(1);
+      const report = JSON.parse(named.stdout) as Json;
+      expect(report.repaired).toBeNull();
+      expect(report.data).toMatchObject({ sink_id: id, kind, equal: false });
+      const [products, collections] = report.data.types as Json[];
+      expect(products).toMatchObject({
+        type: 'product',
+        api: { rows: 3 },
+        target: { rows: 1 },
+        equal: false,
+        missing: [key('1'), key('2'), key('3')],
+        extra: [key('99')],
+        changed: [],
+      });
+      expect(collections).toMatchObject({
+        type: 'collection',
+        api: { rows: 1 },
+        target: { rows: 1 },
+        equal: false,
+        missing: [],
+        extra: [],
+        changed: [key('7')],
+      });
+      expect(collections.api.digest).not.toBe(collections.target.digest);
+
+      const text = await verify([id.slice(0, 13)]);
+      expect(text.code).toBe(1);
+      expect(text.stdout).toContain(`differs from the API`);
+      expect(text.stdout).toContain(
+        `products: missing ${owner}/1, ${owner}/2, ${owner}/3; changed -; extra ${owner}/99\n`,
+      );
+      expect(text.stdout).toMatch(/^collection +(edited_)?collections +1 +[0-9a-f]{16} +1 +[0-9a-f]{16} +differs$/m);
+
+      const repaired = await verify([id, '--repair', '--json']);
+      expect(repaired.code).toBe(0);
+      const answer = JSON.parse(repaired.stdout) as Json;
+      expect([answer.data.equal, answer.repaired.equal]).toEqual([false, true]);
+      expect(answer.repaired.types.map((type: Json) => [type.api, type.target])).toEqual(
+        answer.repaired.types.map((type: Json) => [type.api, type.api]),
+      );
+      expect((await verify([id])).code).toBe(0);
+    }
+    for (const [id, reader] of [
+      [pgId, readers[0]],
+      [myId, readers[1]],
+    ] as const)
+      await expectProductsEqualToApi(id, owner, reader);
+    const [myCollections] = await myTarget.admin.query('SELECT title FROM `edited_collections`');
+    expect([(await pgTarget.admin.query('SELECT title FROM edited.collections')).rows, myCollections]).toEqual([
+      [{ title: 'Collection 7' }],
+      [{ title: 'Collection 7' }],
+    ]);
+  }, 180_000);
+
+  it('sinks verify: an unknown sink is 1, a sink that writes no tables 2, without the id 2', async () => {
+    const http = await postJson(app, '/api/v1/sinks', {
+      kind: 'http',
+      url: 'http://127.0.0.1:9/x',
+      owner_ids: ['nobody'],
+    });
+    expect(http.status).toBe(201);
+    const unknown = await verify(['00000000-0000-4000-8000-000000000000']);
+    expect([unknown.code, unknown.stderr]).toEqual([
+      1,
+      'menu-sync sinks verify: No sink 00000000-0000-4000-8000-000000000000.\n',
+    ]);
+    const notTables = await verify([http.json.data.id]);
+    expect([notTables.code, notTables.stderr]).toEqual([
+      2,
+      `menu-sync sinks verify: sinks verify compares a table sink's tables; ${http.json.data.id} is a http sink\n`,
+    ]);
+    expect((await verify([])).code).toBe(2);
   }, 120_000);
 });
