@@ -16,7 +16,7 @@ import { allColumns, TableColumn, TargetTable, targetRow } from './table-columns
 import { CURSORS_TABLE, SchemaTable, schemaWork, sinkTables } from './table-schema.js';
 import { mysqlRelationalType, relationalCollation, writeMysqlRelational } from './mysql-relational.js';
 import { RelationalTable, relationalTables, relationalType } from './relational-tables.js';
-import { addedByTable, planMissing, Refill, REFILL_PAGE, refillValues, StoredRow } from './table-refill.js';
+import { addedByTable, MissingPlan, planMissing, Refill, REFILL_PAGE, StoredRow } from './table-refill.js';
 
 /** Primary-key columns need a length; binary collation, so ids differing only in case stay two rows. */
 const KEY_TYPE = 'VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin';
@@ -276,7 +276,9 @@ export class MysqlTableClient implements TableClient {
         sql: `SELECT EXISTS (SELECT 1 FROM ${quote(name)}) AS found`,
         timeout: this.timeoutMs,
       });
-      const plan = planMissing(schemaTable, columns, Number((found as Array<{ found: unknown }>)[0].found) === 1);
+      const specs = this.relational ? types.map((type) => relationalType(type, this.prefix)) : [];
+      const hasRows = Number((found as Array<{ found: unknown }>)[0].found) === 1;
+      const plan = planMissing(schemaTable, columns, hasRows, specs);
       for (const column of plan.add)
         await this.pool.query(
           `ALTER TABLE ${quote(name)} ADD COLUMN ${quote(column.name)} ${type(schemaTable, column)}`,
@@ -285,7 +287,7 @@ export class MysqlTableClient implements TableClient {
         refills.push({
           table: name,
           columns: plan.refill.map((column) => column.name),
-          rows: await this.refill(schemaTable as TargetTable & SchemaTable, plan.refill),
+          rows: await this.refill(schemaTable, plan),
         });
     }
     for (const name of types) this.ensured.add(name);
@@ -297,12 +299,12 @@ export class MysqlTableClient implements TableClient {
    * ALTER before it commits on its own (MySQL's DDL): a crash between them leaves the column empty
    * until `menu-sync sinks verify --repair` or a replay.
    */
-  private async refill(table: TargetTable & SchemaTable, columns: TableColumn[]): Promise<number> {
-    const values = columns.filter((column) => column.name !== 'synced_at');
+  private async refill(table: SchemaTable, plan: MissingPlan): Promise<number> {
+    const values = plan.refill.filter((column) => column.name !== 'synced_at');
     const names = ['owner_id', 'id', ...values.map((column) => column.name)];
     const updates = [
       ...values.map((column) => `${quote(column.name)} = VALUES(${quote(column.name)})`),
-      ...(values.length < columns.length ? ['`synced_at` = UTC_TIMESTAMP(3)'] : []),
+      ...(values.length < plan.refill.length ? ['`synced_at` = UTC_TIMESTAMP(3)'] : []),
     ];
     let after = null as StoredRow | null;
     let count = 0;
@@ -326,7 +328,7 @@ export class MysqlTableClient implements TableClient {
         values: stored.flatMap((row) => [
           row.owner_id,
           row.id,
-          ...refillValues(table, values, row).map((value, index) => mysqlValue(values[index], value)),
+          ...((filled) => values.map((column) => mysqlValue(column, filled[column.name] ?? null)))(plan.values(row)),
         ]),
         timeout: this.timeoutMs,
       });

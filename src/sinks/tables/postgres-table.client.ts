@@ -13,10 +13,10 @@ import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from '.
 import { guardedSocket } from './guarded-socket.js';
 import { PG_TYPES } from './column-types.js';
 import { allColumns, TableColumn, TargetTable, targetRow } from './table-columns.js';
-import { CURSORS_TABLE, SchemaTable, schemaWork, sinkTables } from './table-schema.js';
+import { CURSORS_TABLE, SchemaTable, schemaColumns, schemaWork, sinkTables } from './table-schema.js';
 import { writePostgresRelational } from './postgres-relational.js';
 import { relationalTables, relationalType } from './relational-tables.js';
-import { addedByTable, planMissing, Refill, REFILL_PAGE, refillValues, StoredRow } from './table-refill.js';
+import { addedByTable, MissingPlan, planMissing, Refill, REFILL_PAGE, StoredRow } from './table-refill.js';
 
 /** undefined_table, invalid_schema_name: a target the sink has not written yet. */
 const UNDEFINED_RELATION = new Set(['42P01', '3F000']);
@@ -210,7 +210,7 @@ export class PostgresTableClient implements TableClient {
         }
         for (const [name, columns] of addedByTable(work.add)) {
           const table = wanted.find((candidate) => candidate.name === name)!;
-          const plan = await this.missingColumns(client, table, columns);
+          const plan = await this.missingColumns(client, table, columns, types);
           for (const column of plan.add)
             await client.query(
               `ALTER TABLE ${this.name(name)} ADD COLUMN IF NOT EXISTS ${quote(column.name)} ${PG_TYPES[column.kind]}`,
@@ -219,7 +219,7 @@ export class PostgresTableClient implements TableClient {
             refills.push({
               table: name,
               columns: plan.refill.map((column) => column.name),
-              rows: await refillPostgres(client, this.name(name), table as TargetTable & SchemaTable, plan.refill),
+              rows: await refillPostgres(client, this.name(name), table, plan),
             });
         }
         await client.query('COMMIT');
@@ -235,11 +235,17 @@ export class PostgresTableClient implements TableClient {
   }
 
   /** What to add of a table's missing columns (`planMissing`), looking whether it has rows. */
-  private async missingColumns(client: pg.PoolClient, table: SchemaTable, columns: TableColumn[]) {
+  private async missingColumns(
+    client: pg.PoolClient,
+    table: SchemaTable,
+    columns: TableColumn[],
+    types: readonly string[],
+  ) {
     const { rows } = await client.query<{ found: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM ${this.name(table.name)}) AS found`,
     );
-    return planMissing(table, columns, rows[0].found);
+    const specs = this.relational ? types.map((type) => relationalType(type, '')) : [];
+    return planMissing(table, columns, rows[0].found, specs);
   }
 
   /** The schema's tables and their columns (read from the catalogue: a role sees them whatever its privileges). */
@@ -260,40 +266,38 @@ export class PostgresTableClient implements TableClient {
 }
 
 /**
- * Re-fills `columns` of every row of a document table from its `resource`, in pages by key, in the
- * transaction that added them: the rows end as a batch would have written them. Returns the rows.
+ * Re-fills the plan's columns of every row of a type's table from its `resource`, in pages by key,
+ * in the transaction that added them: the rows end as a batch would have written them. Returns the rows.
  */
 async function refillPostgres(
   client: pg.PoolClient,
   qualifiedName: string,
-  table: TargetTable & SchemaTable,
-  columns: TableColumn[],
+  table: SchemaTable,
+  plan: MissingPlan,
 ): Promise<number> {
-  const values = columns.filter((column) => column.name !== 'synced_at');
-  const record = [
-    '"owner_id" text',
-    '"id" text',
-    ...values.map((column) => `${quote(column.name)} ${PG_TYPES[column.kind]}`),
-  ];
+  const values = plan.refill.filter((column) => column.name !== 'synced_at');
+  const columns = schemaColumns(table);
+  const key = ['owner_id', 'id'].map((name) => columns.find((column) => column.name === name)!);
+  const record = [...key, ...values].map((column) => `${quote(column.name)} ${PG_TYPES[column.kind]}`);
   const assignments = [
     ...values.map((column) => `${quote(column.name)} = r.${quote(column.name)}`),
-    ...(values.length < columns.length ? ['"synced_at" = now()'] : []),
+    ...(values.length < plan.refill.length ? ['"synced_at" = now()'] : []),
   ];
   let after = null as StoredRow | null;
   let count = 0;
   for (;;) {
     const { rows }: { rows: StoredRow[] } = await client.query<StoredRow>(
-      `SELECT owner_id, id, resource FROM ${qualifiedName}
-        WHERE $1::text IS NULL OR (owner_id, id) > ($1, $2) ORDER BY owner_id, id LIMIT ${REFILL_PAGE}`,
+      `SELECT owner_id, id::text AS id, resource FROM ${qualifiedName}
+        WHERE $1::text IS NULL OR (owner_id, id) > ($1, $2::${PG_TYPES[key[1].kind]}) ORDER BY owner_id, id LIMIT ${REFILL_PAGE}`,
       [after?.owner_id ?? null, after?.id ?? null],
     );
     if (rows.length === 0) return count;
     const input = rows.map((row) => {
-      const filled = refillValues(table, values, row);
+      const filled = plan.values(row);
       return Object.fromEntries([
         ['owner_id', row.owner_id],
         ['id', row.id],
-        ...values.map((column, index) => [column.name, filled[index]]),
+        ...values.map((column) => [column.name, filled[column.name] ?? null]),
       ]);
     });
     await client.query(
