@@ -313,6 +313,36 @@ describe('table sinks whose tables were changed by hand: re-filled, or named and
     ]);
   }, 180_000);
 
+  it('a table dropped by hand: the next batch re-creates it with its own rows only; sinks verify names the rest missing, --repair re-fills it', async () => {
+    const owner = `gone-${randomUUID().slice(0, 6)}`;
+    const [pgId, myId] = await createSinks(owner, 'gone');
+    const readers = [postgresReader(pgTarget, 'gone'), mysqlReader(myTarget, 'gone_')];
+    await deliverProducts(owner, [1, 2, 3, 4], (id) => `Product ${id}`);
+    await expectProductsEqualToApi(pgId, owner, readers[0]);
+    await expectProductsEqualToApi(myId, owner, readers[1]);
+    await pgTarget.admin.query('DROP TABLE gone.products');
+    await myTarget.admin.query('DROP TABLE `gone_products`');
+    await deliverProducts(owner, [5], () => 'Product 5');
+    const key = (id: string) => ({ owner_id: owner, id });
+    for (const [id, reader] of [
+      [pgId, readers[0]],
+      [myId, readers[1]],
+    ] as const) {
+      await eventually(async () => expect((await reader.rows('products')).map((row) => row.id)).toEqual(['5']), 30_000);
+      const named = await verify([id, '--json']);
+      expect(named.code).toBe(1);
+      expect((JSON.parse(named.stdout) as Json).data.types[0]).toMatchObject({
+        api: { rows: 5 },
+        target: { rows: 1 },
+        missing: [key('1'), key('2'), key('3'), key('4')],
+        extra: [],
+        changed: [],
+      });
+      expect((await verify([id, '--repair'])).code).toBe(0);
+      await expectProductsEqualToApi(id, owner, reader);
+    }
+  }, 120_000);
+
   it('sinks verify: an unknown sink is 1, a sink that writes no tables 2, without the id 2', async () => {
     const http = await postJson(app, '/api/v1/sinks', {
       kind: 'http',
