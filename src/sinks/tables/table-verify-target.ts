@@ -5,6 +5,9 @@ import { decodeTargetCursor, encodeTargetCursor, TargetCursor } from './table-ba
 import type { TargetTable } from './table-columns.js';
 import { guardedSocket } from './guarded-socket.js';
 import { writeMysqlTable } from './mysql-table.client.js';
+import { writeMysqlRelational } from './mysql-relational.js';
+import { writePostgresRelational } from './postgres-relational.js';
+import type { RelationalType } from './relational-tables.js';
 import { postgresInputRow, postgresWriteStatement } from './postgres-table.client.js';
 import type { SchemaTable } from './table-schema.js';
 import { CURSORS_TABLE } from './table-schema.js';
@@ -13,11 +16,16 @@ import type { RowKey } from './table-verify.js';
 
 export type VerifiedTable = TargetTable & SchemaTable;
 
-/** What `--repair` writes into one table: the newest change of each row missing or changed, and the rows to remove. */
+/**
+ * What `--repair` does for one type: the resources to write again (their newest change, as a batch
+ * writes it, rows and child rows), and those to remove (rows and child rows), by owner and id.
+ */
 export interface TableRepair {
-  table: VerifiedTable;
-  write: Change[];
+  main: string;
+  children: ReadonlyArray<{ name: string; parent: string }>;
+  rewrite: Change[];
   remove: RowKey[];
+  layout: { kind: 'document'; table: VerifiedTable } | { kind: 'relational'; spec: RelationalType };
 }
 
 /** A target as `sinks verify` reads and repairs it (docs/reference.md §12). */
@@ -25,7 +33,7 @@ export interface VerifyTarget {
   /** The sink's cursor and the rows of each table (of `ownerIds`, if given), in one snapshot of the target. */
   read(
     sinkId: string,
-    tables: readonly VerifiedTable[],
+    tables: ReadonlyArray<{ name: string }>,
     ownerIds: readonly string[] | null,
   ): Promise<{ cursor: TargetCursor | null; rows: Map<string, Array<Record<string, unknown>>> }>;
   /**
@@ -95,7 +103,7 @@ class PostgresVerifyTarget implements VerifyTarget {
     private readonly schema: string,
   ) {}
 
-  async read(sinkId: string, tables: readonly VerifiedTable[], ownerIds: readonly string[] | null) {
+  async read(sinkId: string, tables: ReadonlyArray<{ name: string }>, ownerIds: readonly string[] | null) {
     await this.client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
       const cursor = await this.cursor(sinkId, '');
@@ -129,25 +137,28 @@ class PostgresVerifyTarget implements VerifyTarget {
         await this.client.query('ROLLBACK');
         return false;
       }
-      for (const { table, write, remove } of repairs) {
-        const keys = [...remove, ...write.map((change) => ({ owner_id: change.owner_id ?? '', id: change.id }))];
-        // A row edited by hand keeps its seq: cleared, the guarded upsert writes it again.
+      for (const repair of repairs) {
+        const { main, children, rewrite, remove, layout } = repair;
+        const keys = [...remove, ...rewrite.map((change) => ({ owner_id: change.owner_id ?? '', id: change.id }))];
+        const matching = (alias: string, parent: string) =>
+          `jsonb_to_recordset($1::jsonb) AS k(owner_id text, id text) WHERE ${alias}.owner_id = k.owner_id AND ${alias}.${pgQuote(parent)}::text = k.id`;
+        // A row edited by hand keeps its seq: cleared, the guarded write puts it back.
         if (keys.length > 0)
-          await this.client.query(
-            `UPDATE ${this.name(table.name)} t SET seq = NULL FROM jsonb_to_recordset($1::jsonb) AS k(owner_id text, id text)
-              WHERE t.owner_id = k.owner_id AND t.id = k.id`,
-            [JSON.stringify(keys)],
-          );
+          await this.client.query(`UPDATE ${this.name(main)} t SET seq = NULL FROM ${matching('t', 'id')}`, [
+            JSON.stringify(keys),
+          ]);
         if (remove.length > 0)
-          await this.client.query(
-            `DELETE FROM ${this.name(table.name)} t USING jsonb_to_recordset($1::jsonb) AS k(owner_id text, id text)
-              WHERE t.owner_id = k.owner_id AND t.id = k.id`,
-            [JSON.stringify(remove)],
-          );
-        if (write.length > 0)
-          await this.client.query(postgresWriteStatement(this.schema, table, tombstones), [
-            JSON.stringify(write.map((change) => postgresInputRow(table, change))),
-            table.type,
+          for (const { name, parent } of [{ name: main, parent: 'id' }, ...children])
+            await this.client.query(`DELETE FROM ${this.name(name)} t USING ${matching('t', parent)}`, [
+              JSON.stringify(remove),
+            ]);
+        if (rewrite.length === 0) continue;
+        if (layout.kind === 'relational')
+          await writePostgresRelational(this.client, this.schema, tombstones, layout.spec, rewrite);
+        else
+          await this.client.query(postgresWriteStatement(this.schema, layout.table, tombstones), [
+            JSON.stringify(rewrite.map((change) => postgresInputRow(layout.table, change))),
+            layout.table.type,
           ]);
       }
       await this.client.query('COMMIT');
@@ -180,7 +191,7 @@ class PostgresVerifyTarget implements VerifyTarget {
 class MysqlVerifyTarget implements VerifyTarget {
   constructor(private readonly connection: mysql.Connection) {}
 
-  async read(sinkId: string, tables: readonly VerifiedTable[], ownerIds: readonly string[] | null) {
+  async read(sinkId: string, tables: ReadonlyArray<{ name: string }>, ownerIds: readonly string[] | null) {
     await this.connection.query('START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY');
     try {
       const cursor = await this.cursor(sinkId, '');
@@ -208,23 +219,22 @@ class MysqlVerifyTarget implements VerifyTarget {
         await this.connection.rollback();
         return false;
       }
-      for (const { table, write, remove } of repairs) {
-        const keys = [...remove, ...write.map((change) => ({ owner_id: change.owner_id ?? '', id: change.id }))];
-        const where = (count: number) => Array.from({ length: count }, () => '(owner_id = ? AND id = ?)').join(' OR ');
+      for (const repair of repairs) {
+        const { main, children, rewrite, remove, layout } = repair;
+        const keys = [...remove, ...rewrite.map((change) => ({ owner_id: change.owner_id ?? '', id: change.id }))];
+        const where = (parent: string, count: number) =>
+          Array.from({ length: count }, () => `(owner_id = ? AND ${myQuote(parent)} = ?)`).join(' OR ');
         const values = (list: RowKey[]) => list.flatMap((key) => [key.owner_id, key.id]);
-        // A row edited by hand keeps its seq: cleared, the guarded upsert writes it again.
+        const run = (sql: string, params: unknown[]) => this.connection.query(sql, params);
+        // A row edited by hand keeps its seq: cleared, the guarded write puts it back.
         if (keys.length > 0)
-          await this.connection.query(
-            `UPDATE ${myQuote(table.name)} SET seq = NULL WHERE ${where(keys.length)}`,
-            values(keys),
-          );
+          await run(`UPDATE ${myQuote(main)} SET seq = NULL WHERE ${where('id', keys.length)}`, values(keys));
         if (remove.length > 0)
-          await this.connection.query(
-            `DELETE FROM ${myQuote(table.name)} WHERE ${where(remove.length)}`,
-            values(remove),
-          );
-        if (write.length > 0)
-          await writeMysqlTable((sql, params) => this.connection.query(sql, params), table, tombstones, write);
+          for (const { name, parent } of [{ name: main, parent: 'id' }, ...children])
+            await run(`DELETE FROM ${myQuote(name)} WHERE ${where(parent, remove.length)}`, values(remove));
+        if (rewrite.length === 0) continue;
+        if (layout.kind === 'relational') await writeMysqlRelational(run, layout.spec, tombstones, rewrite);
+        else await writeMysqlTable(run, layout.table, tombstones, rewrite);
       }
       await this.connection.commit();
       return true;

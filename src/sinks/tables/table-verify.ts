@@ -52,6 +52,8 @@ export function normalised(kind: ColumnKind, value: unknown): unknown {
     case 'text':
       return String(value);
     case 'integer':
+      // Text, so a bigint beyond 2^53 compares exactly.
+      return String(value);
     case 'number':
       return Number(value);
     case 'boolean':
@@ -63,15 +65,29 @@ export function normalised(kind: ColumnKind, value: unknown): unknown {
   }
 }
 
-/** A stored row's compared columns in order, normalised (a column the table lacks counts as null). */
-export function storedRow(table: TargetTable, row: Record<string, unknown>): unknown[] {
-  return comparedColumns(table).map((column) => normalised(column.kind, row[column.name]));
+/** A table as `sinks verify` compares it: its compared columns, its key, and the column naming the resource a row belongs to. */
+export interface ComparedTable {
+  type: string;
+  name: string;
+  columns: readonly TableColumn[];
+  key: readonly string[];
+  /** `id` in a type's table, `<type>_id` in a child table. */
+  parent: string;
 }
 
-/** The row a batch writes for the newest change of a resource, as `storedRow` gives it back. */
-export function expectedRow(table: TargetTable, change: Change): unknown[] {
+/** A document table as compared. */
+export const documentTable = (table: TargetTable & { name: string }): ComparedTable => ({
+  type: table.type,
+  name: table.name,
+  columns: comparedColumns(table),
+  key: ['owner_id', 'id'],
+  parent: 'id',
+});
+
+/** The row a document batch writes for the newest change of a resource, by column name. */
+export function documentRow(table: TargetTable, change: Change): Record<string, unknown> {
   const row = targetRow(table, change);
-  const all: Record<string, unknown> = {
+  return {
     ...row.values,
     owner_id: row.owner_id,
     id: row.id,
@@ -79,7 +95,6 @@ export function expectedRow(table: TargetTable, change: Change): unknown[] {
     version_occurred_at: row.version_occurred_at,
     seq: row.seq,
   };
-  return comparedColumns(table).map((column) => normalised(column.kind, all[column.name]));
 }
 
 const keyOf = (key: RowKey) => `${key.owner_id}\u0000${key.id}`;
@@ -95,37 +110,78 @@ function digest(rows: ReadonlyMap<string, unknown[]>): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-/** Compares one table's rows with the rows the read model's newest changes give, by key. */
-export function compareTable(
-  table: TargetTable & { name: string },
-  expected: readonly Change[],
+/** A row's key as a RowKey (the key's columns after the owner joined by `/`) and its resource's key. */
+function rowKeys(table: ComparedTable, row: Record<string, unknown>): { key: string; parent: string } {
+  const part = (name: string) => String(normalised('text', row[name]));
+  const owner = part('owner_id');
+  const rest = table.key.filter((name) => name !== 'owner_id').map(part);
+  return {
+    key: keyOf({ owner_id: owner, id: rest.join('/') }),
+    parent: keyOf({ owner_id: owner, id: part(table.parent) }),
+  };
+}
+
+/**
+ * Compares a table's stored rows with the rows the read model's newest changes give, by key;
+ * `parents` are the resources whose rows differ, for `--repair`.
+ */
+export function compareRows(
+  table: ComparedTable,
+  expected: ReadonlyArray<Record<string, unknown>>,
   stored: ReadonlyArray<Record<string, unknown>>,
-): TypeComparison {
-  const want = new Map(
-    expected.map((change) => [keyOf({ owner_id: change.owner_id ?? '', id: change.id }), expectedRow(table, change)]),
-  );
-  const have = new Map(
-    stored.map((row) => [keyOf({ owner_id: String(row.owner_id), id: String(row.id) }), storedRow(table, row)]),
-  );
-  const missing: RowKey[] = [];
-  const changed: RowKey[] = [];
-  for (const [key, row] of want) {
-    const found = have.get(key);
-    if (found === undefined) missing.push(keyFrom(key));
-    else if (canonical(found) !== canonical(row)) changed.push(keyFrom(key));
+): TypeComparison & { parents: RowKey[] } {
+  const values = (row: Record<string, unknown>) =>
+    table.columns.map((column) => normalised(column.kind, row[column.name]));
+  const index = (rows: ReadonlyArray<Record<string, unknown>>) => {
+    const byKey = new Map<string, unknown[]>();
+    const parents = new Map<string, string>();
+    for (const row of rows) {
+      const { key, parent } = rowKeys(table, row);
+      byKey.set(key, values(row));
+      parents.set(key, parent);
+    }
+    return { byKey, parents };
+  };
+  const want = index(expected);
+  const have = index(stored);
+  const missing: string[] = [];
+  const changed: string[] = [];
+  for (const [key, row] of want.byKey) {
+    const found = have.byKey.get(key);
+    if (found === undefined) missing.push(key);
+    else if (canonical(found) !== canonical(row)) changed.push(key);
   }
-  const extra = [...have.keys()].filter((key) => !want.has(key)).map(keyFrom);
-  const order = (keys: RowKey[]) => keys.sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
-  const api = { rows: want.size, digest: digest(want) };
-  const target = { rows: have.size, digest: digest(have) };
+  const extra = [...have.byKey.keys()].filter((key) => !want.byKey.has(key));
+  const parents = new Set([
+    ...[...missing, ...changed].map((key) => want.parents.get(key)!),
+    ...extra.map((key) => have.parents.get(key)!),
+  ]);
+  const keys = (list: string[]) => list.sort().map(keyFrom);
+  const api = { rows: want.byKey.size, digest: digest(want.byKey) };
+  const target = { rows: have.byKey.size, digest: digest(have.byKey) };
   return {
     type: table.type,
     table: table.name,
     api,
     target,
     equal: api.digest === target.digest,
-    missing: order(missing),
-    extra: order(extra),
-    changed: order(changed),
+    missing: keys(missing),
+    extra: keys(extra),
+    changed: keys(changed),
+    parents: keys([...parents]),
   };
+}
+
+/** Compares one document table with the read model's newest changes of its type. */
+export function compareTable(
+  table: TargetTable & { name: string },
+  expected: readonly Change[],
+  stored: ReadonlyArray<Record<string, unknown>>,
+): TypeComparison {
+  const { parents: _parents, ...comparison } = compareRows(
+    documentTable(table),
+    expected.map((change) => documentRow(table, change)),
+    stored,
+  );
+  return comparison;
 }
