@@ -19,6 +19,7 @@ import {
   SinksReplayCommand,
   SinksShowCommand,
 } from './sinks.command.js';
+import { SinksVerifyCommand } from './sinks-verify.command.js';
 import { StatusCommand } from './status.command.js';
 import { TokensAddCommand, TokensCommand, TokensListCommand, TokensRevokeCommand } from './tokens.command.js';
 
@@ -51,6 +52,7 @@ export class CliModule {
         SinksShowCommand,
         SinksReplayCommand,
         SinksRemoveCommand,
+        SinksVerifyCommand,
         TokensCommand,
         TokensAddCommand,
         TokensListCommand,

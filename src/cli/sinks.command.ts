@@ -3,6 +3,7 @@ import { AppConfig } from '../config/app-config.js';
 import { printJson } from './output.js';
 import { resolveSinkId, runSinkCommand, runSinkRead } from './sinks-client.js';
 import { formatSink, formatSinkTable } from './sinks-output.js';
+import { SinksVerifyCommand } from './sinks-verify.command.js';
 
 const JSON_OPTION = { flags: '--json', description: 'print the answer as JSON, as the API gives it' };
 
@@ -216,12 +217,21 @@ export class SinksRemoveCommand extends CommandRunner {
 
 @Command({
   name: 'sinks',
-  description: 'Manage push sinks: add, list, show, replay, remove',
-  subCommands: [SinksAddCommand, SinksListCommand, SinksShowCommand, SinksReplayCommand, SinksRemoveCommand],
+  description: 'Manage push sinks: add, list, show, replay, verify, remove',
+  subCommands: [
+    SinksAddCommand,
+    SinksListCommand,
+    SinksShowCommand,
+    SinksReplayCommand,
+    SinksVerifyCommand,
+    SinksRemoveCommand,
+  ],
 })
 export class SinksCommand extends CommandRunner {
   async run(): Promise<void> {
-    process.stderr.write('menu-sync sinks: give a subcommand: add | list | show <id> | replay <id> | remove <id>\n');
+    process.stderr.write(
+      'menu-sync sinks: give a subcommand: add | list | show <id> | replay <id> | verify <id> | remove <id>\n',
+    );
     process.exitCode = 2;
   }
 }

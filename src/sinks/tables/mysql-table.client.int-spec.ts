@@ -100,10 +100,12 @@ describe('MySQL table sink client (the real MariaDB, a user with a password)', (
       error: "MySQL error ER_BAD_FIELD_ERROR (1054): Unknown column 'title' in 'INSERT INTO'",
     });
     expect(await apply(after(sink, first), next)).toEqual(
-      committed('committed: 1 change, one per row (1 upsert, 0 deletes)'),
+      committed(
+        'committed: 1 change, one per row (1 upsert, 0 deletes); re-added hand_products.title (missing) and re-filled 1 row from their resource',
+      ),
     );
     expect((await rows('hand_products')).map((row) => [row.id, row.title])).toEqual([
-      ['1', null],
+      ['1', 'Product 1'],
       ['2', 'Product 2'],
     ]);
 

@@ -16,6 +16,7 @@ import { allColumns, TableColumn, TargetTable, targetRow } from './table-columns
 import { CURSORS_TABLE, SchemaTable, schemaWork, sinkTables } from './table-schema.js';
 import { mysqlRelationalType, relationalCollation, writeMysqlRelational } from './mysql-relational.js';
 import { RelationalTable, relationalTables, relationalType } from './relational-tables.js';
+import { addedByTable, MissingPlan, planMissing, Refill, REFILL_PAGE, StoredRow } from './table-refill.js';
 
 /** Primary-key columns need a length; binary collation, so ids differing only in case stay two rows. */
 const KEY_TYPE = 'VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin';
@@ -97,13 +98,15 @@ function mysqlValues(table: TargetTable, columns: TableColumn[], change: Change)
     version_occurred_at: row.version_occurred_at,
     seq: row.seq,
   };
-  return columns.map((column) => {
-    const value = all[column.name] ?? null;
-    if (value === null) return null;
-    if (column.kind === 'json') return JSON.stringify(value);
-    if (column.kind === 'timestamp') return datetime(value as string);
-    return value;
-  });
+  return columns.map((column) => mysqlValue(column, all[column.name] ?? null));
+}
+
+/** A value as mysql2 sends it: JSON as text, timestamps as DATETIME text. */
+function mysqlValue(column: TableColumn, value: unknown): unknown {
+  if (value === null) return null;
+  if (column.kind === 'json') return JSON.stringify(value);
+  if (column.kind === 'timestamp') return datetime(value as string);
+  return value;
 }
 
 export interface MysqlTableOptions extends TableClientOptions {
@@ -155,7 +158,7 @@ export class MysqlTableClient implements TableClient {
 
   async apply(batch: TableBatch): Promise<ApplyResult> {
     const tables = sinkTables(batch.types, this.prefix);
-    await this.ensure(batch.types, tables);
+    const refills = await this.ensure(batch.types, tables);
     const connection = await this.pool.getConnection();
     try {
       await this.query(connection, `SET SESSION innodb_lock_wait_timeout = ?`, [
@@ -202,7 +205,7 @@ export class MysqlTableClient implements TableClient {
         [batch.sinkId, encodeTargetCursor(batch.entries[batch.entries.length - 1].position), batch.epoch],
       );
       await connection.commit();
-      return { kind: 'applied', rows: written };
+      return { kind: 'applied', rows: written, refills };
     } catch (error) {
       await connection.rollback().catch(() => undefined);
       throw error;
@@ -235,9 +238,9 @@ export class MysqlTableClient implements TableClient {
   }
 
   /** Creates what the target lacks, once per client (MySQL 8 has no ADD COLUMN IF NOT EXISTS: the catalogue is read first). */
-  private async ensure(types: readonly string[], tables: ReturnType<typeof sinkTables>): Promise<void> {
+  private async ensure(types: readonly string[], tables: ReturnType<typeof sinkTables>): Promise<Refill[]> {
     const missing = types.filter((type) => !this.ensured.has(type));
-    if (missing.length === 0 && this.ensured.size > 0) return;
+    if (missing.length === 0 && this.ensured.size > 0) return [];
     const typeTables = this.relational
       ? relationalTables(missing, this.prefix)
       : missing.map((type) => tables.tables.get(type)!);
@@ -266,13 +269,72 @@ export class MysqlTableClient implements TableClient {
          ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=${'layout' in table ? collation : 'utf8mb4_bin'}`,
       );
     }
-    for (const { table, column } of work.add) {
-      const schemaTable = wanted.find((candidate) => candidate.name === table)!;
-      await this.pool.query(
-        `ALTER TABLE ${quote(table)} ADD COLUMN ${quote(column.name)} ${type(schemaTable, column)}`,
-      );
+    const refills: Refill[] = [];
+    for (const [name, columns] of addedByTable(work.add)) {
+      const schemaTable = wanted.find((candidate) => candidate.name === name)!;
+      const [found] = await this.pool.query({
+        sql: `SELECT EXISTS (SELECT 1 FROM ${quote(name)}) AS found`,
+        timeout: this.timeoutMs,
+      });
+      const specs = this.relational ? types.map((type) => relationalType(type, this.prefix)) : [];
+      const hasRows = Number((found as Array<{ found: unknown }>)[0].found) === 1;
+      const plan = planMissing(schemaTable, columns, hasRows, specs);
+      for (const column of plan.add)
+        await this.pool.query(
+          `ALTER TABLE ${quote(name)} ADD COLUMN ${quote(column.name)} ${type(schemaTable, column)}`,
+        );
+      if (plan.refill.length > 0)
+        refills.push({
+          table: name,
+          columns: plan.refill.map((column) => column.name),
+          rows: await this.refill(schemaTable, plan),
+        });
     }
     for (const name of types) this.ensured.add(name);
+    return refills;
+  }
+
+  /**
+   * Re-fills `columns` of every row of a document table from its `resource`, in pages by key. The
+   * ALTER before it commits on its own (MySQL's DDL): a crash between them leaves the column empty
+   * until `menu-sync sinks verify --repair` or a replay.
+   */
+  private async refill(table: SchemaTable, plan: MissingPlan): Promise<number> {
+    const values = plan.refill.filter((column) => column.name !== 'synced_at');
+    const names = ['owner_id', 'id', ...values.map((column) => column.name)];
+    const updates = [
+      ...values.map((column) => `${quote(column.name)} = VALUES(${quote(column.name)})`),
+      ...(values.length < plan.refill.length ? ['`synced_at` = UTC_TIMESTAMP(3)'] : []),
+    ];
+    let after = null as StoredRow | null;
+    let count = 0;
+    for (;;) {
+      const [rows]: [unknown, unknown] = await this.pool.query({
+        sql: `SELECT owner_id, id, resource FROM ${quote(table.name)}
+               WHERE ? IS NULL OR (owner_id, id) > (?, ?) ORDER BY owner_id, id LIMIT ${REFILL_PAGE}`,
+        values: [after?.owner_id ?? null, after?.owner_id ?? null, after?.id ?? null],
+        timeout: this.timeoutMs,
+      });
+      const stored: StoredRow[] = (rows as Array<{ owner_id: string; id: string; resource: unknown }>).map((row) => ({
+        owner_id: row.owner_id,
+        id: row.id,
+        resource: (typeof row.resource === 'string' ? JSON.parse(row.resource) : row.resource) as StoredRow['resource'],
+      }));
+      if (stored.length === 0) return count;
+      await this.pool.query({
+        sql: `INSERT INTO ${quote(table.name)} (${names.map(quote).join(', ')})
+              VALUES ${stored.map(() => `(${names.map(() => '?').join(', ')})`).join(', ')}
+              ON DUPLICATE KEY UPDATE ${updates.join(', ')}`,
+        values: stored.flatMap((row) => [
+          row.owner_id,
+          row.id,
+          ...((filled) => values.map((column) => mysqlValue(column, filled[column.name] ?? null)))(plan.values(row)),
+        ]),
+        timeout: this.timeoutMs,
+      });
+      count += stored.length;
+      after = stored[stored.length - 1];
+    }
   }
 
   /** The relational layout's text collation: the database's default when it is a UCA `_ci` one. */

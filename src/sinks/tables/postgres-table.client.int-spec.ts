@@ -151,12 +151,14 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
       status: '42703',
       error: 'PostgreSQL error 42703: column "title" of relation "products" does not exist',
     });
-    // The sink extends its tables again before the next attempt: the column is back, the batch applies.
+    // The sink re-adds the column before the next attempt, re-filled from each row's resource, and the batch applies.
     expect(await apply(after(sink, first), next)).toEqual(
-      committed('committed: 1 change, one per row (1 upsert, 0 deletes)'),
+      committed(
+        'committed: 1 change, one per row (1 upsert, 0 deletes); re-added products.title (missing) and re-filled 1 row from their resource',
+      ),
     );
     expect((await rows('products', 'by_hand')).map((row) => [row.id, row.title])).toEqual([
-      ['1', null],
+      ['1', 'Product 1'],
       ['2', 'Product 2'],
     ]);
 

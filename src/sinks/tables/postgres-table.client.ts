@@ -13,9 +13,10 @@ import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from '.
 import { guardedSocket } from './guarded-socket.js';
 import { PG_TYPES } from './column-types.js';
 import { allColumns, TableColumn, TargetTable, targetRow } from './table-columns.js';
-import { CURSORS_TABLE, SchemaTable, schemaWork, sinkTables } from './table-schema.js';
+import { CURSORS_TABLE, SchemaTable, schemaColumns, schemaWork, sinkTables } from './table-schema.js';
 import { writePostgresRelational } from './postgres-relational.js';
 import { relationalTables, relationalType } from './relational-tables.js';
+import { addedByTable, MissingPlan, planMissing, Refill, REFILL_PAGE, StoredRow } from './table-refill.js';
 
 /** undefined_table, invalid_schema_name: a target the sink has not written yet. */
 const UNDEFINED_RELATION = new Set(['42P01', '3F000']);
@@ -115,7 +116,7 @@ export class PostgresTableClient implements TableClient {
 
   async apply(batch: TableBatch): Promise<ApplyResult> {
     const tables = sinkTables(batch.types, '');
-    await this.ensure(batch.types, tables);
+    const refills = await this.ensure(batch.types, tables);
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
@@ -149,7 +150,7 @@ export class PostgresTableClient implements TableClient {
         [batch.sinkId, encodeTargetCursor(batch.entries[batch.entries.length - 1].position), batch.epoch],
       );
       await client.query('COMMIT');
-      return { kind: 'applied', rows: written };
+      return { kind: 'applied', rows: written, refills };
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
@@ -184,9 +185,10 @@ export class PostgresTableClient implements TableClient {
    * Creates what the target lacks (the schema, the tables of types not seen yet, columns dropped or
    * not there yet), once per client: a client is discarded after a failure, so the next one looks again.
    */
-  private async ensure(types: readonly string[], tables: ReturnType<typeof sinkTables>): Promise<void> {
+  private async ensure(types: readonly string[], tables: ReturnType<typeof sinkTables>): Promise<Refill[]> {
     const missing = types.filter((type) => !this.ensured.has(type));
-    if (missing.length === 0 && this.ensured.size > 0) return;
+    if (missing.length === 0 && this.ensured.size > 0) return [];
+    const refills: Refill[] = [];
     const typeTables = this.relational
       ? relationalTables(missing, '')
       : missing.map((type) => tables.tables.get(type)!);
@@ -206,10 +208,20 @@ export class PostgresTableClient implements TableClient {
             `CREATE TABLE IF NOT EXISTS ${this.name(table.name)} (${definitions.join(', ')}, PRIMARY KEY (${table.primaryKey.map(quote).join(', ')}))`,
           );
         }
-        for (const { table, column } of work.add)
-          await client.query(
-            `ALTER TABLE ${this.name(table)} ADD COLUMN IF NOT EXISTS ${quote(column.name)} ${PG_TYPES[column.kind]}`,
-          );
+        for (const [name, columns] of addedByTable(work.add)) {
+          const table = wanted.find((candidate) => candidate.name === name)!;
+          const plan = await this.missingColumns(client, table, columns, types);
+          for (const column of plan.add)
+            await client.query(
+              `ALTER TABLE ${this.name(name)} ADD COLUMN IF NOT EXISTS ${quote(column.name)} ${PG_TYPES[column.kind]}`,
+            );
+          if (plan.refill.length > 0)
+            refills.push({
+              table: name,
+              columns: plan.refill.map((column) => column.name),
+              rows: await refillPostgres(client, this.name(name), table, plan),
+            });
+        }
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK').catch(() => undefined);
@@ -219,6 +231,21 @@ export class PostgresTableClient implements TableClient {
       }
     }
     for (const type of types) this.ensured.add(type);
+    return refills;
+  }
+
+  /** What to add of a table's missing columns (`planMissing`), looking whether it has rows. */
+  private async missingColumns(
+    client: pg.PoolClient,
+    table: SchemaTable,
+    columns: TableColumn[],
+    types: readonly string[],
+  ) {
+    const { rows } = await client.query<{ found: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM ${this.name(table.name)}) AS found`,
+    );
+    const specs = this.relational ? types.map((type) => relationalType(type, '')) : [];
+    return planMissing(table, columns, rows[0].found, specs);
   }
 
   /** The schema's tables and their columns (read from the catalogue: a role sees them whatever its privileges). */
@@ -235,5 +262,51 @@ export class PostgresTableClient implements TableClient {
     for (const row of rows)
       existing.set(row.table_name, (existing.get(row.table_name) ?? new Set()).add(row.column_name));
     return { schemaExists: namespace.rows.length > 0, existing };
+  }
+}
+
+/**
+ * Re-fills the plan's columns of every row of a type's table from its `resource`, in pages by key,
+ * in the transaction that added them: the rows end as a batch would have written them. Returns the rows.
+ */
+async function refillPostgres(
+  client: pg.PoolClient,
+  qualifiedName: string,
+  table: SchemaTable,
+  plan: MissingPlan,
+): Promise<number> {
+  const values = plan.refill.filter((column) => column.name !== 'synced_at');
+  const columns = schemaColumns(table);
+  const key = ['owner_id', 'id'].map((name) => columns.find((column) => column.name === name)!);
+  const record = [...key, ...values].map((column) => `${quote(column.name)} ${PG_TYPES[column.kind]}`);
+  const assignments = [
+    ...values.map((column) => `${quote(column.name)} = r.${quote(column.name)}`),
+    ...(values.length < plan.refill.length ? ['"synced_at" = now()'] : []),
+  ];
+  let after = null as StoredRow | null;
+  let count = 0;
+  for (;;) {
+    const { rows }: { rows: StoredRow[] } = await client.query<StoredRow>(
+      `SELECT owner_id, id::text AS id, resource FROM ${qualifiedName}
+        WHERE $1::text IS NULL OR (owner_id, id) > ($1, $2::${PG_TYPES[key[1].kind]}) ORDER BY owner_id, id LIMIT ${REFILL_PAGE}`,
+      [after?.owner_id ?? null, after?.id ?? null],
+    );
+    if (rows.length === 0) return count;
+    const input = rows.map((row) => {
+      const filled = plan.values(row);
+      return Object.fromEntries([
+        ['owner_id', row.owner_id],
+        ['id', row.id],
+        ...values.map((column) => [column.name, filled[column.name] ?? null]),
+      ]);
+    });
+    await client.query(
+      `UPDATE ${qualifiedName} t SET ${assignments.join(', ')}
+         FROM jsonb_to_recordset($1::jsonb) AS r(${record.join(', ')})
+        WHERE t.owner_id = r.owner_id AND t.id = r.id`,
+      [JSON.stringify(input)],
+    );
+    count += rows.length;
+    after = rows[rows.length - 1];
   }
 }

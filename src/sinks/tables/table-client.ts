@@ -2,6 +2,7 @@ import type { ChangeEntry, ChangePosition } from '../../changes/change.js';
 import type { TableLayout } from '../sink.js';
 import type { RowCounts, TargetCursor } from './table-batch.js';
 import type { TableTarget } from './table-target.js';
+import type { Refill } from './table-refill.js';
 
 /** One batch for a target: its changes after `expected` (the sink's cursor), in reader order. */
 export interface TableBatch {
@@ -14,7 +15,8 @@ export interface TableBatch {
 }
 
 export type ApplyResult =
-  | { kind: 'applied'; rows: RowCounts }
+  /** `refills`: the columns found missing that the client re-added and re-filled before the batch. */
+  | { kind: 'applied'; rows: RowCounts; refills?: Refill[] }
   /** The target's cursor already covered the batch: nothing was written. */
   | { kind: 'already' }
   /** The target's cursor stands before the sink's: nothing was written, the sink resumes from it. */

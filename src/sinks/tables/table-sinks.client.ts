@@ -10,6 +10,7 @@ import type { TableClient } from './table-client.js';
 import { MysqlTableClient } from './mysql-table.client.js';
 import { PostgresTableClient } from './postgres-table.client.js';
 import { RelationalIdError } from './relational-rows.js';
+import { describeRefills } from './table-refill.js';
 import { DEFAULT_SCHEMA, DEFAULT_TABLE_PREFIX, parseTableUrl, TableTarget } from './table-target.js';
 
 /** A table sink's delivery outcome: `committed` with what it applied, or the database's error code. */
@@ -46,7 +47,13 @@ export class TableSinksClient implements BeforeApplicationShutdown {
   async apply(sink: Sink, types: readonly string[], entries: ChangeEntry[]): Promise<TableOutcome> {
     return this.using(sink, async (client) => {
       const result = await client.apply({ sinkId: sink.id, epoch: sink.epoch, types, expected: sink.cursor, entries });
-      if (result.kind === 'applied') return { kind: 'ok', ...committedAnswer(result.rows) };
+      if (result.kind === 'applied') {
+        const answer = committedAnswer(result.rows);
+        if ((result.refills ?? []).length === 0) return { kind: 'ok', ...answer };
+        const refilled = describeRefills(result.refills!);
+        this.logger.warn({ msg: 'a table sink re-added missing columns and re-filled them', sink: sink.id, refilled });
+        return { kind: 'ok', ...answer, response: `${answer.response}; ${refilled}` };
+      }
       if (result.kind === 'already') return { kind: 'ok', ...committedAnswer(null) };
       await this.discard(sink.id);
       return {
