@@ -28,7 +28,10 @@ export class SinkCommandError extends Error {
 const FULL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The one sink a full id or a unique prefix of one names (as git and docker take them). */
-export async function resolveSinkId(client: Pick<SinkClient, 'startingWith'>, given: string): Promise<string> {
+export async function resolveSinkId(
+  client: { startingWith(prefix: string): Promise<ReadonlyArray<{ id: string }>> },
+  given: string,
+): Promise<string> {
   const prefix = given.toLowerCase();
   if (FULL_ID.test(prefix)) return prefix;
   if (!/^[0-9a-f-]{1,35}$/.test(prefix)) throw new SinkCommandError(`No sink ${given}.`, 1);

@@ -33,7 +33,7 @@ export async function verifySink(
             startingWith: async (prefix) =>
               (await sinks.page({ limit: 1000, order: 'created', q: prefix })).map(({ sink }) => ({
                 id: sink.id,
-              })) as never,
+              })),
           },
           given,
         );
