@@ -8,6 +8,13 @@ export interface BudgetClock {
 
 const REAL_CLOCK: BudgetClock = { now: () => Date.now(), sleep: (ms) => sleep(ms) };
 
+/**
+ * `rate` calls are spread over a second and this much more: a call let through arrives at the
+ * platform a little later, by a varying few milliseconds, and must still not make a second there
+ * hold `rate` + 1 calls.
+ */
+const ARRIVAL_MARGIN_MS = 50;
+
 /** One key's share of the budget. */
 interface Lane {
   /** The last caller in line: each waits for the one before it. */
@@ -25,8 +32,8 @@ export interface CallBudget {
 
 /**
  * Calls per second per key (a connection), with no burst: the calls of a key are let through in
- * the order they asked, at least 1/rate seconds apart, so that no second holds more than `rate` of
- * them. A pause (a 429 with `Retry-After`) holds back every caller of the key until it ends; the
+ * the order they asked, at least (1 s + 50 ms)/rate apart, so that no second holds more than
+ * `rate` of them. A pause (a 429 with `Retry-After`) holds back every caller of the key until it ends; the
  * calls then resume one interval apart. A caller's `signal` abandons its wait with its reason.
  */
 export class RateBudget {
@@ -37,7 +44,7 @@ export class RateBudget {
     perSecond: number,
     private readonly clock: BudgetClock = REAL_CLOCK,
   ) {
-    this.intervalMs = 1000 / perSecond;
+    this.intervalMs = (1000 + ARRIVAL_MARGIN_MS) / perSecond;
   }
 
   for(key: number): CallBudget {
