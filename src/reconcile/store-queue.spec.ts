@@ -1,7 +1,7 @@
 import { StoreQueue } from './store-queue.js';
 
 describe('StoreQueue', () => {
-  it('spreads the workers over the groups, the earlier group first on a tie, and ends when nothing is left', () => {
+  it('spreads the workers over the groups, on a tie the one with most left, then the earlier, and ends when nothing is left', () => {
     const queue = new StoreQueue([
       { group: 'a', storeIds: ['a1', 'a2', 'a3'] },
       { group: 'b', storeIds: ['b1'] },
@@ -12,14 +12,16 @@ describe('StoreQueue', () => {
       if (next === null || !('store' in next)) throw new Error(`nothing to take: ${JSON.stringify(next)}`);
       return next.store;
     };
-    const first = [taken(), taken(), taken(), taken()];
-    expect(first.map((store) => store.storeId)).toEqual(['a1', 'b1', 'c1', 'a2']);
-    queue.done(first[1]);
-    // b is empty: c has one in work, a two.
+    const first = [taken(), taken(), taken()];
+    expect(first.map((store) => store.storeId)).toEqual(['a1', 'c1', 'b1']);
+    // One in work each: a has 2 left, c 1, b none.
+    expect(taken().storeId).toBe('a2');
+    queue.done(first[2]);
+    // b has none left; c has one in work and one left, a two in work.
     expect(taken().storeId).toBe('c2');
     expect(taken().storeId).toBe('a3');
     expect(queue.take(0)).toEqual({ waitMs: Infinity });
-    for (const store of [first[0], first[2], first[3]]) queue.done(store);
+    for (const store of [first[0], first[1]]) queue.done(store);
     expect(queue.take(0)).toEqual({ waitMs: Infinity });
   });
 

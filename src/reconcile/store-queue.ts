@@ -15,10 +15,11 @@ export type Take<G> = { store: QueuedStore<G> } | { waitMs: number } | null;
 
 /**
  * The stores of a reconcile pass, handed to its workers (docs/reference.md §13). A worker gets a
- * due store of the group (connection) that has the fewest stores in work, the earlier group first
- * on a tie: the workers spread over the connections, whose rate budgets are apart, and a connection
- * is finished before the ones after it when there are more connections than workers. A store given
- * back with `retryLater` is due again at the time given; the others go on meanwhile.
+ * due store of the group (connection) that has the fewest stores in work, on a tie the one with the
+ * most stores left (then the earlier): the workers spread over all the connections, whose rate
+ * budgets are apart, and the connections end together, none left for last with every worker
+ * waiting on its one budget. A store given back to `done` with a time is due again then; the
+ * others go on meanwhile.
  */
 export class StoreQueue<G> {
   private readonly pending = new Map<G, Pending<G>[]>();
@@ -47,7 +48,7 @@ export class StoreQueue<G> {
       const index = waiting.findIndex((item) => item.dueAt <= now);
       for (const item of waiting) if (item.dueAt > now) soonest = Math.min(soonest, item.dueAt);
       if (index < 0) continue;
-      if (best === undefined || this.inWork.get(group)! < this.inWork.get(best.group)!) best = { group, index };
+      if (best === undefined || this.before(group, best.group)) best = { group, index };
     }
     if (best !== undefined) {
       const [item] = this.pending.get(best.group)!.splice(best.index, 1);
@@ -55,6 +56,12 @@ export class StoreQueue<G> {
       return { store: item.store };
     }
     return left === 0 ? null : { waitMs: soonest === Infinity ? Infinity : soonest - now };
+  }
+
+  /** Whether `a` should have the next worker rather than `b`. */
+  private before(a: G, b: G): boolean {
+    const inWork = this.inWork.get(a)! - this.inWork.get(b)!;
+    return inWork < 0 || (inWork === 0 && this.pending.get(a)!.length > this.pending.get(b)!.length);
   }
 
   /** The worker is done with `store`: it is settled, or given back to be due again at `dueAt`. */
