@@ -30,6 +30,7 @@ const BENCHES = {
   query: () => import('./query.js'),
   'scale-out': () => import('./scale-out.js'),
   fanout: () => import('./fanout.js'),
+  reconcile: () => import('./reconcile.js'),
 };
 
 function parseArgs(argv) {
@@ -56,13 +57,14 @@ function parseArgs(argv) {
     else if (name === 'targets') options.targets = value.split(',');
     else if (name === 'sizes') options.sizes = value.split(',').map(Number);
     else if (name === 'idle' || name === 'rate') options[name] = Number(value);
+    else if (name === 'stores' || name === 'concurrency') options[name] = value.split(',').map(Number);
     else throw new Error(`unknown option --${name}`);
   }
   return { names, options };
 }
 
 function usage() {
-  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)] [--observe=feed|poll (projection)] [--keep-database | --database=NAME (query: keep the filled database, or measure one kept before)] [--only=liveId,asOfPage,... (query: these measurements alone, no targets table)] [--with-sinks [--freshness] (ingress: an http and a postgres table sink attached)] [--targets=daemon,ingest-only,daemon+sinks,baseline (ingress)] [--only=http,sse,baseline --sizes=1,100 --idle=30 --rate=200 (fanout)]`;
+  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)] [--observe=feed|poll (projection)] [--keep-database | --database=NAME (query: keep the filled database, or measure one kept before)] [--only=liveId,asOfPage,... (query: these measurements alone, no targets table)] [--with-sinks [--freshness] (ingress: an http and a postgres table sink attached)] [--targets=daemon,ingest-only,daemon+sinks,baseline (ingress)] [--only=http,sse,baseline --sizes=1,100 --idle=30 --rate=200 (fanout)] [--stores=10000 --connections=10 --concurrency=1,8,32 (reconcile)]`;
 }
 
 function formatTable({ title, columns, rows }) {

@@ -20,6 +20,7 @@ export interface FakePlatform {
   callbacks: Map<string, string>;
   fault: (request: PlatformRequest) => Fault;
   rename(productId: string, title: string): void;
+  tokenFor(user: string): string;
   close(): Promise<void>;
 }
 

@@ -69,6 +69,8 @@ export async function startFakePlatform({ users, latencyMs = 0, productsPerStore
     callbacks: new Map(),
     fault,
     rename: (productId, title) => titles.set(String(productId), title),
+    /** An access token of `user`, for a bare client beside the daemon. */
+    tokenFor: (user) => issue(user).access_token,
     close: () =>
       new Promise((resolve) => {
         for (const response of hanging) response.destroy();
