@@ -74,6 +74,7 @@ async function attemptOnce<T extends Answer>(
   call: RetriedCall<T>,
 ): Promise<T | NetworkFault> {
   await call.budget?.take(call.signal);
+  call.signal?.throwIfAborted();
   const timeout = AbortSignal.timeout(timings.timeoutMs);
   try {
     const answer = await call.send(call.signal === undefined ? timeout : AbortSignal.any([timeout, call.signal]));
