@@ -157,12 +157,12 @@ function measured(setting, pass, used, { platform, users, stores, renamed, boot 
   // Each worker has one request in flight, on one connection at a time, whose budget lets
   // rate/1.05 a second through: at most min(workers, connections) budgets are busy at once.
   const budgets = Math.min(setting.concurrency, users.length) * (setting.rate / 1.05);
-  const ideal = requests / Math.min(setting.concurrency / (LATENCY_MS / 1000), budgets);
+  const model = requests / Math.min(setting.concurrency / (LATENCY_MS / 1000), budgets);
   const failing = pass.run.stores.filter((store) => store.errors.length > 0).length;
   return {
     ...setting,
     seconds: round(pass.seconds, 1),
-    idealSeconds: round(ideal, 1),
+    modelSeconds: round(model, 1),
     storesPerSecond: round(stores / pass.seconds, 1),
     requests,
     requestsPerSecond: round(requests / pass.seconds, 1),
@@ -235,7 +235,7 @@ function report({ stores, users, rows, baselines, imported, boot }) {
         columns: [
           'setting',
           'pass s',
-          'bound s',
+          'model s',
           'stores/s',
           'req/s',
           'max in flight',
@@ -251,7 +251,7 @@ function report({ stores, users, rows, baselines, imported, boot }) {
         rows: rows.map((row) => [
           `${row.label} (${row.concurrency}, ${row.rate}/s)`,
           row.seconds,
-          row.idealSeconds,
+          row.modelSeconds,
           row.storesPerSecond,
           row.requestsPerSecond,
           row.maxInFlight,
