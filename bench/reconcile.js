@@ -155,8 +155,8 @@ function measured(setting, pass, used, { platform, users, stores, renamed, boot 
     mostInWindow(platform.requests.filter((request) => request.user === user.id).map((request) => request.arrivedAt)),
   );
   // Each worker has one request in flight, on one connection at a time, whose budget lets
-  // rate/1.05 a second through: at most min(workers, connections) budgets are busy at once.
-  const budgets = Math.min(setting.concurrency, users.length) * (setting.rate / 1.05);
+  // rate/1.1 a second through: at most min(workers, connections) budgets are busy at once.
+  const budgets = Math.min(setting.concurrency, users.length) * (setting.rate / 1.1);
   const model = requests / Math.min(setting.concurrency / (LATENCY_MS / 1000), budgets);
   const failing = pass.run.stores.filter((store) => store.errors.length > 0).length;
   return {

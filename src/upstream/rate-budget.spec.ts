@@ -14,16 +14,16 @@ function virtualClock(): BudgetClock & { at: number } {
 }
 
 describe('RateBudget', () => {
-  it('lets the calls of a key through in the order they asked, (1 s + 50 ms)/rate apart, with no burst', async () => {
+  it('lets the calls of a key through in the order they asked, (1 s + 100 ms)/rate apart, with no burst', async () => {
     const clock = virtualClock();
     const budget = new RateBudget(10, clock);
     const granted: Array<[string, number]> = [];
     await Promise.all(['a', 'b', 'c', 'd'].map((name) => budget.take(1).then(() => granted.push([name, clock.at]))));
     expect(granted).toEqual([
       ['a', 0],
-      ['b', 105],
-      ['c', 210],
-      ['d', 315],
+      ['b', 110],
+      ['c', 220],
+      ['d', 330],
     ]);
   });
 
@@ -34,7 +34,7 @@ describe('RateBudget', () => {
     await budget.take(2);
     expect(clock.at).toBe(0);
     await budget.take(1);
-    expect(clock.at).toBe(525);
+    expect(clock.at).toBe(550);
   });
 
   it('a pause holds back every caller of the key until it ends, then they resume one interval apart; other keys go on', async () => {
@@ -47,7 +47,7 @@ describe('RateBudget', () => {
     await budget.take(2);
     expect(clock.at).toBe(0);
     await Promise.all([1, 2, 3].map(() => budget.take(1).then(() => granted.push(clock.at))));
-    expect(granted).toEqual([2000, 2105, 2210]);
+    expect(granted).toEqual([2000, 2110, 2220]);
   });
 
   it('a caller whose signal fires leaves the line with its reason, and takes no slot', async () => {
