@@ -51,7 +51,7 @@ interface Group {
  * The fetching part of a reconcile run (docs/reference.md §13): the stores of every connection
  * are fetched by RECONCILE_CONCURRENCY workers at once, each with one request in flight (the
  * upstream client keeps each connection within its rate budget). A connection is compared and
- * appended once each of its stores has had its first attempt; a store that hangs past
+ * appended once each of its stores has had its first attempt, one connection at a time; a store that hangs past
  * RECONCILE_STORE_TIMEOUT or fails is reported, and tried again later with backoff (at most
  * StoreRetries.attempts in all) while the others go on; when it comes then, it is compared by itself,
  * destroying nothing unless it is the owner's only store.
@@ -59,6 +59,8 @@ interface Group {
 @Injectable()
 export class ReconcilePass {
   private readonly logger = new Logger(ReconcilePass.name);
+  /** The comparisons and appends of a pass go one at a time: the workers fetch; the database pool is the daemon's too. */
+  private applying: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly fetcher: SnapshotFetcher,
@@ -193,9 +195,14 @@ export class ReconcilePass {
     const reports = new Map(snapshots.map(({ storeId }) => [storeId, group.reports.get(storeId)!]));
     context.stores.push(...reports.values());
     const started = Date.now();
+    const ownerStores = group.plan.storeIds.length - group.foreign.size;
+    const turn = this.applying.then(() => this.reconciler.apply(group.plan, snapshots, ownerStores, reports, context));
+    this.applying = turn.then(
+      () => undefined,
+      () => undefined,
+    );
     try {
-      const ownerStores = group.plan.storeIds.length - group.foreign.size;
-      await this.reconciler.apply(group.plan, snapshots, ownerStores, reports, context);
+      await turn;
     } catch (error) {
       if (!isOperationalFault(error)) throw error;
       this.logger.warn({ msg: 'reconcile of a connection failed', connection: group.plan.connection.id, err: error });
