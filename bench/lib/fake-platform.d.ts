@@ -34,7 +34,7 @@ export function startFakePlatform(options: {
 export function storeMenu(
   storeId: string,
   options?: { productsPerStore?: number; titles?: Map<string, string> },
-): Record<'collections' | 'products' | 'traits' | 'trait_options' | 'orders', any[]>;
+): Record<'collections' | 'products' | 'traits' | 'trait_options' | 'orders', unknown[]>;
 
 export function mostInWindow(arrivals: number[], windowMs?: number): number;
 
