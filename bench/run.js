@@ -32,6 +32,7 @@ const BENCHES = {
   fanout: () => import('./fanout.js'),
   'fanout-shares': () => import('./fanout-shares.js'),
   cli: () => import('./cli.js'),
+  reconcile: () => import('./reconcile.js'),
 };
 
 function parseArgs(argv) {
@@ -59,13 +60,14 @@ function parseArgs(argv) {
     else if (name === 'sizes') options.sizes = value.split(',').map(Number);
     else if (name === 'idle' || name === 'rate') options[name] = Number(value);
     else if (name === 'runs' || name === 'sinks') options[name] = Number(value);
+    else if (name === 'stores' || name === 'concurrency') options[name] = value.split(',').map(Number);
     else throw new Error(`unknown option --${name}`);
   }
   return { names, options };
 }
 
 function usage() {
-  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)] [--observe=feed|poll (projection)] [--keep-database | --database=NAME (query: keep the filled database, or measure one kept before)] [--only=liveId,asOfPage,... (query: these measurements alone, no targets table)] [--with-sinks [--freshness] (ingress: an http and a postgres table sink attached)] [--targets=daemon,ingest-only,daemon+sinks,baseline (ingress)] [--only=http,sse,baseline --sizes=1,100 --idle=30 --rate=200 (fanout)] [--runs=11 --sinks=100 (cli)]`;
+  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)] [--observe=feed|poll (projection)] [--keep-database | --database=NAME (query: keep the filled database, or measure one kept before)] [--only=liveId,asOfPage,... (query: these measurements alone, no targets table)] [--with-sinks [--freshness] (ingress: an http and a postgres table sink attached)] [--targets=daemon,ingest-only,daemon+sinks,baseline (ingress)] [--only=http,sse,baseline --sizes=1,100 --idle=30 --rate=200 (fanout)] [--runs=11 --sinks=100 (cli)] [--stores=10000 --connections=10 --concurrency=1,8,32 (reconcile)]`;
 }
 
 function formatTable({ title, columns, rows }) {

@@ -213,4 +213,31 @@ describe('loadConfig', () => {
     for (const value of ['-1', '401', 'lots'])
       expect(problems({ HEAP_GROWTH_PERCENT: value })).toEqual([expect.stringMatching(/^HEAP_GROWTH_PERCENT: /)]);
   });
+
+  it('RECONCILE_CONCURRENCY, RECONCILE_STORE_TIMEOUT, UPSTREAM_RATE_LIMIT: their defaults, and anything out of range named', () => {
+    const defaults = loadConfig({});
+    expect([defaults.RECONCILE_CONCURRENCY, defaults.RECONCILE_STORE_TIMEOUT, defaults.UPSTREAM_RATE_LIMIT]).toEqual([
+      8, 300, 10,
+    ]);
+    const set = loadConfig({ RECONCILE_CONCURRENCY: '32', RECONCILE_STORE_TIMEOUT: '2', UPSTREAM_RATE_LIMIT: '0.5' });
+    expect([set.RECONCILE_CONCURRENCY, set.RECONCILE_STORE_TIMEOUT, set.UPSTREAM_RATE_LIMIT]).toEqual([32, 2, 0.5]);
+    for (const [name, value] of [
+      ['RECONCILE_CONCURRENCY', '0'],
+      ['RECONCILE_CONCURRENCY', '257'],
+      ['RECONCILE_CONCURRENCY', 'many'],
+      ['RECONCILE_STORE_TIMEOUT', '0'],
+      ['RECONCILE_STORE_TIMEOUT', '1.5'],
+      ['UPSTREAM_RATE_LIMIT', '0'],
+      ['UPSTREAM_RATE_LIMIT', '1001'],
+      ['UPSTREAM_RATE_LIMIT', 'fast'],
+    ])
+      expect({ value, found: problems({ [name]: value }) }).toEqual({
+        value,
+        found: [expect.stringMatching(new RegExp(`^${name}: `))],
+      });
+    expect(problems({ UPSTREAM_RATE_LIMIT: 'fast' })[0]).toContain(
+      'must be a number of requests per second above 0, at most 1000',
+    );
+    expect(problems({ RECONCILE_CONCURRENCY: 'many' })[0]).toContain('must be an integer from 1 to 256');
+  });
 });

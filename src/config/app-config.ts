@@ -5,6 +5,7 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
+  IsNumber,
   IsOptional,
   IsString,
   IsUrl,
@@ -338,6 +339,27 @@ export class AppConfig {
   @Min(1)
   @Max(10000)
   RECONCILE_MAX_PAGES = 100;
+
+  /** Upstream requests reconcile keeps in flight at once in this process (reference §13). */
+  @Transform(int)
+  @IsInt({ message: 'RECONCILE_CONCURRENCY must be an integer from 1 to 256' })
+  @Min(1)
+  @Max(256)
+  RECONCILE_CONCURRENCY = 8;
+
+  /** Seconds one store's snapshot may take, its retries and waits included, before it is given up and tried again later. */
+  @Transform(int)
+  @IsInt({ message: 'RECONCILE_STORE_TIMEOUT must be a whole number of seconds from 1 to 3600' })
+  @Min(1)
+  @Max(3600)
+  RECONCILE_STORE_TIMEOUT = 300;
+
+  /** Requests per second to `{base_url}` per connection, from this process (docs/upstream.md). */
+  @Transform(({ value }) => (typeof value === 'string' && /^\d+(\.\d+)?$/.test(value) ? Number(value) : value))
+  @IsNumber({}, { message: 'UPSTREAM_RATE_LIMIT must be a number of requests per second above 0, at most 1000' })
+  @Min(0.01)
+  @Max(1000)
+  UPSTREAM_RATE_LIMIT = 10;
 
   /** How long a sink may fail before it is shown `failing` (reference §11): a number and a unit (ms, s, m, h, d). */
   @Matches(DURATION, { message: 'SINK_FAILING_AFTER must be a duration such as 72h, 30m or 90s' })

@@ -8,6 +8,7 @@ import { ReadModelModule } from '../query/read-model.module.js';
 import { UpstreamModule } from '../upstream/upstream.module.js';
 import { ConnectionReconciler } from './connection.reconciler.js';
 import { ProjectionCatchUp } from './projection-catch-up.js';
+import { DEFAULT_STORE_RETRIES, ReconcilePass, STORE_RETRIES } from './reconcile-pass.js';
 import { ReconcileController } from './reconcile.controller.js';
 import { ReconcileRepository } from './reconcile.repository.js';
 import { ReconcileScheduler } from './reconcile.scheduler.js';
@@ -17,6 +18,8 @@ import { SnapshotFetcher } from './snapshot.fetcher.js';
 const SERVICE_PROVIDERS = [
   ReconcileService,
   ConnectionReconciler,
+  { provide: STORE_RETRIES, useValue: DEFAULT_STORE_RETRIES },
+  ReconcilePass,
   ReconcileRepository,
   SnapshotFetcher,
   ProjectionCatchUp,

@@ -17,6 +17,7 @@ import { UpstreamUnavailableError } from '../upstream/upstream.errors.js';
 import { ProjectionCatchUp } from './projection-catch-up.js';
 import { ReconcileRepository } from './reconcile.repository.js';
 import { ConnectionReconciler } from './connection.reconciler.js';
+import { ReconcilePass } from './reconcile-pass.js';
 import { ReconcileService } from './reconcile.service.js';
 import type { SnapshotResource } from './snapshot-diff.js';
 import { StoreNotOfConnectionError } from './snapshot.fetcher.js';
@@ -104,20 +105,21 @@ describe('ReconcileService.run (PostgreSQL)', () => {
       fetch: (connection: Connection, storeId: string) => fetch(connection, storeId),
     } as unknown as SnapshotFetcher;
     const metrics = new MetricsService();
+    const config = loadConfig({ STORE_IDS: '1' });
     const reconciler = new ConnectionReconciler(
       connections,
-      fetcher,
       new ReadModelRepository(dataSource),
       new EventLogRepository(dataSource),
       runs,
       new EventEmitter2(),
       metrics,
-      loadConfig({ STORE_IDS: '1' }),
+      config,
       null,
     );
     service = new ReconcileService(
       connections,
       reconciler,
+      new ReconcilePass(fetcher, reconciler, config, { attempts: 2, baseDelayMs: 20 }),
       runs,
       new ProjectionCatchUp(dataSource, projections, new ProjectionStatusRepository(dataSource)),
       metrics,
@@ -129,16 +131,26 @@ describe('ReconcileService.run (PostgreSQL)', () => {
     await database?.drop();
   });
 
-  it('a fault in one connection is reported, the next connection is still reconciled, and the run is saved', async () => {
+  it('a store whose fetch fails is reported, tried again, given up after its attempts; the other connection is reconciled; the run is saved', async () => {
+    const attempts = new Map<number, number>();
     fetch = async (connection, storeId) => {
+      attempts.set(connection.id, (attempts.get(connection.id) ?? 0) + 1);
       if (connection.id === 1) throw new UpstreamUnavailableError('GET /stores/1/collections: connection reset');
       return snapshotOf(storeId, [product(`${connection.id}-7`)]);
     };
     const run = await service.run('command');
+    expect(Object.fromEntries(attempts)).toEqual({ 1: 2, 2: 1 });
     expect(run).toMatchObject({
       outcome: 'partial',
-      errors: ['connection 1: reconcile stopped: GET /stores/1/collections: connection reset; nothing appended'],
+      errors: [],
       stores: [
+        expect.objectContaining({
+          connection_id: 1,
+          owner_id: '4001',
+          events_appended: 0,
+          notes: ['attempt 1 of 2: GET /stores/1/collections: connection reset; tried again later'],
+          errors: ['attempt 2 of 2: GET /stores/1/collections: connection reset; nothing reconciled for this store'],
+        }),
         expect.objectContaining({
           connection_id: 2,
           owner_id: '4002',

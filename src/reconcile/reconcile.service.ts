@@ -4,8 +4,10 @@ import type { Connection } from '../connections/connection.js';
 import { ConnectionRepository } from '../connections/connection.repository.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { ConnectionReconciler } from './connection.reconciler.js';
+import type { ConnectionPlan } from './connection.reconciler.js';
 import { isOperationalFault } from './operational-fault.js';
 import { ProjectionCatchUp } from './projection-catch-up.js';
+import { ReconcilePass } from './reconcile-pass.js';
 import type { ReconcileRun, RunContext, RunOutcome } from './reconcile-report.js';
 import { ReconcileRepository } from './reconcile.repository.js';
 
@@ -21,12 +23,12 @@ export interface RunOptions {
 
 /**
  * Heals what webhooks missed (docs/reference.md §8): with the projector caught up and parked events
- * retried, each active connection is reconciled (ConnectionReconciler: its stores fetched from the
- * upstream, compared with the mirror of its owner, every difference appended to the log as a
- * `reconcile` event), so the log stays the truth and a replay reproduces the healed state. This is
- * the run and its report: one run at a time, a fault in one connection's work reported while the
- * next connection goes on, every run saved. Only a bug (see isOperationalFault) throws, after its
- * run was saved as failed.
+ * retried, the stores of every active connection are reconciled (ConnectionReconciler plans each
+ * connection, ReconcilePass fetches the stores concurrently, compares them with the mirror of
+ * their owner and appends every difference to the log as a `reconcile` event), so the log stays
+ * the truth and a replay reproduces the healed state. This is the run and its report: one run at a
+ * time, a fault in one connection's or store's work reported while the others go on, every run
+ * saved. Only a bug (see isOperationalFault) throws, after its run was saved as failed.
  */
 @Injectable()
 export class ReconcileService {
@@ -35,6 +37,7 @@ export class ReconcileService {
   constructor(
     private readonly connections: ConnectionRepository,
     private readonly reconciler: ConnectionReconciler,
+    private readonly pass: ReconcilePass,
     private readonly repository: ReconcileRepository,
     private readonly catchUp: ProjectionCatchUp,
     private readonly metrics: MetricsService,
@@ -103,14 +106,17 @@ export class ReconcileService {
       context.errors.push(`no connection ${filter.connectionId}`);
     if (connections.length === 0 && filter.connectionId === undefined)
       context.notes.push('no connection yet: nothing to reconcile');
+    const plans: ConnectionPlan[] = [];
     for (const connection of connections) {
       if (connection.state !== 'active') {
         // A known state, shown by /api/v1/connections: not a fault of this run.
         context.notes.push(`connection ${connection.id}: ${connection.state}, skipped`);
         continue;
       }
-      await this.reconcileGuarded(connection, filter.storeId, context);
+      const plan = await this.planGuarded(connection, filter.storeId, context);
+      if (plan !== null) plans.push(plan);
     }
+    await this.pass.run(plans, context);
     const storeFilter = filter.storeId;
     const active = connections.some((connection) => connection.state === 'active');
     if (
@@ -124,22 +130,19 @@ export class ReconcileService {
     return true;
   }
 
-  /** One connection; a fault in its work is reported (on its stores, else on the run), and the run goes on. */
-  private async reconcileGuarded(
+  /** One connection's owner and stores; a fault learning them is reported on the run, and the run goes on. */
+  private async planGuarded(
     connection: Connection,
     storeFilter: string | undefined,
     context: RunContext,
-  ): Promise<void> {
-    const reported = context.stores.length;
+  ): Promise<ConnectionPlan | null> {
     try {
-      await this.reconciler.reconcile(connection, storeFilter, context);
+      return await this.reconciler.plan(connection, storeFilter, context);
     } catch (error) {
       if (!isOperationalFault(error)) throw error;
       this.logger.warn({ msg: 'reconcile of a connection failed', connection: connection.id, err: error });
-      const stores = context.stores.slice(reported);
-      const message = `reconcile stopped: ${messageOf(error)}; nothing appended`;
-      if (stores.length === 0) context.errors.push(`connection ${connection.id}: ${message}`);
-      for (const store of stores) store.errors.push(message);
+      context.errors.push(`connection ${connection.id}: reconcile stopped: ${messageOf(error)}; nothing appended`);
+      return null;
     }
   }
 

@@ -52,7 +52,7 @@ export class StoreNotOfConnectionError extends Error {
  * through the upstream client, following JSON:API `links.next`. Nothing here throws for a bad
  * answer: a failed or unrecognised document comes back incomplete with its error. A connection
  * that needs reauthorization throws ReauthorizationRequiredError; a 403/404 to the store's very
- * first request throws StoreNotOfConnectionError.
+ * first request throws StoreNotOfConnectionError; a fired `signal` throws its reason.
  */
 @Injectable()
 export class SnapshotFetcher {
@@ -64,7 +64,8 @@ export class SnapshotFetcher {
     private readonly metrics: MetricsService,
   ) {}
 
-  async fetch(connection: Connection, storeId: string): Promise<StoreSnapshot> {
+  /** `signal`: the store's deadline; when it fires, the fetch stops with its reason. */
+  async fetch(connection: Connection, storeId: string, signal?: AbortSignal): Promise<StoreSnapshot> {
     const fetchedAt = new Date();
     const menu = {} as Record<SnapshotType, FetchedList>;
     for (const type of SNAPSHOT_TYPES) {
@@ -72,14 +73,20 @@ export class SnapshotFetcher {
         '{resources}',
         PATHS[type],
       );
-      menu[type] = await this.list(connection, path, type, type === SNAPSHOT_TYPES[0] ? storeId : undefined);
+      menu[type] = await this.list(connection, path, type, signal, type === SNAPSHOT_TYPES[0] ? storeId : undefined);
     }
     const ordersPath = this.config.UPSTREAM_ORDERS_PATH.replace('{store_id}', encodeURIComponent(storeId));
-    return { storeId, fetchedAt, menu, orders: await this.list(connection, ordersPath, 'order') };
+    return { storeId, fetchedAt, menu, orders: await this.list(connection, ordersPath, 'order', signal) };
   }
 
   /** `storeId` is given for the store's first document: a 403/404 to its first page then means "not this connection's store". */
-  private async list(connection: Connection, firstPath: string, type: string, storeId?: string): Promise<FetchedList> {
+  private async list(
+    connection: Connection,
+    firstPath: string,
+    type: string,
+    signal: AbortSignal | undefined,
+    storeId?: string,
+  ): Promise<FetchedList> {
     const resources: SnapshotResource[] = [];
     let next: { path: string; query: Record<string, string> } | null = { path: firstPath, query: {} };
     try {
@@ -91,6 +98,7 @@ export class SnapshotFetcher {
           path: next.path,
           query: next.query,
           versioned: true,
+          signal,
         });
         if (page === 0 && storeId !== undefined && (response.status === 403 || response.status === 404)) {
           throw new StoreNotOfConnectionError(storeId, response.status);
@@ -104,6 +112,7 @@ export class SnapshotFetcher {
     } catch (error) {
       // Not a fault of this document: the connection, or this store, is left out (ReconcileService says so).
       if (error instanceof ReauthorizationRequiredError || error instanceof StoreNotOfConnectionError) throw error;
+      signal?.throwIfAborted();
       const message = error instanceof Error ? error.message : String(error);
       this.metrics.reconcileSkippedDocuments.inc({ type });
       this.logger.warn({ msg: 'snapshot skipped', type, path: firstPath, error: message });

@@ -108,13 +108,13 @@ export function compareType(
 /**
  * Menu resources carry no store, so a resource absent from the snapshots is known to be destroyed
  * only when they cover the owner's whole menu: no --store filter, and the owner has exactly one
- * store (another owner's store answering 403/404 is not counted). A store that is neither in
- * STORE_IDS nor named by an order event stays unknown here: see docs/upstream.md.
+ * store (another owner's store answering 403/404 is not counted), whose snapshot is the one
+ * compared. A store that is neither in STORE_IDS nor named by an order event stays unknown here:
+ * see docs/upstream.md.
  */
-export function destroysRefused(storeFilter: string | undefined, snapshots: StoreSnapshot[]): string | undefined {
+export function destroysRefused(storeFilter: string | undefined, ownerStores: number): string | undefined {
   if (storeFilter !== undefined) return `destroys skipped: --store given, and ${NO_STORE_ON_MENU}`;
-  if (snapshots.length > 1)
-    return `destroys skipped: the owner has ${snapshots.length} stores, and ${NO_STORE_ON_MENU}`;
+  if (ownerStores > 1) return `destroys skipped: the owner has ${ownerStores} stores, and ${NO_STORE_ON_MENU}`;
   return undefined;
 }
 

@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NetworkFault } from './network-fault.js';
 import { isTransientStatus, parseRetryAfter, retryDelay } from './retry-delay.js';
+import type { CallBudget } from './rate-budget.js';
 import { UpstreamUnavailableError } from './upstream.errors.js';
 import type { UpstreamTimings } from './upstream-timings.js';
 
@@ -23,12 +24,18 @@ export interface RetriedCall<T extends Answer> {
   repeatable: boolean;
   /** Sees every HTTP status, and 0 for every network fault. */
   observe?(status: number): void;
+  /** Every attempt waits for its turn here; a 429 pauses it for every caller. */
+  budget?: CallBudget;
+  /** The caller's own deadline: when it fires, the call stops at once with its reason, never retried. */
+  signal?: AbortSignal;
 }
 
 /**
  * Sends until an answer that is not 429/5XX, with bounded attempts, full-jitter backoff and
- * `Retry-After`. Throws UpstreamUnavailableError when the attempts run out or a fault must not be
- * repeated.
+ * `Retry-After`, each attempt in its turn of the budget. A 429 pauses the budget (every caller of
+ * the connection) for its `Retry-After`, or for this caller's backoff when it names none. Throws
+ * UpstreamUnavailableError when the attempts run out or a fault must not be repeated, and the
+ * signal's reason when it fires.
  */
 export async function callWithRetries<T extends Answer>(
   timings: UpstreamTimings,
@@ -44,18 +51,21 @@ export async function callWithRetries<T extends Answer>(
           `${call.label}: ${outcome.message} (attempt ${attempt} of ${timings.attempts})`,
         );
       }
-      await pause(logger, call.label, outcome.message, retryDelay(timings, attempt));
+      await pause(logger, call, outcome.message, retryDelay(timings, attempt));
       continue;
     }
     if (!isTransientStatus(outcome.status)) return outcome;
     const retryAfterMs = parseRetryAfter(outcome.headers.get('retry-after'), timings.now());
+    const delayMs = retryDelay(timings, attempt, retryAfterMs);
+    if (outcome.status === 429)
+      call.budget?.pause(retryAfterMs === undefined ? delayMs : Math.min(retryAfterMs, timings.maxRetryAfterMs));
     if (exhausted) {
       throw new UpstreamUnavailableError(
         `${call.label} answered ${outcome.status} ${attempt} times`,
         retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(retryAfterMs / 1000)),
       );
     }
-    await pause(logger, call.label, `HTTP ${outcome.status}`, retryDelay(timings, attempt, retryAfterMs));
+    await pause(logger, call, `HTTP ${outcome.status}`, delayMs);
   }
 }
 
@@ -63,11 +73,15 @@ async function attemptOnce<T extends Answer>(
   timings: UpstreamTimings,
   call: RetriedCall<T>,
 ): Promise<T | NetworkFault> {
+  await call.budget?.take(call.signal);
+  call.signal?.throwIfAborted();
+  const timeout = AbortSignal.timeout(timings.timeoutMs);
   try {
-    const answer = await call.send(AbortSignal.timeout(timings.timeoutMs));
+    const answer = await call.send(call.signal === undefined ? timeout : AbortSignal.any([timeout, call.signal]));
     call.observe?.(answer.status);
     return answer;
   } catch (error) {
+    call.signal?.throwIfAborted();
     const fault = NetworkFault.of(error);
     if (fault === undefined) throw error;
     call.observe?.(0);
@@ -75,7 +89,17 @@ async function attemptOnce<T extends Answer>(
   }
 }
 
-async function pause(logger: Logger, label: string, reason: string, delayMs: number): Promise<void> {
-  logger.warn(`${label}: ${reason}; retrying in ${delayMs} ms`);
-  await sleep(delayMs);
+async function pause<T extends Answer>(
+  logger: Logger,
+  call: RetriedCall<T>,
+  reason: string,
+  delayMs: number,
+): Promise<void> {
+  logger.warn(`${call.label}: ${reason}; retrying in ${delayMs} ms`);
+  try {
+    await sleep(delayMs, undefined, { signal: call.signal });
+  } catch (error) {
+    call.signal?.throwIfAborted();
+    throw error;
+  }
 }

@@ -25,6 +25,7 @@ import { RebuildService } from '../replay/rebuild.service.js';
 import { ShadowSchemaRepository } from '../replay/shadow-schema.repository.js';
 import { ObservabilityModule } from '../observability/observability.module.js';
 import { OAuthClient } from './oauth-client.js';
+import { RateBudget } from './rate-budget.js';
 import { TokenRefresher } from './token-refresher.js';
 import { UpstreamClient } from './upstream-client.js';
 import { ReauthorizationRequiredError, UpstreamUnavailableError } from './upstream.errors.js';
@@ -135,7 +136,7 @@ describe('UpstreamClient (PostgreSQL + emulator)', () => {
       repository,
       metrics,
       refresher,
-      client: new UpstreamClient(refresher, metrics, settings, all),
+      client: new UpstreamClient(refresher, new RateBudget(1000), metrics, settings, all),
     };
     stacks.push(created);
     return created;

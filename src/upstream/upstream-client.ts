@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { MetricsService } from '../observability/metrics.service.js';
 import { callWithRetries } from './call-with-retries.js';
+import { RateBudget } from './rate-budget.js';
 import { TokenRefresher } from './token-refresher.js';
 import type { AccessGrant } from './token-refresher.js';
 import { UPSTREAM_SETTINGS } from './upstream-settings.js';
@@ -18,6 +19,8 @@ export interface UpstreamRequest {
   form?: URLSearchParams;
   /** Selects the API version with `Accept: <UPSTREAM_MEDIA_TYPE>` (spec endpoint 4). */
   versioned?: boolean;
+  /** The caller's deadline: the call stops when it fires, with its reason. */
+  signal?: AbortSignal;
 }
 
 export interface UpstreamResponse {
@@ -32,8 +35,10 @@ const DEFAULT_MEDIA_TYPE = 'application/vnd.service.v2';
 
 /**
  * The one place that calls `{base_url}` (docs/reference.md §7): the bearer token of the connection,
- * refreshed before it is due and once after a 401; 429, 5XX and network faults retried with
- * bounded attempts, full-jitter backoff and `Retry-After`; every answer counted by status. A
+ * refreshed before it is due and once after a 401; every attempt within the connection's rate
+ * budget (UPSTREAM_RATE_LIMIT), which a 429 pauses for every caller of the connection; 429, 5XX
+ * and network faults retried with bounded attempts, full-jitter backoff and `Retry-After`; every
+ * answer counted by status. A
  * fault that may have reached the server is retried for GET only: a POST is not known to be safe
  * to repeat. Other 4XX answers are the caller's to read.
  */
@@ -43,6 +48,7 @@ export class UpstreamClient {
 
   constructor(
     private readonly tokens: TokenRefresher,
+    private readonly budget: RateBudget,
     private readonly metrics: MetricsService,
     @Inject(UPSTREAM_SETTINGS) private readonly settings: UpstreamSettings | null,
     @Inject(UPSTREAM_TIMINGS) private readonly timings: UpstreamTimings,
@@ -51,12 +57,12 @@ export class UpstreamClient {
   /** Throws ReauthorizationRequiredError (no call made) or UpstreamUnavailableError (retries exhausted). */
   async request(connectionId: number, request: UpstreamRequest): Promise<UpstreamResponse> {
     const grant = await this.tokens.accessToken(connectionId);
-    const answer = await this.send(grant, request);
+    const answer = await this.send(connectionId, grant, request);
     if (answer.status !== 401) return answer;
-    return this.send(await this.tokens.refreshAfterRejection(connectionId, grant.version), request);
+    return this.send(connectionId, await this.tokens.refreshAfterRejection(connectionId, grant.version), request);
   }
 
-  private send(grant: AccessGrant, request: UpstreamRequest): Promise<UpstreamResponse> {
+  private send(connectionId: number, grant: AccessGrant, request: UpstreamRequest): Promise<UpstreamResponse> {
     const url = new URL(`${grant.baseUrl}${request.path}`);
     for (const [name, value] of Object.entries(request.query ?? {})) url.searchParams.set(name, value);
     const init: RequestInit = {
@@ -70,6 +76,8 @@ export class UpstreamClient {
       {
         label: `${request.method} ${request.path}`,
         repeatable: request.method === 'GET',
+        budget: this.budget.for(connectionId),
+        signal: request.signal,
         observe: (status) => this.metrics.upstreamRequests.inc({ status: String(status) }),
         send: async (signal) => read(await fetch(url, { ...init, signal })),
       },
