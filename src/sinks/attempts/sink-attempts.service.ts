@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { BadRequestError } from '../../common/app-error.js';
+import { PruneLoop } from '../../common/prune-loop.js';
 import { AppConfig } from '../../config/app-config.js';
 import { RESPONSE_HEAD_BYTES, redactSecrets } from '../redact.js';
 import { SinkAttempt, SinkAttemptView, SinkAttemptsRepository } from './sink-attempts.repository.js';
@@ -11,7 +12,7 @@ const MAX_PENDING = 10_000;
 const FLUSH_ROWS = 1000;
 /** How long attempts gather before they are written: a sink catching up makes hundreds a second. */
 const GATHER_MS = 200;
-const PRUNE_MIN_MS = 1000;
+/** Pruning runs at least once a minute: attempts beyond 1,000 per sink are many in an hour. */
 const PRUNE_MAX_MS = 60_000;
 
 /** `before` cursors: base64url of `a<attempt id>`. */
@@ -36,24 +37,30 @@ export class SinkAttemptsService implements OnApplicationBootstrap, BeforeApplic
   private readonly logger = new Logger(SinkAttemptsService.name);
   private pending: SinkAttempt[] = [];
   private flushing?: Promise<void>;
-  private timer?: NodeJS.Timeout;
-  private pruning?: Promise<void>;
+  private readonly pruning: PruneLoop;
 
   constructor(
     private readonly repository: SinkAttemptsRepository,
     private readonly config: AppConfig,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    const interval = Math.min(PRUNE_MAX_MS, Math.max(PRUNE_MIN_MS, this.config.sinkAttemptsRetentionMs / 4));
-    this.timer = setInterval(() => void this.prune(), interval);
-    this.timer.unref();
-    void this.prune();
+  ) {
+    this.pruning = new PruneLoop(
+      {
+        what: 'sink attempts',
+        retentionMs: config.sinkAttemptsRetentionMs,
+        maxIntervalMs: PRUNE_MAX_MS,
+        // Every run deletes some once sinks are past 1,000 attempts: no log line for it.
+        prune: async (before) => (await repository.prune(before), null),
+      },
+      this.logger,
+    );
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
-    await this.pruning;
+  onApplicationBootstrap(): void {
+    this.pruning.start();
+  }
+
+  beforeApplicationShutdown(): Promise<void> {
+    return this.pruning.stop();
   }
 
   record(attempt: SinkAttempt): void {
@@ -87,18 +94,9 @@ export class SinkAttemptsService implements OnApplicationBootstrap, BeforeApplic
     }
   }
 
-  /** One pruning run; a fault is logged and the next run tries again. */
+  /** One pruning run (PruneLoop's). */
   prune(): Promise<void> {
-    this.pruning ??= (async () => {
-      try {
-        await this.repository.prune(new Date(Date.now() - this.config.sinkAttemptsRetentionMs));
-      } catch (error) {
-        this.logger.warn({ msg: 'sink attempts pruning failed; retrying at the next run', err: String(error) });
-      } finally {
-        this.pruning = undefined;
-      }
-    })();
-    return this.pruning;
+    return this.pruning.run();
   }
 
   /** A page of a sink's attempts, newest first. */
