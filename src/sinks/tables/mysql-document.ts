@@ -88,4 +88,3 @@ export function mysqlValue(column: TableColumn, value: unknown): unknown {
   if (column.kind === 'timestamp') return datetime(value as string);
   return value;
 }
-

@@ -125,7 +125,12 @@ async function planAgainstTarget(
 }
 
 /** Inserts `rows`; a type's own rows as upserts that change a row only when newer (seq assigned last). */
-export async function insertMysqlRelational(run: MysqlRun, table: RelationalTable, rows: RelationalRow[], upsert: boolean): Promise<void> {
+export async function insertMysqlRelational(
+  run: MysqlRun,
+  table: RelationalTable,
+  rows: RelationalRow[],
+  upsert: boolean,
+): Promise<void> {
   const columns = table.columns.filter((column) => column.name !== 'synced_at');
   const names = columns.map((column) => quote(column.name)).join(', ');
   const guard = `seq IS NULL OR seq < VALUES(seq)`;

@@ -23,7 +23,14 @@ import {
 } from './mysql-relational.js';
 import { RelationalTable, relationalTables, relationalType } from './relational-tables.js';
 import { addedByTable, MissingPlan, planMissing, Refill, REFILL_PAGE, StoredRow } from './table-refill.js';
-import { Recreation, recreations, RecreateWriter, refillPosition, refillRecreated, renamedSpec } from './table-recreate.js';
+import {
+  Recreation,
+  recreations,
+  RecreateWriter,
+  refillPosition,
+  refillRecreated,
+  renamedSpec,
+} from './table-recreate.js';
 
 /** Primary-key columns need a length; binary collation, so ids differing only in case stay two rows. */
 const KEY_TYPE = 'VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin';

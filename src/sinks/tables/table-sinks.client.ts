@@ -78,7 +78,11 @@ export class TableSinksClient implements BeforeApplicationShutdown {
   ): TableOutcome {
     if (refills.length === 0) return { kind: 'ok', ...answer };
     const refilled = describeRefills(refills);
-    this.logger.warn({ msg: 'a table sink re-added missing columns or tables and re-filled them', sink: sink.id, refilled });
+    this.logger.warn({
+      msg: 'a table sink re-added missing columns or tables and re-filled them',
+      sink: sink.id,
+      refilled,
+    });
     return { kind: 'ok', ...answer, response: `${answer.response}; ${refilled}` };
   }
 
