@@ -18,6 +18,7 @@ import { SinkSnapshots } from './sink-start.js';
 import { SinkWrites } from './sink-writes.js';
 import { SinksController } from './api/sinks.controller.js';
 import { SinksService } from './api/sinks.service.js';
+import { TableRefillRepository } from './tables/table-refill.repository.js';
 import { TableSinksClient } from './tables/table-sinks.client.js';
 
 /** Sink management only (the CLI): no dispatcher. */
@@ -36,6 +37,7 @@ export class SinkStoreModule {}
     HttpSinkClient,
     NatsSinkClient,
     TableSinksClient,
+    TableRefillRepository,
     SinkDispatcherService,
     SinkWrites,
     SinkLeaseRepository,
