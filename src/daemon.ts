@@ -36,7 +36,7 @@ export class Daemon {
           ? `database: embedded PostgreSQL under ${config.DATA_DIR}`
           : 'database: external (DATABASE_URL)',
       );
-      if (config.MIGRATIONS_RUN) await migrateDatabase(database.url, config.DATABASE_POOL_SIZE);
+      if (config.MIGRATIONS_RUN) await migrateDatabase(database.migrationUrl, config.DATABASE_POOL_SIZE);
       sandbox = config.sandbox
         ? await Sandbox.start(config, rootLogger).catch((error) => {
             logger.error({ msg: 'the sandbox emulator could not start: running without an upstream', err: error });
