@@ -123,7 +123,7 @@ describe('serve as a role with only the documented grants', () => {
     await eventually(async () => {
       const product = await api(app.url, '/api/v1/products/7701');
       expect(product.status).toBe(200);
-      expect(product.json.data.attributes.title).toBe('Granted toast');
+      expect(product.json.attributes.title).toBe('Granted toast');
     }, 20_000);
     await eventually(async () => expect(receiver.catalogue.get('product/7701')?.op).toBe('upsert'), 20_000);
     expect((await api(app.url, '/api/v1/sinks')).json.data.map((sink: { id: string }) => sink.id)).toEqual([
@@ -141,7 +141,7 @@ describe('serve as a role with only the documented grants', () => {
     const second = webhookEvent({ subjectId: '7701', attributes: { title: 'Granted toast, replayed' } });
     expect((await deliver(app.url, second)).status).toBe(202);
     await eventually(async () => {
-      expect((await api(app.url, '/api/v1/products/7701')).json.data.attributes.title).toBe('Granted toast, replayed');
+      expect((await api(app.url, '/api/v1/products/7701')).json.attributes.title).toBe('Granted toast, replayed');
     }, 20_000);
     await eventually(
       async () => expect(receiver.catalogue.get('product/7701')?.resource?.attributes?.title).toBe('Granted toast, replayed'),
