@@ -49,7 +49,10 @@ export class AppModule {
           replica:
             config.DATABASE_READ_URL === undefined
               ? undefined
-              : { url: withRootCert(config.DATABASE_READ_URL, config.DATABASE_SSL_ROOT_CERT), maxLagMs: config.readReplicaMaxLagMs },
+              : {
+                  url: withRootCert(config.DATABASE_READ_URL, config.DATABASE_SSL_ROOT_CERT),
+                  maxLagMs: config.readReplicaMaxLagMs,
+                },
         }),
         EventEmitterModule.forRoot(),
         ObservabilityModule,

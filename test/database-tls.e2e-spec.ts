@@ -35,7 +35,9 @@ describe('the daemon on a TLS-only PostgreSQL', () => {
   beforeAll(async () => {
     cluster = await startTlsCluster();
     dir = await mkdtemp(path.join(tmpdir(), 'menu-sync-tls-e2e-'));
-    const admin = new pg.Client({ connectionString: cluster.url('127.0.0.1', `sslmode=verify-full&sslrootcert=${cluster.caFile}`) });
+    const admin = new pg.Client({
+      connectionString: cluster.url('127.0.0.1', `sslmode=verify-full&sslrootcert=${cluster.caFile}`),
+    });
     await admin.connect();
     await admin.query('CREATE DATABASE menu_sync');
     await admin.end();
@@ -77,7 +79,9 @@ describe('the daemon on a TLS-only PostgreSQL', () => {
     expect({ code: migrated.code, run: describeRun(migrated) }).toMatchObject({ code: 0 });
     daemon = await DaemonProcess.start({ cwd: dir, env: env(url, cluster.caFile) });
     expect((await deliver(daemon.url, webhookEvent())).status).toBe(202);
-    const watch = new pg.Client({ connectionString: cluster.url('127.0.0.1', `sslmode=verify-full&sslrootcert=${cluster.caFile}`) });
+    const watch = new pg.Client({
+      connectionString: cluster.url('127.0.0.1', `sslmode=verify-full&sslrootcert=${cluster.caFile}`),
+    });
     await watch.connect();
     try {
       const { rows } = await watch.query(

@@ -37,7 +37,7 @@ function urlOf(user: string, password: string): string {
 /** The reference's grants block, for this test's roles and database. */
 function documentedGrants(): string {
   const reference = readFileSync(path.join(ROOT_DIR, 'docs', 'reference.md'), 'utf8');
-  const block = /<!-- least-privilege-grants -->\n```sql\n([\s\S]*?)```/.exec(reference);
+  const block = /<!-- least-privilege-grants -->\s*```sql\n([\s\S]*?)```/.exec(reference);
   if (block === null) throw new Error('docs/reference.md has no least-privilege-grants block');
   return block[1]
     .replace(/\bmenu_sync_app\b/g, APP)
@@ -99,10 +99,9 @@ describe('serve as a role with only the documented grants', () => {
   it('migrates as the owner (DATABASE_MIGRATION_URL), then serves, syncs and replays as the daemon role', async () => {
     const migrated = await runCli(['migrate'], { ...env, DATABASE_MIGRATION_URL: ownerUrl }, dir);
     expect({ code: migrated.code, run: describeRun(migrated) }).toMatchObject({ code: 0 });
-    expect(await sql(ownerUrl, `SELECT tableowner FROM pg_tables WHERE tablename IN ('event_log', 'migrations')`)).toEqual([
-      { tableowner: OWNER },
-      { tableowner: OWNER },
-    ]);
+    expect(
+      await sql(ownerUrl, `SELECT tableowner FROM pg_tables WHERE tablename IN ('event_log', 'migrations')`),
+    ).toEqual([{ tableowner: OWNER }, { tableowner: OWNER }]);
     await sql(ownerUrl, documentedGrants());
 
     daemon = await DaemonProcess.start({ cwd: dir, env });
@@ -132,9 +131,9 @@ describe('serve as a role with only the documented grants', () => {
 
     const replayed = await runCli(['replay', '--projection', 'all'], env, dir, 120_000);
     expect({ code: replayed.code, run: describeRun(replayed) }).toMatchObject({ code: 0 });
-    expect(await sql(appUrl, `SELECT nspowner::regrole::text AS owner FROM pg_namespace WHERE nspname = 'proj_menu'`)).toEqual([
-      { owner: APP },
-    ]);
+    expect(
+      await sql(appUrl, `SELECT nspowner::regrole::text AS owner FROM pg_namespace WHERE nspname = 'proj_menu'`),
+    ).toEqual([{ owner: APP }]);
     const verified = await runCli(['verify', '--projection', 'menu'], env, dir, 120_000);
     expect({ code: verified.code, run: describeRun(verified) }).toMatchObject({ code: 0 });
 
@@ -144,7 +143,8 @@ describe('serve as a role with only the documented grants', () => {
       expect((await api(app.url, '/api/v1/products/7701')).json.attributes.title).toBe('Granted toast, replayed');
     }, 20_000);
     await eventually(
-      async () => expect(receiver.catalogue.get('product/7701')?.resource?.attributes?.title).toBe('Granted toast, replayed'),
+      async () =>
+        expect(receiver.catalogue.get('product/7701')?.resource?.attributes?.title).toBe('Granted toast, replayed'),
       20_000,
     );
 

@@ -98,9 +98,9 @@ describe('TLS to the daemon database', () => {
     expect(() => createDataSource({ url: cluster.url('127.0.0.1', 'sslmode=sometimes'), poolSize: 1 })).toThrow(
       'sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full',
     );
-    expect(() => createDataSource({ url: withRootCert(cluster.url('127.0.0.1'), '/nonexistent/ca.pem'), poolSize: 1 })).toThrow(
-      'sslrootcert: cannot read /nonexistent/ca.pem (ENOENT)',
-    );
+    expect(() =>
+      createDataSource({ url: withRootCert(cluster.url('127.0.0.1'), '/nonexistent/ca.pem'), poolSize: 1 }),
+    ).toThrow('sslrootcert: cannot read /nonexistent/ca.pem (ENOENT)');
     const plain = new pg.Client({ connectionString: cluster.url('127.0.0.1', 'sslmode=disable') });
     await expect(plain.connect()).rejects.toMatchObject({ code: '28000' });
   });

@@ -48,7 +48,9 @@ describe('postgresTls', () => {
     expect(() => of('sslmode=verify-ca')).toThrow(
       'sslmode=verify-ca needs a CA file (sslrootcert, or DATABASE_SSL_ROOT_CERT)',
     );
-    expect(() => of('sslmode=on')).toThrow('sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full');
+    expect(() => of('sslmode=on')).toThrow(
+      'sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full',
+    );
     expect(() => of(`sslrootcert=${dir}/missing.pem`)).toThrow(`sslrootcert: cannot read ${dir}/missing.pem (ENOENT)`);
   });
 

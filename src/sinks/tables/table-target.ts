@@ -75,7 +75,8 @@ export function parseTableUrl(kind: TableSinkKind, text: string): TableTarget | 
     else
       return `url may only carry ${tlsParameter.name}=${Object.keys(tlsParameter.values).join('|')} and ${tlsParameter.ca}=<CA file> as parameters`;
   }
-  if (tls === 'verify-ca' && rootCert === null) return `${tlsParameter.name} ${url.searchParams.get(tlsParameter.name)} needs ${tlsParameter.ca}`;
+  if (tls === 'verify-ca' && rootCert === null)
+    return `${tlsParameter.name} ${url.searchParams.get(tlsParameter.name)} needs ${tlsParameter.ca}`;
   if (tls === 'require' && rootCert !== null) tls = 'verify-ca';
   tls ??= rootCert === null ? 'disable' : 'verify';
   if (url.hash !== '') return `url must be ${expected}`;

@@ -24,14 +24,18 @@ describe('TLS to a PostgreSQL table sink target', () => {
   });
 
   const deliver = (query: string, host = '127.0.0.1') =>
-    client.apply(tableSink('postgres', cluster.url(host, query), { types: ['product'] }), ['product'], [
-      changes.upsert('o', product('1')),
-    ]);
+    client.apply(
+      tableSink('postgres', cluster.url(host, query), { types: ['product'] }),
+      ['product'],
+      [changes.upsert('o', product('1'))],
+    );
 
   it('verify-full with the CA of the certificate writes the batch, over TLS', async () => {
     expect(await deliver(`sslmode=verify-full&sslrootcert=${cluster.caFile}`)).toMatchObject({ kind: 'ok' });
     expect(await deliver(`sslrootcert=${cluster.caFile}`)).toMatchObject({ kind: 'ok' });
-    const check = new pg.Client({ connectionString: cluster.url('127.0.0.1', `sslmode=verify-full&sslrootcert=${cluster.caFile}`) });
+    const check = new pg.Client({
+      connectionString: cluster.url('127.0.0.1', `sslmode=verify-full&sslrootcert=${cluster.caFile}`),
+    });
     await check.connect();
     try {
       const { rows } = await check.query(`SELECT owner_id, id FROM menu_sync.products`);

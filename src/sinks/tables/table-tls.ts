@@ -6,7 +6,10 @@ const SSL_MODES = { require: 'require', 'verify-ca': 'verify-ca', verify: 'verif
 /** node-postgres' `ssl` for a target; its CA file is read at every call (a pool's creation). */
 export function postgresTargetSsl(target: TableTarget) {
   if (target.tls === 'disable') return false;
-  return sslOptions(SSL_MODES[target.tls], target.rootCert === null ? undefined : readPem('sslrootcert', target.rootCert));
+  return sslOptions(
+    SSL_MODES[target.tls],
+    target.rootCert === null ? undefined : readPem('sslrootcert', target.rootCert),
+  );
 }
 
 /** mysql2's `ssl` for a target. */
