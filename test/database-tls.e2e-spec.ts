@@ -57,19 +57,30 @@ describe('the daemon on a TLS-only PostgreSQL', () => {
     expect(output).not.toContain(`:${cluster.port}/menu_sync`);
   };
 
-  it('migrate refuses a CA other than the server certificate’s, and a host the certificate does not name', async () => {
-    for (const [url, rootCert, message] of [
-      [cluster.url('127.0.0.1', '', 'menu_sync'), cluster.otherCaFile, 'unable to verify the first certificate'],
+  it('migrate and serve refuse a CA other than the server certificate’s, and a host it does not name, in one line', async () => {
+    const cases: Array<[string, string[], string, string, string]> = [
       [
+        'migrate',
+        ['migrate'],
+        cluster.url('127.0.0.1', '', 'menu_sync'),
+        cluster.otherCaFile,
+        `TLS to PostgreSQL at 127.0.0.1:${cluster.port} refused (sslmode=verify-full): unable to verify the first certificate (UNABLE_TO_VERIFY_LEAF_SIGNATURE)`,
+      ],
+      [
+        'serve',
+        ['serve'],
         cluster.url('127.0.0.2', 'sslmode=verify-full', 'menu_sync'),
         cluster.caFile,
-        "Hostname/IP does not match certificate's altnames: IP: 127.0.0.2 is not in the cert's list: 127.0.0.1",
+        `TLS to PostgreSQL at 127.0.0.2:${cluster.port} refused (sslmode=verify-full): Hostname/IP does not match certificate's altnames: IP: 127.0.0.2 is not in the cert's list: 127.0.0.1 (ERR_TLS_CERT_ALTNAME_INVALID)`,
       ],
-    ]) {
-      const result = await runCli(['migrate'], env(url, rootCert), dir);
-      expect({ code: result.code, run: describeRun(result) }).toMatchObject({ code: 1 });
-      expect(result.stderr + result.stdout).toContain(message);
-      expectNothingSecret(result.stderr + result.stdout);
+    ];
+    for (const [command, args, url, rootCert, message] of cases) {
+      const result = await runCli(args, { ...env(url, rootCert), MIGRATIONS_RUN: 'false', PORT: '0' }, dir, 30_000);
+      expect({ command, code: result.code, run: describeRun(result) }).toMatchObject({ command, code: 1 });
+      const output = result.stderr + result.stdout;
+      expect(output).toContain(message);
+      expect(output).not.toContain('fingerprint');
+      expectNothingSecret(output);
     }
   }, 60_000);
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { postgresTls, withRootCert } from './database-tls.js';
+import { postgresTls, tlsRefusal, withRootCert } from './database-tls.js';
 
 /** libpq's sslmode as node-postgres options (docs/reference.md §13, TLS). */
 describe('postgresTls', () => {
@@ -59,5 +59,15 @@ describe('postgresTls', () => {
     expect(new URL(withRootCert(base, ca)).searchParams.get('sslrootcert')).toBe(ca);
     const own = `${base}?sslrootcert=%2Fown.pem`;
     expect(withRootCert(own, ca)).toBe(own);
+  });
+
+  it('tlsRefusal names the server and the mode of a refused certificate, never the password; null otherwise', () => {
+    const refused = Object.assign(new Error('unable to verify the first certificate'), {
+      code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+    });
+    expect(tlsRefusal(refused, `${base}?sslrootcert=${ca}`)?.message).toBe(
+      'TLS to PostgreSQL at 127.0.0.1:5432 refused (sslmode=verify-full): unable to verify the first certificate (UNABLE_TO_VERIFY_LEAF_SIGNATURE)',
+    );
+    expect(tlsRefusal(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), base)).toBeNull();
   });
 });

@@ -77,3 +77,33 @@ export function readPem(parameter: string, file: string): string {
     throw new DatabaseTlsError(`${parameter}: cannot read ${file} (${(error as NodeJS.ErrnoException).code})`);
   }
 }
+
+/** What node's TLS and node-postgres answer when the server's certificate or TLS itself is refused. */
+const TLS_REFUSALS = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/**
+ * A TLS refusal on `url` as one line naming the server, the sslmode and the reason (not the
+ * certificate object node attaches, nor the URL's password); null for any other error.
+ */
+export function tlsRefusal(error: unknown, url: string): DatabaseTlsError | null {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  const refused =
+    (typeof code === 'string' && TLS_REFUSALS.has(code)) || message === 'The server does not support SSL connections';
+  if (!refused) return null;
+  const parsed = new URL(url);
+  const mode =
+    parsed.searchParams.get('sslmode') ?? (parsed.searchParams.has('sslrootcert') ? 'verify-full' : 'prefer');
+  return new DatabaseTlsError(
+    `TLS to PostgreSQL at ${parsed.host} refused (sslmode=${mode}): ${String(message)}${typeof code === 'string' ? ` (${code})` : ''}`,
+  );
+}
