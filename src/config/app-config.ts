@@ -97,6 +97,7 @@ export interface ApiToken {
 export const SECRET_VARIABLES = new Set([
   'DATABASE_URL',
   'DATABASE_READ_URL',
+  'DATABASE_MIGRATION_URL',
   'OAUTH_CLIENT_SECRET',
   'WEBHOOK_KEYS',
   'API_TOKENS',
@@ -118,6 +119,16 @@ export class AppConfig {
   @IsOptional()
   @Matches(pgUrl, { message: 'DATABASE_READ_URL must be a postgres:// or postgresql:// URL' })
   DATABASE_READ_URL?: string;
+
+  /** The role `menu-sync migrate` (and MIGRATIONS_RUN at start) connects as; unset: DATABASE_URL's. */
+  @IsOptional()
+  @Matches(pgUrl, { message: 'DATABASE_MIGRATION_URL must be a postgres:// or postgresql:// URL' })
+  DATABASE_MIGRATION_URL?: string;
+
+  /** A CA file (PEM) the database's certificate must chain to; sslmode verify-full unless the URL says otherwise. */
+  @IsOptional()
+  @IsString()
+  DATABASE_SSL_ROOT_CERT?: string;
 
   /** Reads go to the primary while the replica lags more than this: `5s`, `500ms`, `1m`. */
   @Matches(DURATION, { message: 'READ_REPLICA_MAX_LAG must be a duration such as 5s, 500ms or 1m' })
@@ -535,6 +546,8 @@ export class ConfigError extends Error {
 const OPTIONAL_VARIABLES = [
   'DATABASE_URL',
   'DATABASE_READ_URL',
+  'DATABASE_MIGRATION_URL',
+  'DATABASE_SSL_ROOT_CERT',
   'PUBLIC_URL',
   'UPSTREAM_AUTH_URL',
   'UPSTREAM_BASE_URL',

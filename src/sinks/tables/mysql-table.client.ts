@@ -11,6 +11,7 @@ import {
 } from './table-batch.js';
 import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
 import { guardedSocket } from './guarded-socket.js';
+import { mysqlTargetSsl } from './table-tls.js';
 import { MYSQL_TYPES } from './column-types.js';
 import type { TableColumn } from './table-columns.js';
 import { MysqlRun, mysqlValue, quote, writeMysqlTable } from './mysql-document.js';
@@ -71,10 +72,7 @@ export class MysqlTableClient implements TableClient {
       user: target.user,
       password: target.password ?? undefined,
       database: target.database,
-      ssl:
-        target.tls === 'disable'
-          ? undefined
-          : { rejectUnauthorized: target.tls === 'verify', verifyIdentity: target.tls === 'verify' },
+      ssl: mysqlTargetSsl(target),
       connectionLimit: 2,
       maxIdle: 2,
       idleTimeout: 30_000,

@@ -11,6 +11,7 @@ import {
 } from './table-batch.js';
 import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
 import { guardedSocket } from './guarded-socket.js';
+import { postgresTargetSsl } from './table-tls.js';
 import { PG_TYPES } from './column-types.js';
 import { allColumns, TableColumn, TargetTable, targetRow } from './table-columns.js';
 import { CURSORS_TABLE, SchemaTable, schemaColumns, schemaWork, sinkTables } from './table-schema.js';
@@ -103,7 +104,7 @@ export class PostgresTableClient implements TableClient {
       user: target.user,
       password: target.password ?? undefined,
       database: target.database,
-      ssl: target.tls === 'disable' ? false : { servername: target.host, rejectUnauthorized: target.tls === 'verify' },
+      ssl: postgresTargetSsl(target),
       max: 2,
       idleTimeoutMillis: 30_000,
       connectionTimeoutMillis: options.timeoutMs,
