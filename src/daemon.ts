@@ -6,6 +6,7 @@ import { limitHeapGrowth } from './common/heap-growth.js';
 import { AppConfig } from './config/app-config.js';
 import { openDatabase, OpenDatabase } from './database/database-target.js';
 import { migrateDatabase } from './database/migrate.js';
+import { assertDirectUrl } from './database/session-probe.js';
 import { ConnectionRepository } from './connections/connection.repository.js';
 import { Sandbox } from './sandbox/sandbox.js';
 import { EgressGuard } from './sinks/egress/egress-guard.js';
@@ -36,7 +37,8 @@ export class Daemon {
           ? `database: embedded PostgreSQL under ${config.DATA_DIR}`
           : 'database: external (DATABASE_URL)',
       );
-      if (config.MIGRATIONS_RUN) await migrateDatabase(database.url, config.DATABASE_POOL_SIZE);
+      if (!database.embedded) await assertDirectUrl(database, config.DATABASE_DIRECT_URL !== undefined);
+      if (config.MIGRATIONS_RUN) await migrateDatabase(database.directUrl, config.DATABASE_POOL_SIZE);
       sandbox = config.sandbox
         ? await Sandbox.start(config, rootLogger).catch((error) => {
             logger.error({ msg: 'the sandbox emulator could not start: running without an upstream', err: error });

@@ -13,7 +13,8 @@ interface Options {
 
 /**
  * Runs `work` on the daemon's database, attaching to the embedded PostgreSQL a running daemon
- * started (or starting it for the command), and closes it after.
+ * started (or starting it for the command), and closes it after. A command's few connections go
+ * to DATABASE_DIRECT_URL: its locks (a replay's, a reconcile's) are session locks.
  */
 export async function onDaemonDatabase<T>(
   config: AppConfig,
@@ -22,8 +23,8 @@ export async function onDaemonDatabase<T>(
 ): Promise<T> {
   const database = await openDatabase(config, { attach: true });
   try {
-    if (migrate) await migrateDatabase(database.url);
-    return await work(database.url);
+    if (migrate) await migrateDatabase(database.directUrl);
+    return await work(database.directUrl);
   } finally {
     await database.close();
   }

@@ -3,6 +3,8 @@ import { EmbeddedPostgres } from './embedded-postgres.js';
 
 export interface OpenDatabase {
   url: string;
+  /** Where sessions go (DATABASE_DIRECT_URL, or `url`): leases, LISTEN, migrations, one-shot commands. */
+  directUrl: string;
   embedded: boolean;
   close(): Promise<void>;
 }
@@ -13,14 +15,15 @@ export interface OpenDatabase {
  */
 export async function openDatabase(config: AppConfig, { attach = false } = {}): Promise<OpenDatabase> {
   if (config.DATABASE_URL !== undefined) {
-    return { url: config.DATABASE_URL, embedded: false, close: async () => undefined };
+    const directUrl = config.DATABASE_DIRECT_URL ?? config.DATABASE_URL;
+    return { url: config.DATABASE_URL, directUrl, embedded: false, close: async () => undefined };
   }
   const running = attach ? await EmbeddedPostgres.running(config.DATA_DIR) : null;
-  if (running !== null) return { url: running, embedded: true, close: async () => undefined };
+  if (running !== null) return { url: running, directUrl: running, embedded: true, close: async () => undefined };
   const embedded = new EmbeddedPostgres(config.DATA_DIR);
   try {
     const url = await embedded.start();
-    return { url, embedded: true, close: () => embedded.stop() };
+    return { url, directUrl: url, embedded: true, close: () => embedded.stop() };
   } catch (error) {
     await embedded.stop().catch(() => undefined);
     throw error;
