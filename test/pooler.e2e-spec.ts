@@ -210,4 +210,25 @@ describe('behind a transaction pooler: DATABASE_URL on PgBouncer, DATABASE_DIREC
     }
     expect(await ready()).toBe(200);
   }, 60_000);
+  it('the active projector killed (SIGKILL): the standby takes over, its lock again on a direct session', async () => {
+    const states = await Promise.all(
+      daemons.map(async (daemon) => (await projections(daemon.url, API_TOKEN))[0].state),
+    );
+    expect(states.slice().sort()).toEqual(['running', 'standby']);
+    const active = daemons[states.indexOf('running')];
+    const standby = daemons[states.indexOf('standby')];
+    active.kill('SIGKILL');
+    expect(await active.waitForExit(5000)).toEqual({ code: null, signal: 'SIGKILL' });
+    await eventually(
+      async () => expect((await projections(standby.url, API_TOKEN))[0].state).toBe('running'),
+      15_000,
+      100,
+    );
+    const holders = await client.query<{ pid: number }>(
+      `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = 7260002 AND objsubid = 1 AND granted
+          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    );
+    expect(holders.rows).toHaveLength(1);
+    expect((await poolerBackends(database.name)).has(holders.rows[0].pid)).toBe(false);
+  }, 60_000);
 });
