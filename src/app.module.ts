@@ -46,6 +46,11 @@ export class AppModule {
           url: databaseUrl,
           poolSize: config.DATABASE_POOL_SIZE,
           idleSeconds: config.DATABASE_POOL_IDLE_SECONDS,
+          sessions: {
+            directUrl: config.embeddedDatabase ? undefined : config.DATABASE_DIRECT_URL,
+            preparedStatements: config.preparedStatements,
+            probe: !config.embeddedDatabase,
+          },
           replica:
             config.DATABASE_READ_URL === undefined
               ? undefined

@@ -13,7 +13,8 @@ interface Options {
 
 /**
  * Runs `work` on the daemon's database, attaching to the embedded PostgreSQL a running daemon
- * started (or starting it for the command), and closes it after.
+ * started (or starting it for the command), and closes it after. A command's few connections go
+ * to DATABASE_DIRECT_URL: its locks (a replay's, a reconcile's) are session locks.
  */
 export async function onDaemonDatabase<T>(
   config: AppConfig,
@@ -23,7 +24,7 @@ export async function onDaemonDatabase<T>(
   const database = await openDatabase(config, { attach: true });
   try {
     if (migrate) await migrateDatabase(database.migrationUrl);
-    return await work(database.url, database);
+    return await work(database.directUrl, database);
   } finally {
     await database.close();
   }

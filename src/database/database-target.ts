@@ -4,7 +4,9 @@ import { EmbeddedPostgres } from './embedded-postgres.js';
 
 export interface OpenDatabase {
   url: string;
-  /** Where migrations run: DATABASE_MIGRATION_URL, or `url`. */
+  /** Where sessions go (DATABASE_DIRECT_URL, or `url`): leases, LISTEN, one-shot commands. */
+  directUrl: string;
+  /** Where migrations run: DATABASE_MIGRATION_URL, or `directUrl`. */
   migrationUrl: string;
   embedded: boolean;
   close(): Promise<void>;
@@ -18,18 +20,23 @@ export interface OpenDatabase {
 export async function openDatabase(config: AppConfig, { attach = false } = {}): Promise<OpenDatabase> {
   if (config.DATABASE_URL !== undefined) {
     const url = withRootCert(config.DATABASE_URL, config.DATABASE_SSL_ROOT_CERT);
+    const directUrl =
+      config.DATABASE_DIRECT_URL === undefined
+        ? url
+        : withRootCert(config.DATABASE_DIRECT_URL, config.DATABASE_SSL_ROOT_CERT);
     const migrationUrl =
       config.DATABASE_MIGRATION_URL === undefined
-        ? url
+        ? directUrl
         : withRootCert(config.DATABASE_MIGRATION_URL, config.DATABASE_SSL_ROOT_CERT);
-    return { url, migrationUrl, embedded: false, close: async () => undefined };
+    return { url, directUrl, migrationUrl, embedded: false, close: async () => undefined };
   }
   const running = attach ? await EmbeddedPostgres.running(config.DATA_DIR) : null;
-  if (running !== null) return { url: running, migrationUrl: running, embedded: true, close: async () => undefined };
+  if (running !== null)
+    return { url: running, directUrl: running, migrationUrl: running, embedded: true, close: async () => undefined };
   const embedded = new EmbeddedPostgres(config.DATA_DIR);
   try {
     const url = await embedded.start();
-    return { url, migrationUrl: url, embedded: true, close: () => embedded.stop() };
+    return { url, directUrl: url, migrationUrl: url, embedded: true, close: () => embedded.stop() };
   } catch (error) {
     await embedded.stop().catch(() => undefined);
     throw error;

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
+import { openSession } from '../database/database-sessions.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import type { ProjectionDefinition } from '../projection/projection-definitions.js';
 import { PAGE_ENTRIES, ProjectionRepository } from '../projection/projection.repository.js';
@@ -152,8 +153,7 @@ export class RebuildService {
     from: SavedCheckpoint | null,
     work: (runner: QueryRunner, schema: string) => Promise<T>,
   ): Promise<T> {
-    const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
+    const runner = await openSession(this.dataSource);
     const schema = `${projection.schema}__${suffix}`;
     try {
       if (!(await this.shadows.tryLock(runner, projection)))
