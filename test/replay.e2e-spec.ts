@@ -460,7 +460,7 @@ async function snapshot(client: pg.Client): Promise<string> {
 
 async function shadowSchemas(client: pg.Client): Promise<string[]> {
   const { rows } = await client.query(
-    `SELECT nspname FROM pg_namespace WHERE nspname ~ '^proj_(menu|orders)__' ORDER BY nspname`,
+    `SELECT nspname FROM pg_namespace WHERE nspname ~ '^proj_(menu|orders)__' AND nspname !~ '__ckpt_' ORDER BY nspname`,
   );
   return rows.map((row) => row.nspname);
 }
@@ -947,4 +947,61 @@ describe('replay and verify beside a running daemon (docs/reference.md §4, §8)
       for (const schema of await shadowSchemas(db)) await db.query(`DROP SCHEMA ${schema} CASCADE`);
     }
   }, 60000);
+  it('checkpoint saves each projection at its position; replay and verify --from-checkpoint start there and apply only the log after it', async () => {
+    await caughtUp();
+    const none = await run(['replay', '--projection', 'menu', '--from-checkpoint']);
+    expect({ code: none.code, stderr: none.stderr }).toEqual({
+      code: 1,
+      stderr: expect.stringContaining('menu has no checkpoint: run menu-sync checkpoint first'),
+    });
+
+    const taken = await run(['checkpoint']);
+    expect({ code: taken.code, run: taken.code === 0 ? '' : describeRun(taken) }).toEqual({ code: 0, run: '' });
+    const { rows: saved } = await db.query(
+      `SELECT projection, position::text AS position, transaction_id::text AS xid, rows::int AS rows FROM projection_checkpoints ORDER BY projection`,
+    );
+    const { rows: live } = await db.query(
+      `SELECT 'menu' AS projection, position::text AS position FROM proj_menu.checkpoint
+       UNION ALL SELECT 'orders', position::text FROM proj_orders.checkpoint ORDER BY 1`,
+    );
+    expect(saved.map((row) => [row.projection, row.position])).toEqual(
+      live.map((row) => [row.projection, row.position]),
+    );
+    for (const row of saved)
+      expect(taken.stdout).toContain(`${row.projection}: checkpoint at position ${row.position}, ${row.rows} rows`);
+
+    await postAll(
+      Array.from({ length: 12 }, () => liveEvent()),
+      202,
+      2,
+    );
+    await caughtUp();
+    const menu = saved.find((row) => row.projection === 'menu')!;
+    const { rows: after } = await db.query(
+      `SELECT count(*)::int AS n FROM event_log WHERE (transaction_id, position) > ($1::xid8, $2::bigint)`,
+      [menu.xid, menu.position],
+    );
+    expect(after[0].n).toBe(12);
+    const replay = await run(['replay', '--from-checkpoint']);
+    expect({ code: replay.code, run: replay.code === 0 ? '' : describeRun(replay) }).toEqual({ code: 0, run: '' });
+    expect(replay.stdout).toMatch(
+      new RegExp(`^menu: rebuilt from the checkpoint at position ${menu.position} and 12 log entries in `, 'm'),
+    );
+    await caughtUp();
+    await expectModelEqualsFold(db);
+
+    const verify = await run(['verify', '--from-checkpoint']);
+    expect(verify.code).toBe(0);
+    expect(verify.stdout).toMatch(
+      new RegExp(
+        `^menu: identical to a rebuild from the checkpoint at position ${menu.position} and the log after it$`,
+        'm',
+      ),
+    );
+    const { rows: audited } = await db.query(
+      `SELECT target, detail->>'position' AS position FROM audit_log WHERE action = 'projection.checkpointed' ORDER BY target`,
+    );
+    expect(audited).toEqual(saved.map((row) => ({ target: row.projection, position: row.position })));
+    expect(await shadowSchemas(db)).toEqual([]);
+  }, 120000);
 });

@@ -5,6 +5,7 @@ import { ROOT_LOGGER, RootLogger } from './cli-context.js';
 import { EmulatorResendCommand, EmulatorTriggerCommand } from './emulator-client.command.js';
 import { EmulatorCommand } from './emulator.command.js';
 import { MigrateCommand } from './migrate.command.js';
+import { CheckpointCommand } from './checkpoint.command.js';
 import { ReplayCommand } from './replay.command.js';
 import { VerifyCommand } from './verify.command.js';
 import { ServeCommand } from './serve.command.js';
@@ -36,6 +37,7 @@ export class CliModule {
         MigrateCommand,
         ReplayCommand,
         VerifyCommand,
+        CheckpointCommand,
         AuthCommand,
         AuthUrlCommand,
         AuthExchangeCommand,

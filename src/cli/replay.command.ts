@@ -3,9 +3,11 @@ import { Command, CommandRunner, Option } from 'nest-commander';
 import { cliActor } from '../audit/audit-actor.js';
 import { AppConfig } from '../config/app-config.js';
 import { PROJECTION_NAMES } from './option-parsers.js';
+import { startOf } from './rebuild-start.js';
 
 interface ReplayOptions {
   projection?: string;
+  fromCheckpoint?: boolean;
 }
 
 @Command({
@@ -28,23 +30,31 @@ export class ReplayCommand extends CommandRunner {
       options.projection,
       async (rebuild, projection, progress, audit) => {
         // One entry per replay, a failed one too: what it rebuilt before failing was a write.
-        const report = await rebuild.replay(projection, progress).catch(async (error: unknown) => {
-          await audit.record({
-            actor: cliActor(),
-            action: 'projection.replayed',
-            target: projection.name,
-            detail: { outcome: 'failed', error: error instanceof Error ? error.message : String(error) },
+        const report = await rebuild
+          .replay(projection, progress, await startOf(rebuild, projection, options.fromCheckpoint))
+          .catch(async (error: unknown) => {
+            await audit.record({
+              actor: cliActor(),
+              action: 'projection.replayed',
+              target: projection.name,
+              detail: { outcome: 'failed', error: error instanceof Error ? error.message : String(error) },
+            });
+            throw error;
           });
-          throw error;
-        });
         await audit.record({
           actor: cliActor(),
           action: 'projection.replayed',
           target: report.projection,
-          detail: { outcome: 'ok', applied: report.applied, parked: report.parked },
+          detail: {
+            outcome: 'ok',
+            applied: report.applied,
+            parked: report.parked,
+            ...(report.from === null ? {} : { from_checkpoint: report.from.at.position }),
+          },
         });
+        const from = report.from === null ? '' : `the checkpoint at position ${report.from.at.position} and `;
         return (
-          `${report.projection}: rebuilt from ${report.applied} log entries in ${report.seconds.toFixed(1)} s ` +
+          `${report.projection}: rebuilt from ${from}${report.applied} log entries in ${report.seconds.toFixed(1)} s ` +
           `(${Math.round(report.applied / Math.max(report.seconds, 0.001))} events/s), ${report.parked} parked, swapped in\n`
         );
       },
@@ -54,5 +64,13 @@ export class ReplayCommand extends CommandRunner {
   @Option({ flags: '-p, --projection <name>', description: `which projection: ${PROJECTION_NAMES} (default all)` })
   parseProjection(value: string): string {
     return value;
+  }
+
+  @Option({
+    flags: '--from-checkpoint',
+    description: 'start from the newest checkpoint (menu-sync checkpoint) instead of the first log entry',
+  })
+  parseFromCheckpoint(): boolean {
+    return true;
   }
 }

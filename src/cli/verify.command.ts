@@ -2,9 +2,11 @@ import { Logger } from '@nestjs/common';
 import { Command, CommandRunner, Option } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
 import { PROJECTION_NAMES } from './option-parsers.js';
+import { startOf } from './rebuild-start.js';
 
 interface VerifyOptions {
   projection?: string;
+  fromCheckpoint?: boolean;
 }
 
 @Command({
@@ -28,7 +30,8 @@ export class VerifyCommand extends CommandRunner {
       this.logger,
       options.projection,
       async (rebuild, projection, progress) => {
-        const report = await rebuild.verify(projection, progress);
+        const from = await startOf(rebuild, projection, options.fromCheckpoint);
+        const report = await rebuild.verify(projection, progress, from);
         drift += report.count;
         const lines = report.differences.map(
           (difference) => `${difference.type} ${difference.id}: ${difference.fields.join(', ')}`,
@@ -36,7 +39,7 @@ export class VerifyCommand extends CommandRunner {
         if (report.count > report.differences.length)
           lines.push(`… and ${report.count - report.differences.length} more`);
         lines.push(
-          `${report.projection}: ${report.count === 0 ? 'identical to a rebuild from the log' : `${report.count} difference(s)`}`,
+          `${report.projection}: ${report.count === 0 ? `identical to a rebuild from ${from === null ? 'the log' : `the checkpoint at position ${from.at.position} and the log after it`}` : `${report.count} difference(s)`}`,
         );
         return `${lines.join('\n')}\n`;
       },
@@ -47,5 +50,13 @@ export class VerifyCommand extends CommandRunner {
   @Option({ flags: '-p, --projection <name>', description: `which projection: ${PROJECTION_NAMES} (default all)` })
   parseProjection(value: string): string {
     return value;
+  }
+
+  @Option({
+    flags: '--from-checkpoint',
+    description: 'start from the newest checkpoint (menu-sync checkpoint) instead of the first log entry',
+  })
+  parseFromCheckpoint(): boolean {
+    return true;
   }
 }

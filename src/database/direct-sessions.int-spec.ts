@@ -68,7 +68,8 @@ describe('sessions behind a transaction pooler (PgBouncer, pool_mode = transacti
       expect(await lease.tryAcquire()).toBe(true);
       expect(await rival.tryAcquire()).toBe(false);
       const holders = await pooled.query(
-        `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND objsubid = 1 AND granted`,
+        `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND objsubid = 1 AND granted
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
         [lock[0]],
       );
       expect(holders).toHaveLength(1);

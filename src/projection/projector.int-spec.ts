@@ -2,13 +2,12 @@ import fc from 'fast-check';
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, openDataSource, TestDatabase, useDatabase } from '../../test/support/database.js';
 import { catchUp } from '../../test/support/projection.js';
-import { newLogEntry } from '../../test/support/event-log.js';
+import { allEntries, anEvent, expected, logEntry, readModel, Spec } from '../../test/support/projection-property.js';
 import { ProjectionStatusRepository } from './projection-status.repository.js';
 import { EventLogRepository } from '../event-log/event-log.repository.js';
-import type { LogEntry, NewLogEntry } from '../event-log/log-entry.js';
 import { loadConfig } from '../config/app-config.js';
 import { MetricsService } from '../observability/metrics.service.js';
-import { fold, ResourceState } from '../domain/evolve.js';
+import { fold } from '../domain/evolve.js';
 import { toWebhookEvent } from './from-log-entry.js';
 import type { WebhookEvent } from '../domain/webhook-event.js';
 import { MENU_PROJECTION, ORDERS_PROJECTION, PROJECTIONS } from './projection-definitions.js';
@@ -17,118 +16,6 @@ import { ProjectorService } from './projector.service.js';
 import { AppendSignal } from '../event-log/append-signal.js';
 import { laneLock } from './projector-lane.js';
 import { lockQuery } from '../database/advisory-locks.js';
-import { RESOURCE_TABLES } from './resource-tables.js';
-
-interface Spec {
-  eventType: string;
-  subjectType: string;
-  subjectId: string;
-  createdAt: string;
-  seq: number | null;
-  eventId: string;
-  title: string;
-  /** A menu create/update without its subject in `included`: the projector parks it, so it changes nothing. */
-  missing?: boolean;
-}
-
-/** A log entry for a spec event; order events carry an order, its products, options and store. */
-function logEntry(spec: Spec): NewLogEntry {
-  const destroyed = spec.eventType.endsWith('.destroyed');
-  const resource = (type: string, id: string, relationships: Record<string, unknown> = {}) => ({
-    id,
-    type,
-    attributes: { id: Number(id), title: `${spec.title} ${type}` },
-    relationships,
-  });
-  const included =
-    spec.subjectType === 'order'
-      ? [
-          resource('order', spec.subjectId, {
-            order_products: { data: [{ id: `${spec.subjectId}1`, type: 'order_product' }] },
-          }),
-          resource('order_product', `${spec.subjectId}1`),
-          resource('order_product_trait_option', `${spec.subjectId}2`),
-          resource('store', '3'),
-          resource('product', '1'),
-          resource('user', '42'),
-        ]
-      : destroyed || spec.missing
-        ? []
-        : [resource(spec.subjectType, spec.subjectId, { traits: { data: [{ id: '1', type: 'trait' }] } })];
-  return newLogEntry({
-    eventId: spec.eventId,
-    eventType: spec.eventType,
-    subjectType: spec.subjectType,
-    subjectId: spec.subjectId,
-    occurredAt: spec.createdAt,
-    seq: spec.seq,
-    included,
-  });
-}
-
-const menuType = fc.constantFrom('collection', 'product', 'trait', 'trait_option');
-const anEvent = fc
-  .oneof(
-    { weight: 5, arbitrary: fc.record({ type: menuType, kind: fc.constantFrom('created', 'updated', 'destroyed') }) },
-    { weight: 1, arbitrary: fc.record({ type: fc.constant('order'), kind: fc.constantFrom('created', 'updated') }) },
-  )
-  .chain(({ type, kind }) =>
-    fc.record({
-      eventType: fc.constant(`${type}.${kind}`),
-      subjectType: fc.constant(type),
-      subjectId: fc.constantFrom('1', '2', '10'),
-      createdAt: fc.constantFrom('2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.001Z', '2024-01-02T00:00:00.000Z'),
-      seq: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
-      eventId: fc.uuid(),
-      title: fc.string({ maxLength: 5 }),
-      // Now and then a winner without its subject, which sends its page through the full statement.
-      missing:
-        type !== 'order' && kind !== 'destroyed'
-          ? fc.integer({ min: 0, max: 7 }).map((n) => n === 0)
-          : fc.constant(false),
-    }),
-  );
-
-async function readModel(dataSource: DataSource): Promise<Map<string, Partial<ResourceState>>> {
-  const states = new Map<string, Partial<ResourceState>>();
-  for (const table of Object.values(RESOURCE_TABLES)) {
-    const rows = await dataSource.query(
-      `SELECT id, owner_id, attributes, relationships, deleted, event_id, data_event_id FROM ${table.schema}.${table.name}`,
-    );
-    for (const row of rows) {
-      states.set(`${table.type}\u0000${row.id}`, {
-        deleted: row.deleted,
-        attributes: row.attributes,
-        relationships: row.relationships,
-        ownerId: row.owner_id,
-        version: row.event_id,
-        dataVersion: row.data_event_id,
-      });
-    }
-  }
-  return states;
-}
-
-function expected(states: Map<string, ResourceState>): Map<string, Partial<ResourceState>> {
-  return new Map(
-    [...states].map(([key, state]) => [
-      key,
-      {
-        deleted: state.deleted,
-        attributes: state.attributes,
-        relationships: state.relationships,
-        ownerId: state.ownerId,
-        version: state.version.eventId as never,
-        dataVersion: (state.dataVersion?.eventId ?? null) as never,
-      },
-    ]),
-  );
-}
-
-async function allEntries(log: EventLogRepository): Promise<LogEntry[]> {
-  const summaries = await log.list({ after: 0, limit: 100000 });
-  return Promise.all(summaries.map(async (summary) => (await log.findByPosition(summary.position))!));
-}
 
 describe('projection (PostgreSQL)', () => {
   it('applied to a shuffled log with duplicates, in pages of any size, equals the fold of the set (less the events missing their subject)', async () => {

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
+import type { SqlSession } from '../database/postgres-connection.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import type { ProjectionDefinition } from '../projection/projection-definitions.js';
 import { schemaTables } from './shadow-schema.repository.js';
@@ -65,8 +66,8 @@ export class CheckpointRepository {
       }
       const [row]: CheckpointRow[] = await runner.query(
         `INSERT INTO projection_checkpoints (projection, schema_name, transaction_id, position, rows, bytes)
-         SELECT $1, $2, $3::xid8, $4::bigint, $5::bigint, coalesce(sum(pg_total_relation_size(c.oid)), 0)
-           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $2 AND c.relkind = 'r'
+         SELECT $1::text, $2::text, $3::xid8, $4::bigint, $5::bigint, coalesce(sum(pg_total_relation_size(c.oid)), 0)
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname::text = $2::text AND c.relkind = 'r'
          RETURNING ${COLUMNS}`,
         [projection.name, schema, at.transaction_id, at.position, rows],
       );
@@ -80,7 +81,7 @@ export class CheckpointRepository {
   }
 
   /** The checkpoints of `projection`, newest first. */
-  async list(runner: QueryRunner, projection: ProjectionDefinition): Promise<SavedCheckpoint[]> {
+  async list(runner: SqlSession, projection: ProjectionDefinition): Promise<SavedCheckpoint[]> {
     const rows: CheckpointRow[] = await runner.query(
       `SELECT ${COLUMNS} FROM projection_checkpoints WHERE projection = $1 ORDER BY transaction_id DESC, position DESC`,
       [projection.name],
@@ -90,7 +91,7 @@ export class CheckpointRepository {
 
   /** The newest checkpoint of `projection` at or below `atOrBelow` (any, when not given), or null. */
   async newest(
-    runner: QueryRunner,
+    runner: SqlSession,
     projection: ProjectionDefinition,
     atOrBelow?: LogCheckpoint,
   ): Promise<SavedCheckpoint | null> {

@@ -147,6 +147,11 @@ export class RebuildService {
     });
   }
 
+  /** The newest saved checkpoint of `projection` (`menu-sync checkpoint`), or null. */
+  async newestCheckpoint(projection: ProjectionDefinition): Promise<SavedCheckpoint | null> {
+    return this.checkpoints.newest(this.dataSource, projection);
+  }
+
   private async withRebuild<T>(
     projection: ProjectionDefinition,
     suffix: string,
