@@ -17,6 +17,8 @@ export interface FakePlatform {
   requests: PlatformRequest[];
   inFlight: number;
   maxInFlight: number;
+  /** The most requests of one store (of one user) in flight at once. */
+  maxInFlightPerStore: number;
   callbacks: Map<string, string>;
   fault: (request: PlatformRequest) => Fault;
   rename(productId: string, title: string): void;
