@@ -36,6 +36,7 @@ let db: pg.Pool;
 let dir: string;
 let first: DaemonProcess;
 let second: DaemonProcess;
+let third: DaemonProcess;
 
 async function start(roles: string): Promise<DaemonProcess> {
   const port = await freePort();
@@ -205,4 +206,34 @@ it('two processes share the buckets, never fetch one store at once, and after a 
     expect.arrayContaining([32]),
     expect.arrayContaining([32, RECONCILE_BUCKETS]),
   ]);
+
+  // A third process joins while every store is due again and answers take a second: the survivor
+  // hands buckets on under way, and still no store is fetched twice at once; the runs of the
+  // spread reconcile every store, some in each process.
+  platform.latencyMs = 1000;
+  await db.query(`UPDATE reconcile_stores SET next_due_at = now()`);
+  third = await start('ingress,api,sinks,reconcile,console');
+  await eventually(async () => expect(sharesOf(await holders())).toEqual([32, 32]), 30_000, 200);
+  const spread = await eventually(
+    async () => {
+      const answer = await api(second.url, '/api/v1/reconcile/runs?limit=100');
+      const ofSpread = (answer.json.data as Json[]).filter((run) => run.trigger === 'spread');
+      expect({
+        stores: new Set(ofSpread.flatMap((run) => run.stores.map((store: Json) => store.store_id))).size,
+        done: answer.json.stores_done,
+        pending: answer.json.stores_pending,
+        failing: answer.json.stores_failing,
+      }).toEqual({ stores: STORES.length, done: 24, pending: 0, failing: 0 });
+      return ofSpread;
+    },
+    90_000,
+    250,
+  );
+  expect(new Set(spread.map((run) => run.outcome))).toEqual(new Set(['ok']));
+  expect(spread.flatMap((run) => run.stores as Json[]).every((store) => store.events_appended === 0)).toBe(true);
+  expect(platform.maxInFlightPerStore).toBe(1);
+  expect(sharesLogged(third)).toEqual(expect.arrayContaining([32]));
+  const spreadRunsOf = (daemon: DaemonProcess) =>
+    daemon.logs.split('\n').filter((line) => line.includes('"trigger":"spread"') && line.includes('"reconcile ok"'));
+  expect([spreadRunsOf(second).length > 0, spreadRunsOf(third).length > 0]).toEqual([true, true]);
 }, 300_000);

@@ -65,6 +65,8 @@ export async function startFakePlatform({ users, latencyMs = 0, productsPerStore
     requests: [],
     inFlight: 0,
     maxInFlight: 0,
+    /** How long each answer takes; may be changed while the platform runs. */
+    latencyMs,
     /** The most requests of one store (of one user) in flight at once: more than 1 means two fetchers at once. */
     maxInFlightPerStore: 0,
     /** Callback URIs registered, by user id. */
@@ -134,7 +136,7 @@ export async function startFakePlatform({ users, latencyMs = 0, productsPerStore
       return;
     }
     if (faulty !== undefined) return answer(faulty.status, faulty.body ?? { errors: [] }, faulty.headers);
-    if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
+    if (platform.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, platform.latencyMs));
     if (entry.user === undefined) return answer(401, { errors: [{ status: '401', title: 'Unauthorized' }] });
     if (!storesOf.get(entry.user)?.has(storeId))
       return answer(404, { errors: [{ status: '404', title: 'Not Found' }] });

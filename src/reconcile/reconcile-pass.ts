@@ -64,6 +64,8 @@ interface Group {
   /** Stores that answered 403/404: not the owner's. */
   foreign: Set<string>;
   applied: boolean;
+  /** The claims (PassOptions.claim) of the stores whose snapshots wait for the first round's comparison. */
+  releases: Array<() => void>;
   stopped: boolean;
 }
 
@@ -96,7 +98,17 @@ export class ReconcilePass {
         plan.storeIds.map((storeId) => [storeId, emptyStoreReport(plan.connection.id, storeId, plan.owner)]),
       );
       const firstRound = plan.storeIds.length;
-      return { index, plan, reports, firstRound, snapshots: [], foreign: new Set(), applied: false, stopped: false };
+      return {
+        index,
+        plan,
+        reports,
+        firstRound,
+        snapshots: [],
+        foreign: new Set(),
+        applied: false,
+        stopped: false,
+        releases: [],
+      };
     });
     const queue = new StoreQueue(groups.map((group) => ({ group, storeIds: group.plan.storeIds })));
     const bugs: unknown[] = [];
@@ -138,14 +150,24 @@ export class ReconcilePass {
       if (group.stopped || options.signal?.aborted) return;
       const release = options.claim ? options.claim(group.plan.connection.id, store.storeId) : () => undefined;
       if (release === null) return;
-      const snapshot = await this.attempt(store, context, retries, options.signal).finally(release);
-      if (snapshot === 'retry') retryAt = Date.now() + this.retryDelay(store.attempt, retries);
-      else if (snapshot !== undefined && !group.applied) group.snapshots.push(snapshot);
-      else if (snapshot !== undefined && !group.stopped) await this.applyGuarded(group, [snapshot], context);
+      // A claim lasts until the store's snapshot is compared and appended, or it is settled without one.
+      let kept = false;
+      try {
+        const snapshot = await this.attempt(store, context, retries, options.signal);
+        if (snapshot === 'retry') retryAt = Date.now() + this.retryDelay(store.attempt, retries);
+        else if (snapshot !== undefined && !group.applied) {
+          group.snapshots.push(snapshot);
+          group.releases.push(release);
+          kept = true;
+        } else if (snapshot !== undefined && !group.stopped) await this.applyGuarded(group, [snapshot], context);
+      } finally {
+        if (!kept) release();
+      }
     } finally {
       queue.done(store, retryAt);
       if (group.stopped) queue.drop(group);
-      if (store.attempt === 1 && --group.firstRound === 0) await this.closeFirstRound(group, context);
+      if (store.attempt === 1 && --group.firstRound === 0)
+        await this.closeFirstRound(group, context).finally(() => group.releases.splice(0).forEach((end) => end()));
     }
   }
 
