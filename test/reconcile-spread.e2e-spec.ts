@@ -6,6 +6,7 @@ import { startFakePlatform } from '../bench/lib/fake-platform.js';
 import type { FakePlatform } from '../bench/lib/fake-platform.js';
 import { LOCK_SPACES } from '../src/database/advisory-locks.js';
 import { RECONCILE_BUCKETS, storeBucket } from '../src/reconcile/reconcile-schedule.js';
+import { describeRun, runCli } from './support/cli.js';
 import { connect } from './support/connect.js';
 import { DaemonProcess, freePort } from './support/daemon-process.js';
 import { createTestDatabase, TestDatabase } from './support/database.js';
@@ -137,11 +138,16 @@ it('two processes share the buckets, never fetch one store at once, and after a 
   const progress = await eventually(
     async () => {
       const answer = await api(second.url, '/api/v1/reconcile/runs?limit=100');
+      // Every store in a saved run's report (a run's stores are recorded just before it is saved).
+      const reported = new Set(
+        (answer.json.data as Json[]).flatMap((run) => run.stores.map((store: Json) => store.store_id)),
+      );
       expect({
         done: answer.json.stores_done,
         pending: answer.json.stores_pending,
         failing: answer.json.stores_failing,
-      }).toEqual({ done: 24, pending: 0, failing: 0 });
+        reported: reported.size,
+      }).toEqual({ done: 24, pending: 0, failing: 0, reported: STORES.length });
       return answer.json;
     },
     90_000,
@@ -150,6 +156,18 @@ it('two processes share the buckets, never fetch one store at once, and after a 
   const nextDue = Date.parse(progress.next_due_at);
   expect(nextDue).toBeGreaterThan(Date.now() + 0.4 * 3_600_000);
   expect(nextDue).toBeLessThan(Date.now() + 1.6 * 3_600_000);
+  // The status says the same, through the API and on the CLI's screen.
+  expect((await api(second.url, '/api/v1/status')).json.reconcile).toEqual({
+    stores_done: 24,
+    stores_pending: 0,
+    stores_failing: 0,
+    next_due_at: progress.next_due_at,
+  });
+  const screen = await runCli(['status'], { DATABASE_URL: database.url, LOG_LEVEL: 'warn' }, dir);
+  expect({ line: /stores: .*/.exec(screen.stdout)?.[0], run: describeRun(screen) }).toEqual({
+    line: expect.stringMatching(/^stores: 24 done, 0 pending, 0 failing; next due in \d+ (min|h)$/),
+    run: expect.any(String),
+  });
   // The runs: the connections' stores went first, each reconciled cleanly.
   const runs = progress.data as Json[];
   expect(runs.length).toBeGreaterThan(0);

@@ -112,7 +112,7 @@ export class ReconcileService {
     return this.finish(trigger, context, startedAt, new Date(), outcome, bug);
   }
 
-  /** Saves the run, counts and logs it, records its stores in the schedule; throws a bug after that. */
+  /** Records the run's stores in the schedule, saves the run, counts and logs it; throws a bug after that. */
   private async finish(
     trigger: string,
     context: RunContext,
@@ -121,6 +121,8 @@ export class ReconcileService {
     outcome: RunOutcome | undefined,
     bug: { error: unknown } | undefined,
   ): Promise<ReconcileRun> {
+    // Recorded first: a run that is listed has its stores' outcomes in the progress already.
+    await this.recordGuarded(context, startedAt);
     const run = await this.repository.saveRun({
       trigger,
       started_at: startedAt.toISOString(),
@@ -130,7 +132,6 @@ export class ReconcileService {
       errors: context.errors,
       notes: context.notes,
     });
-    await this.recordGuarded(context, startedAt);
     this.metrics.reconcileRuns.inc({ outcome: run.outcome });
     this.logger.log({
       msg: `reconcile ${run.outcome}`,

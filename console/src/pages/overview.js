@@ -240,14 +240,14 @@ function differences(run) {
 function ReconcileProgress({ body }) {
   const total = body.stores_done + body.stores_pending + body.stores_failing;
   if (!(total > 0)) return null;
-  return html`<p class="reconcile-progress" id="reconcile-progress">
-    Stores: <strong>${count(body.stores_done)}</strong> done, <strong>${count(body.stores_pending)}</strong> pending,
-    <strong class=${body.stores_failing > 0 ? 'error-text' : ''}>${count(body.stores_failing)}</strong> failing${
-      body.next_due_at
-        ? html`; next due <span title=${when(body.next_due_at)}>${fromNow(body.next_due_at)}</span>`
-        : null
-    }
-  </p>`;
+  const counts = `Stores: ${count(body.stores_done)} done, ${count(body.stores_pending)} pending, `;
+  const failing = html`<span class=${body.stores_failing > 0 ? 'error-text' : ''}
+    >${`${count(body.stores_failing)} failing`}</span
+  >`;
+  const next = body.next_due_at
+    ? html`${'; next due '}<span title=${when(body.next_due_at)}>${fromNow(body.next_due_at)}</span>`
+    : null;
+  return html`<p class="reconcile-progress" id="reconcile-progress">${counts}${failing}${next}</p>`;
 }
 
 function ReconcileRuns({ state }) {
