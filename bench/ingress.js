@@ -35,7 +35,16 @@ export const description = 'POST /webhooks/{key}: daemon vs bare http + one INSE
  */
 const TARGETS = ['daemon', 'ingest-only', 'baseline'];
 const SINK_TARGETS = ['daemon+sinks', 'baseline'];
-const DAEMON_ENV = { daemon: {}, 'ingest-only': { PROJECTOR_ENABLED: 'false' }, 'daemon+sinks': SINK_NETWORKS };
+/** --pooler: the daemon with DATABASE_URL on PgBouncer in transaction mode (test/services.sh) beside it direct. */
+const POOLER_TARGETS = ['daemon', 'daemon+pooler', 'baseline'];
+const DAEMON_ENV = {
+  daemon: {},
+  'ingest-only': { PROJECTOR_ENABLED: 'false' },
+  'daemon+sinks': SINK_NETWORKS,
+  'daemon+pooler': {},
+};
+/** PgBouncer (pool_mode = transaction) in front of the bench's server: test/services.sh starts it. */
+const POOLER_URL = process.env.BENCH_POOLER_URL ?? 'postgres://postgres@127.0.0.1:6432/postgres';
 
 /**
  * The product target: at these connection counts, >= 1.5x the baseline's req/s with a p99 no
@@ -55,6 +64,7 @@ export async function run({
   quietWait = defaults.quietWait,
   withSinks = false,
   freshness = false,
+  pooler = false,
   targets,
   logDir,
 }) {
@@ -64,8 +74,8 @@ export async function run({
     return measureSinkFreshness({ root: ROOT, duration, warmup, quietWait, logDir });
   }
   connections ??= withSinks ? [50, 200] : defaults.connections;
-  const measured = targets ?? (withSinks ? SINK_TARGETS : TARGETS);
-  const unknown = measured.filter((t) => !TARGETS.includes(t) && !SINK_TARGETS.includes(t));
+  const measured = targets ?? (withSinks ? SINK_TARGETS : pooler ? POOLER_TARGETS : TARGETS);
+  const unknown = measured.filter((t) => !(t in DAEMON_ENV) && t !== 'baseline');
   if (unknown.length > 0) throw new Error(`unknown target ${unknown.join(', ')}`);
   const webhookKey = `bench_${randomBytes(12).toString('hex')}`;
   const baseEnv = {
@@ -120,6 +130,12 @@ export async function run({
       bodyBytes: sampleSize,
       pipelining: 1,
       daemon: 'node dist/src/main.js serve (LOG_LEVEL=info, defaults otherwise: DATABASE_POOL_SIZE=10)',
+      ...(measured.includes('daemon+pooler')
+        ? {
+            pooler:
+              'daemon+pooler: DATABASE_URL on PgBouncer (pool_mode = transaction, default_pool_size 20, test/services.sh), DATABASE_DIRECT_URL on PostgreSQL; DATABASE_PREPARED_STATEMENTS off (its default then)',
+          }
+        : {}),
       baseline: 'bench/baseline-server.js (node:http, pg.Pool max 10, one INSERT per request)',
       ...(measured.includes('daemon+sinks')
         ? {
@@ -153,6 +169,11 @@ async function measure({
   const port = await freePort();
   const logFile = join(logDir, `ingress-${target}-c${connections}.log`);
   const env = { ...baseEnv, DATABASE_URL: databaseUrl(database), PORT: String(port) };
+  if (target === 'daemon+pooler') {
+    const pooled = new URL(POOLER_URL);
+    pooled.pathname = `/${database}`;
+    Object.assign(env, { DATABASE_URL: pooled.toString(), DATABASE_DIRECT_URL: databaseUrl(database) });
+  }
   const child =
     target !== 'baseline'
       ? startService('node', ['dist/src/main.js', 'serve'], {

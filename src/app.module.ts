@@ -6,6 +6,7 @@ import { AccessModule } from './common/whoami.controller.js';
 import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
+import { withRootCert } from './database/database-tls.js';
 import { EventLogModule } from './event-log/event-log.module.js';
 import { IngressModule } from './ingress/ingress.module.js';
 import { MenuModule } from './menu/menu.module.js';
@@ -45,10 +46,18 @@ export class AppModule {
           url: databaseUrl,
           poolSize: config.DATABASE_POOL_SIZE,
           idleSeconds: config.DATABASE_POOL_IDLE_SECONDS,
+          sessions: {
+            directUrl: config.embeddedDatabase ? undefined : config.DATABASE_DIRECT_URL,
+            preparedStatements: config.preparedStatements,
+            probe: !config.embeddedDatabase,
+          },
           replica:
             config.DATABASE_READ_URL === undefined
               ? undefined
-              : { url: config.DATABASE_READ_URL, maxLagMs: config.readReplicaMaxLagMs },
+              : {
+                  url: withRootCert(config.DATABASE_READ_URL, config.DATABASE_SSL_ROOT_CERT),
+                  maxLagMs: config.readReplicaMaxLagMs,
+                },
         }),
         EventEmitterModule.forRoot(),
         ObservabilityModule,

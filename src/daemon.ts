@@ -5,7 +5,8 @@ import { createHttpApp } from './app.factory.js';
 import { limitHeapGrowth } from './common/heap-growth.js';
 import { AppConfig } from './config/app-config.js';
 import { openDatabase, OpenDatabase } from './database/database-target.js';
-import { migrateDatabase } from './database/migrate.js';
+import { checkDatabaseTls, migrateDatabase } from './database/migrate.js';
+import { assertDirectUrl } from './database/session-probe.js';
 import { ConnectionRepository } from './connections/connection.repository.js';
 import { Sandbox } from './sandbox/sandbox.js';
 import { EgressGuard } from './sinks/egress/egress-guard.js';
@@ -36,7 +37,12 @@ export class Daemon {
           ? `database: embedded PostgreSQL under ${config.DATA_DIR}`
           : 'database: external (DATABASE_URL)',
       );
-      if (config.MIGRATIONS_RUN) await migrateDatabase(database.url, config.DATABASE_POOL_SIZE);
+      if (!database.embedded) {
+        // A refused certificate first, in one line; then a direct URL found pooled (exit 2).
+        await checkDatabaseTls(database.url);
+        await assertDirectUrl(database, config.DATABASE_DIRECT_URL !== undefined);
+      }
+      if (config.MIGRATIONS_RUN) await migrateDatabase(database.migrationUrl, config.DATABASE_POOL_SIZE);
       sandbox = config.sandbox
         ? await Sandbox.start(config, rootLogger).catch((error) => {
             logger.error({ msg: 'the sandbox emulator could not start: running without an upstream', err: error });

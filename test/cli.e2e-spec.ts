@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { MIGRATIONS } from '../migrations/index.js';
 import { CliResult, describeRun, runCli } from './support/cli.js';
 import { TEST_SERVER_URL } from './support/database.js';
 import { api, API_TOKEN, LOOPBACK_NETWORKS, RunningDaemon, startDaemon } from './support/http.js';
@@ -226,7 +227,18 @@ describe('the CLI: tables and --json, id prefixes, stdout and stderr, exit codes
         code: 0,
         stdout: '',
       });
-      expect(JSON.parse(first.stderr.trim().split('\n').pop()!).msg).toMatch(/^applied \d+ migration\(s\)$/);
+      // Each migration's line and then the count; the two loggers' lines may reach stderr in either order.
+      const messages = first.stderr
+        .trim()
+        .split('\n')
+        .map((line) => String(JSON.parse(line).msg));
+      expect({
+        each: messages.filter((msg) => /^applied [A-Za-z]+\d{13}$/.test(msg)),
+        count: messages.filter((msg) => /^applied \d+ migration\(s\)$/.test(msg)),
+      }).toEqual({
+        each: MIGRATIONS.map((migration) => `applied ${migration.name}`),
+        count: [`applied ${MIGRATIONS.length} migration(s)`],
+      });
       const again = await cli(['migrate'], { DATABASE_URL: url.toString() });
       expect([again.code, JSON.parse(again.stderr.trim()).msg]).toEqual([0, 'no pending migrations']);
     } finally {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the tests need on this machine, run by `npm test` before the build: PostgreSQL 15+ on
 # 127.0.0.1:5432 (postgres, trust), a hot-standby replica of it streaming on 127.0.0.1:5433 (the
-# cluster menu_sync_replica, made with pg_basebackup), NATS with JetStream on 127.0.0.1:4222,
+# cluster menu_sync_replica, made with pg_basebackup), PgBouncer in transaction mode on
+# 127.0.0.1:6432 in front of it (every database, user postgres, no password), NATS with JetStream on 127.0.0.1:4222,
 # MariaDB on 127.0.0.1:3306 (root, empty password), promtool and Debian's chromium. Silent when all
 # are there; otherwise it installs (Debian's packages) and starts what is missing, which takes
 # root, or says what to do. TEST_DATABASE_URL / TEST_READ_DATABASE_URL / TEST_NATS_URL point the
@@ -31,6 +32,14 @@ replica_ok() {
   [ "$(psql -h 127.0.0.1 -p $REPLICA_PORT -U postgres -d postgres -w -Atqc "SELECT pg_is_in_recovery()
      AND EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming')" 2>/dev/null)" = t ]
 }
+# PgBouncer answers on 6432 and hands a statement to PostgreSQL.
+POOLER_PORT=6432
+POOLER_DIR=/run/menu-sync-pgbouncer
+pooler_ok() {
+  port_open $POOLER_PORT || return 1
+  has psql || return 0
+  psql -h 127.0.0.1 -p $POOLER_PORT -U postgres -d postgres -w -Atqc 'SELECT 1' >/dev/null 2>&1
+}
 nats_ok() { port_open 4222; }
 mariadb_ok() {
   port_open 3306 || return 1
@@ -43,6 +52,7 @@ chromium_ok() { [ -x /usr/bin/chromium ]; }
 wanted=()
 [ -n "${TEST_DATABASE_URL:-}" ] || postgres_ok || wanted+=(postgres)
 [ -n "${TEST_DATABASE_URL:-}${TEST_READ_DATABASE_URL:-}" ] || replica_ok || wanted+=(replica)
+[ -n "${TEST_DATABASE_URL:-}${TEST_POOLER_DATABASE_URL:-}" ] || pooler_ok || wanted+=(pooler)
 [ -n "${TEST_NATS_URL:-}" ] || nats_ok || wanted+=(nats)
 mariadb_ok || wanted+=(mariadb)
 promtool_ok || wanted+=(promtool)
@@ -54,6 +64,7 @@ packages=()
 for need in "${wanted[@]}"; do
   case $need in
     postgres | replica) has pg_ctlcluster || packages+=(postgresql) ;;
+    pooler) [ -x /usr/sbin/pgbouncer ] || packages+=(pgbouncer) ;;
     nats) [ -x /usr/sbin/nats-server ] || packages+=(nats-server) ;;
     mariadb) [ -x /usr/sbin/mariadbd ] || packages+=(mariadb-server mariadb-client) ;;
     promtool) packages+=(prometheus) ;;
@@ -70,13 +81,14 @@ fi
 
 cannot() {
   say "cannot $1. What the tests need:"
-  say "  apt-get install postgresql nats-server mariadb-server prometheus chromium (as root), then"
+  say "  apt-get install postgresql pgbouncer nats-server mariadb-server prometheus chromium (as root), then"
   say "  PostgreSQL on 127.0.0.1:5432 with trust auth for user postgres on loopback,"
   say "  a hot-standby replica of it on 127.0.0.1:$REPLICA_PORT (pg_basebackup -R), trust on loopback,"
+  say "  PgBouncer on 127.0.0.1:$POOLER_PORT, pool_mode = transaction, in front of 127.0.0.1:5432 (user postgres, no password),"
   say "  nats-server -a 127.0.0.1 -p 4222 -js,"
   say "  MariaDB on 127.0.0.1:3306 where root logs in with an empty password,"
   say "  promtool on PATH and /usr/bin/chromium."
-  say "  (TEST_DATABASE_URL, TEST_READ_DATABASE_URL and TEST_NATS_URL name servers elsewhere instead of the local ones.)"
+  say "  (TEST_DATABASE_URL, TEST_READ_DATABASE_URL, TEST_POOLER_DATABASE_URL and TEST_NATS_URL name servers elsewhere instead of the local ones.)"
   exit 1
 }
 [ "$(id -u)" -eq 0 ] || cannot "set up ${wanted[*]} without root (run npm test once as root, or set them up by hand)"
@@ -200,6 +212,38 @@ start_replica() {
   wait_for 60 replica_ok
 }
 
+# PgBouncer as the postgres user (it refuses root), its config, auth file, pid file and log in
+# $POOLER_DIR, written again at each start: transaction pooling of every database to the local
+# PostgreSQL, where postgres logs in with trust on loopback, so the auth file names postgres with no
+# password. Many small pools: every test database is a pool of its own.
+start_pooler() {
+  say "starting PgBouncer (transaction pooling) on 127.0.0.1:$POOLER_PORT"
+  install -d -o postgres -g postgres -m 700 $POOLER_DIR || return 1
+  printf '"postgres" ""\n' >$POOLER_DIR/userlist.txt
+  cat >$POOLER_DIR/pgbouncer.ini <<EOF_INI
+[databases]
+* = host=127.0.0.1 port=5432
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $POOLER_PORT
+unix_socket_dir =
+auth_type = trust
+admin_users = postgres
+auth_file = $POOLER_DIR/userlist.txt
+pool_mode = transaction
+max_client_conn = 2000
+default_pool_size = 20
+max_db_connections = 40
+server_idle_timeout = 30
+ignore_startup_parameters = extra_float_digits
+pidfile = $POOLER_DIR/pgbouncer.pid
+logfile = $POOLER_DIR/pgbouncer.log
+EOF_INI
+  chown postgres:postgres $POOLER_DIR/userlist.txt $POOLER_DIR/pgbouncer.ini
+  su postgres -s /bin/sh -c "/usr/sbin/pgbouncer -d -q $POOLER_DIR/pgbouncer.ini" || return 1
+  wait_for 30 pooler_ok
+}
+
 start_nats() {
   say "starting nats-server with JetStream"
   mkdir -p /var/lib/nats-server
@@ -232,6 +276,7 @@ for need in "${wanted[@]}"; do
   case $need in
     postgres) postgres_ok || start_postgres || cannot "get PostgreSQL to answer on 127.0.0.1:5432" ;;
     replica) replica_ok || start_replica || cannot "get a replica of the primary streaming on 127.0.0.1:$REPLICA_PORT" ;;
+    pooler) pooler_ok || start_pooler || cannot "get PgBouncer to answer on 127.0.0.1:$POOLER_PORT" ;;
     nats) nats_ok || start_nats || cannot "get NATS to answer on 127.0.0.1:4222" ;;
     mariadb) mariadb_ok || start_mariadb || cannot "get MariaDB to take root on 127.0.0.1:3306" ;;
     promtool) promtool_ok || cannot "find promtool after installing prometheus" ;;

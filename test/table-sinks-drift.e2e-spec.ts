@@ -1,38 +1,45 @@
 import { randomUUID } from 'node:crypto';
-import { DaemonProcess } from './support/daemon-process.js';
+import { decodeChangeCursor } from '../src/changes/change-cursor.js';
 import { eventually } from './support/eventually.js';
-import { api, API_TOKEN, LOOPBACK_NETWORKS, RunningDaemon, startDaemon } from './support/http.js';
-import { createMysqlTarget, MysqlTarget } from './support/mariadb.js';
-import { createPostgresTarget, PostgresTarget } from './support/postgres-target.js';
+import { api, API_TOKEN } from './support/http.js';
 import { settledSink } from './support/sink-receiver.js';
-import { driftHelpers } from './support/table-sink-drift.js';
+import { useDriftWorld } from './support/table-sink-drift.js';
 import { mysqlReader, postgresReader } from './support/table-sink-scenarios.js';
 
 type Json = any;
 
 describe('table sinks whose tables lost a column or a table by hand: re-added and re-filled, or failing (docs/reference.md §12)', () => {
-  let app: RunningDaemon;
-  let pgTarget: PostgresTarget;
-  let myTarget: MysqlTarget;
-  const { createSinks, deliverProducts, expectProductsEqualToApi, attempts, verify } = driftHelpers(() => ({
-    app,
-    pgTarget,
-    myTarget,
-  }));
+  const { world, createSinks, deliverProducts, expectProductsEqualToApi, attempts, verify } = useDriftWorld();
 
-  beforeAll(async () => {
-    [pgTarget, myTarget] = await Promise.all([createPostgresTarget(), createMysqlTarget()]);
-    app = await startDaemon({ SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS, SINK_FAILING_AFTER: '2s' });
-  });
-
-  afterAll(async () => {
-    await DaemonProcess.killAll();
-    await app?.close();
-    await pgTarget?.drop();
-    await myTarget?.drop();
-  });
+  /**
+   * The newest attempt committed the batch after re-creating `tables` and re-filling them (`rows`
+   * each) from `from`; a change-log refill names the target's cursor, where the last batch before it ended.
+   */
+  async function expectRecreated(sinkId: string, tables: Array<[string, number]>, from: 'change log' | string) {
+    await eventually(async () => {
+      const list = await attempts(sinkId);
+      const newest = list[0];
+      expect(newest).toMatchObject({ outcome: 'ok', status: 'committed' });
+      const said = tables.map(([table, rows]) =>
+        from === 'change log'
+          ? new RegExp(
+              `^re-created ${table} \\(missing\\) and re-filled ${rows} rows from the change log at ([A-Za-z0-9_-]+)$`,
+            )
+          : new RegExp(`^re-created ${table} \\(missing\\) and re-filled ${rows} rows from ${from}$`),
+      );
+      const [committed, ...refills] = (newest.response as string).split('; ');
+      expect(committed).toBe('committed: 1 change, one per row (1 upsert, 0 deletes)');
+      expect(refills.length).toBe(said.length);
+      refills.forEach((text, index) => expect(text).toMatch(said[index]));
+      if (from !== 'change log') return;
+      const before = list.slice(1).find((attempt) => attempt.outcome === 'ok');
+      const at = decodeChangeCursor(said[0].exec(refills[0])![1]);
+      expect(at.seq).toBe(String(before.batch.last_seq));
+    });
+  }
 
   it('a column dropped by hand: the write fails with the database’s error, then the sink re-adds the column, re-fills every row from its resource and says so; the table ends equal to the API', async () => {
+    const { pgTarget, myTarget } = world;
     const owner = `dropped-${randomUUID().slice(0, 6)}`;
     const [pgId, myId] = await createSinks(owner, 'dropped');
     const readers = [postgresReader(pgTarget, 'dropped'), mysqlReader(myTarget, 'dropped_')];
@@ -80,6 +87,7 @@ describe('table sinks whose tables lost a column or a table by hand: re-added an
   }, 120_000);
 
   it('relational layout: a column of a type’s table dropped by hand is re-added and re-filled from each row’s resource; a child table’s is not: the sink fails until it is back, and sinks verify --repair re-fills it', async () => {
+    const { app, pgTarget, myTarget } = world;
     const owner = `dropped-rel-${randomUUID().slice(0, 6)}`;
     const [pgId, myId] = await createSinks(owner, 'dropped_rel', ['product'], 'relational');
     const readers = [postgresReader(pgTarget, 'dropped_rel'), mysqlReader(myTarget, 'dropped_rel_')];
@@ -169,7 +177,8 @@ describe('table sinks whose tables lost a column or a table by hand: re-added an
     ).toBe(0);
   }, 180_000);
 
-  it('a table dropped by hand: the next batch re-creates it with its own rows only; sinks verify names the rest missing, --repair re-fills it', async () => {
+  it('a table dropped by hand: the next batch re-creates it and re-fills every live row at the target’s cursor; the table ends equal to the API, the sink active, the attempt names the refill', async () => {
+    const { pgTarget, myTarget } = world;
     const owner = `gone-${randomUUID().slice(0, 6)}`;
     const [pgId, myId] = await createSinks(owner, 'gone');
     const readers = [postgresReader(pgTarget, 'gone'), mysqlReader(myTarget, 'gone_')];
@@ -179,23 +188,68 @@ describe('table sinks whose tables lost a column or a table by hand: re-added an
     await pgTarget.admin.query('DROP TABLE gone.products');
     await myTarget.admin.query('DROP TABLE `gone_products`');
     await deliverProducts(owner, [5], () => 'Product 5');
-    const key = (id: string) => ({ owner_id: owner, id });
-    for (const [id, reader] of [
-      [pgId, readers[0]],
-      [myId, readers[1]],
+    for (const [id, reader, table] of [
+      [pgId, readers[0], 'products'],
+      [myId, readers[1], 'gone_products'],
     ] as const) {
-      await eventually(async () => expect((await reader.rows('products')).map((row) => row.id)).toEqual(['5']), 30_000);
-      const named = await verify([id, '--json']);
-      expect(named.code).toBe(1);
-      expect((JSON.parse(named.stdout) as Json).data.types[0]).toMatchObject({
-        api: { rows: 5 },
-        target: { rows: 1 },
-        missing: [key('1'), key('2'), key('3'), key('4')],
-        extra: [],
-        changed: [],
-      });
-      expect((await verify([id, '--repair'])).code).toBe(0);
       await expectProductsEqualToApi(id, owner, reader);
+      expect((await reader.rows('products')).map((row) => [String(row.id), row.title]).sort()).toEqual(
+        [1, 2, 3, 4, 5].map((n) => [String(n), `Product ${n}`]),
+      );
+      await expectRecreated(id, [[table, 4]], 'change log');
+      const named = await verify([id, '--json']);
+      expect([named.code, JSON.parse(named.stdout).data.equal]).toEqual([0, true]);
     }
+    // The staging table MySQL re-fills under was renamed to the table's name.
+    const [staging] = await myTarget.admin.query(
+      "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'menu\\_sync\\_refill\\_%'",
+    );
+    expect(staging).toEqual([]);
   }, 120_000);
+
+  it('relational layout: a type’s table dropped by hand is re-created and re-filled from the change log, its child rows with it; a child table dropped alone is re-filled from each row’s resource', async () => {
+    const { app, pgTarget, myTarget } = world;
+    const owner = `gone-rel-${randomUUID().slice(0, 6)}`;
+    const [pgId, myId] = await createSinks(owner, 'gone_rel', ['product'], 'relational');
+    const readers = [postgresReader(pgTarget, 'gone_rel'), mysqlReader(myTarget, 'gone_rel_')];
+    await deliverProducts(owner, [1, 2, 3, 4], (id) => `Product ${id}`);
+    await expectProductsEqualToApi(pgId, owner, readers[0], 'relational');
+    await expectProductsEqualToApi(myId, owner, readers[1], 'relational');
+
+    await pgTarget.admin.query('DROP TABLE gone_rel.products');
+    await myTarget.admin.query('DROP TABLE `gone_rel_products`');
+    await deliverProducts(owner, [5], () => 'Product 5');
+    for (const [id, reader, prefix] of [
+      [pgId, readers[0], ''],
+      [myId, readers[1], 'gone_rel_'],
+    ] as const) {
+      await expectProductsEqualToApi(id, owner, reader, 'relational');
+      await expectRecreated(id, [[`${prefix}products`, 4]], 'change log');
+    }
+
+    await pgTarget.admin.query('DROP TABLE gone_rel.product_prices');
+    await myTarget.admin.query('DROP TABLE `gone_rel_product_prices`');
+    await deliverProducts(owner, [6], () => 'Product 6');
+    for (const [id, reader, prefix] of [
+      [pgId, readers[0], ''],
+      [myId, readers[1], 'gone_rel_'],
+    ] as const) {
+      await expectProductsEqualToApi(id, owner, reader, 'relational');
+      expect((await reader.rows('product_prices')).map((row) => String(row.product_id)).sort()).toEqual([
+        '1',
+        '2',
+        '3',
+        '4',
+        '5',
+        '6',
+      ]);
+      await expectRecreated(id, [[`${prefix}product_prices`, 5]], `the resource of each ${prefix}products row`);
+      const named = await verify([id, '--json']);
+      expect([named.code, JSON.parse(named.stdout).data.equal]).toEqual([0, true]);
+      expect((await api(app.url, `/api/v1/sinks/${id}`, API_TOKEN)).json.data).toMatchObject({
+        state: 'active',
+        lag: 0,
+      });
+    }
+  }, 180_000);
 });

@@ -1,39 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { DaemonProcess } from './support/daemon-process.js';
 import { eventually } from './support/eventually.js';
-import { deliver, LOOPBACK_NETWORKS, RunningDaemon, startDaemon } from './support/http.js';
-import { createMysqlTarget, MysqlTarget } from './support/mariadb.js';
+import { deliver } from './support/http.js';
 import { at, collection, menuEvent } from './support/menu-events.js';
-import { createPostgresTarget, PostgresTarget } from './support/postgres-target.js';
 import { expectRelationalMatches } from './support/relational-tables.js';
-import { driftHelpers } from './support/table-sink-drift.js';
+import { useDriftWorld } from './support/table-sink-drift.js';
 import { apiResources, mysqlReader, postgresReader, postJson, TableReader } from './support/table-sink-scenarios.js';
 
 type Json = any;
 
 describe("menu-sync sinks verify: a table sink's tables compared with the API, and repaired (docs/reference.md §12)", () => {
-  let app: RunningDaemon;
-  let pgTarget: PostgresTarget;
-  let myTarget: MysqlTarget;
-  const { createSinks, deliverProducts, expectProductsEqualToApi, verify } = driftHelpers(() => ({
-    app,
-    pgTarget,
-    myTarget,
-  }));
-
-  beforeAll(async () => {
-    [pgTarget, myTarget] = await Promise.all([createPostgresTarget(), createMysqlTarget()]);
-    app = await startDaemon({ SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS, SINK_FAILING_AFTER: '2s' });
-  });
-
-  afterAll(async () => {
-    await DaemonProcess.killAll();
-    await app?.close();
-    await pgTarget?.drop();
-    await myTarget?.drop();
-  });
+  const { world, createSinks, deliverProducts, expectProductsEqualToApi, verify } = useDriftWorld();
 
   it('a table truncated, a row added and a row edited by hand: sinks verify names them (exit 1), --repair makes the tables equal to the API (exit 0)', async () => {
+    const { app, pgTarget, myTarget } = world;
     const owner = `edited-${randomUUID().slice(0, 6)}`;
     const [pgId, myId] = await createSinks(owner, 'edited', ['product', 'collection']);
     await deliverProducts(owner, [1, 2, 3], (id) => `Product ${id}`);
@@ -128,6 +107,7 @@ describe("menu-sync sinks verify: a table sink's tables compared with the API, a
   }, 180_000);
 
   it('relational layout: a table truncated, a price edited and a link deleted by hand: sinks verify names them per table, --repair makes them equal to the API', async () => {
+    const { app, pgTarget, myTarget } = world;
     const owner = `edited-rel-${randomUUID().slice(0, 6)}`;
     const [pgId, myId] = await createSinks(owner, 'edited_rel', ['product', 'collection'], 'relational');
     await deliverProducts(owner, [1, 2, 3], (id) => `Product ${id}`);
@@ -182,6 +162,7 @@ describe("menu-sync sinks verify: a table sink's tables compared with the API, a
   }, 180_000);
 
   it('sinks verify: an unknown sink is 1, a sink that writes no tables 2, without the id 2', async () => {
+    const { app } = world;
     const http = await postJson(app, '/api/v1/sinks', {
       kind: 'http',
       url: 'http://127.0.0.1:9/x',

@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import type { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { createDataSource } from '../database/data-source.factory.js';
-import { openDatabase } from '../database/database-target.js';
+import { openDatabase, type OpenDatabase } from '../database/database-target.js';
 import { migrateDatabase } from '../database/migrate.js';
 
 interface Options {
@@ -13,17 +13,18 @@ interface Options {
 
 /**
  * Runs `work` on the daemon's database, attaching to the embedded PostgreSQL a running daemon
- * started (or starting it for the command), and closes it after.
+ * started (or starting it for the command), and closes it after. A command's few connections go
+ * to DATABASE_DIRECT_URL: its locks (a replay's, a reconcile's) are session locks.
  */
 export async function onDaemonDatabase<T>(
   config: AppConfig,
-  work: (databaseUrl: string) => Promise<T>,
+  work: (databaseUrl: string, database: OpenDatabase) => Promise<T>,
   { migrate = config.MIGRATIONS_RUN }: Options = {},
 ): Promise<T> {
   const database = await openDatabase(config, { attach: true });
   try {
-    if (migrate) await migrateDatabase(database.url);
-    return await work(database.url);
+    if (migrate) await migrateDatabase(database.migrationUrl);
+    return await work(database.directUrl, database);
   } finally {
     await database.close();
   }

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { AppConfig } from '../config/app-config.js';
 import { openDatabase } from '../database/database-target.js';
+import { postgresTls } from '../database/database-tls.js';
 import type { SqlReader } from '../observability/status.repository.js';
 
 /**
@@ -9,8 +10,10 @@ import type { SqlReader } from '../observability/status.repository.js';
  */
 export async function onDaemonSql<T>(config: AppConfig, work: (sql: SqlReader) => Promise<T>): Promise<T> {
   const database = await openDatabase(config, { attach: true });
+  const { url, ssl } = postgresTls(database.url);
   const pool = new pg.Pool({
-    connectionString: database.url,
+    connectionString: url,
+    ...(ssl === undefined ? {} : { ssl }),
     max: 4,
     connectionTimeoutMillis: 3000,
     application_name: 'menu-sync cli',

@@ -16,7 +16,9 @@ export class MigrateCommand extends CommandRunner {
       import('../database/migrate.js'),
       import('./daemon-database.js'),
     ]);
-    const applied = await onDaemonDatabase(this.config, (url) => migrateDatabase(url), { migrate: false });
+    const applied = await onDaemonDatabase(this.config, (_url, database) => migrateDatabase(database.migrationUrl), {
+      migrate: false,
+    });
     this.logger.log(applied.length === 0 ? 'no pending migrations' : `applied ${applied.length} migration(s)`);
   }
 }

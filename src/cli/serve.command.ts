@@ -1,6 +1,7 @@
 import { Inject, Logger } from '@nestjs/common';
 import { Command, CommandRunner } from 'nest-commander';
 import { AppConfig } from '../config/app-config.js';
+import { PooledDirectUrlError } from '../database/session-probe.js';
 import { ROOT_LOGGER } from './cli-context.js';
 import type { RootLogger } from './cli-context.js';
 import { untilSignalled } from './signals.js';
@@ -21,7 +22,14 @@ export class ServeCommand extends CommandRunner {
     const stopRequested = untilSignalled(this.logger);
     this.logger.log({ msg: 'configuration', config: this.config.dump() });
     const { Daemon } = await import('../daemon.js');
-    const daemon = await Daemon.start(this.config, this.rootLogger);
+    const daemon = await Daemon.start(this.config, this.rootLogger).catch((error: unknown) => {
+      if (!(error instanceof PooledDirectUrlError)) throw error;
+      this.logger.error(error.message);
+      process.stderr.write(`menu-sync: ${error.message}\n`);
+      process.exitCode = error.exitCode;
+      return null;
+    });
+    if (daemon === null) return;
     await stopRequested;
     try {
       await daemon.stop();

@@ -1,6 +1,7 @@
 import type { AppConfig } from '../config/app-config.js';
 import { SecretCipher } from '../common/secret-cipher.js';
 import { toSinkView, SinkView } from '../sinks/api/sink-view.js';
+import { SinkListing } from '../sinks/sink-listing.repository.js';
 import { SinkRepository } from '../sinks/sink.repository.js';
 import { withDaemonDataSource } from './daemon-database.js';
 import { SinkAnswer, SinkClient, SinkCommandError } from './sinks-client.js';
@@ -11,12 +12,13 @@ const PAGE = 1000;
 const SHOW_LAG_CAP = 1_000_000;
 
 /**
- * The reads of `sinks list` and `show` on the daemon's database: the sink repository alone, on two
+ * The reads of `sinks list` and `show` on the daemon's database: the sink repository and listing alone, on two
  * sessions, never migrating (a look only), without the Nest context the writes need.
  */
 class SinkReader implements Pick<SinkClient, 'all' | 'startingWith' | 'get'> {
   constructor(
     private readonly repository: SinkRepository,
+    private readonly listing: SinkListing,
     private readonly types: readonly string[],
   ) {}
 
@@ -24,7 +26,7 @@ class SinkReader implements Pick<SinkClient, 'all' | 'startingWith' | 'get'> {
     const data: SinkView[] = [];
     let after: { order: 'created'; createdAt: string; id: string } | undefined;
     for (;;) {
-      const rows = await this.repository.page({ limit: PAGE, order: 'created', after });
+      const rows = await this.listing.page({ limit: PAGE, order: 'created', after });
       data.push(...(await this.views(rows.slice(0, PAGE).map(({ sink }) => sink))));
       if (rows.length <= PAGE) return data;
       after = rows[PAGE - 1].key as typeof after;
@@ -32,7 +34,7 @@ class SinkReader implements Pick<SinkClient, 'all' | 'startingWith' | 'get'> {
   }
 
   async startingWith(prefix: string): Promise<SinkView[]> {
-    const rows = await this.repository.page({ limit: PAGE, order: 'created', q: prefix });
+    const rows = await this.listing.page({ limit: PAGE, order: 'created', q: prefix });
     return this.views(rows.map(({ sink }) => sink));
   }
 
@@ -45,7 +47,7 @@ class SinkReader implements Pick<SinkClient, 'all' | 'startingWith' | 'get'> {
 
   private async views(sinks: Awaited<ReturnType<SinkRepository['find']>>[]): Promise<SinkView[]> {
     const found = sinks.filter((sink) => sink !== null);
-    const lags = await this.repository.lags(
+    const lags = await this.listing.lags(
       found.map((sink) => sink.id),
       this.types,
     );
@@ -64,7 +66,7 @@ export async function withSinkReader<T>(
     async (dataSource) => {
       const repository = new SinkRepository(dataSource, cipher);
       try {
-        return await work(new SinkReader(repository, config.changeTypes));
+        return await work(new SinkReader(repository, new SinkListing(dataSource, cipher), config.changeTypes));
       } finally {
         await repository.onApplicationShutdown();
       }

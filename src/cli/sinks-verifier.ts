@@ -1,6 +1,7 @@
 import type { AppConfig } from '../config/app-config.js';
 import { SecretCipher } from '../common/secret-cipher.js';
 import { EgressGuard } from '../sinks/egress/egress-guard.js';
+import { SinkListing } from '../sinks/sink-listing.repository.js';
 import { SinkRepository } from '../sinks/sink.repository.js';
 import { TableVerifyRepository } from '../sinks/tables/table-verify.repository.js';
 import { TableVerification, TableVerifyError, verifyTableSink } from '../sinks/tables/table-verify.service.js';
@@ -31,9 +32,11 @@ export async function verifySink(
         const id = await resolveSinkId(
           {
             startingWith: async (prefix) =>
-              (await sinks.page({ limit: 1000, order: 'created', q: prefix })).map(({ sink }) => ({
-                id: sink.id,
-              })),
+              (await new SinkListing(dataSource, cipher).page({ limit: 1000, order: 'created', q: prefix })).map(
+                ({ sink }) => ({
+                  id: sink.id,
+                }),
+              ),
           },
           given,
         );

@@ -192,6 +192,23 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('DATABASE_DIRECT_URL: a PostgreSQL URL, masked; DATABASE_PREPARED_STATEMENTS on unless it is set, on|off', () => {
+    expect(loadConfig({}).DATABASE_DIRECT_URL).toBeUndefined();
+    expect(loadConfig({}).preparedStatements).toBe(true);
+    const config = loadConfig({ DATABASE_DIRECT_URL: 'postgres://u:pw-s3cr3t@db:5432/x' });
+    expect(config.DATABASE_DIRECT_URL).toBe('postgres://u:pw-s3cr3t@db:5432/x');
+    expect(config.preparedStatements).toBe(false);
+    expect(JSON.stringify(config.dump())).not.toMatch(/s3cr3t/);
+    expect(
+      loadConfig({ DATABASE_DIRECT_URL: 'postgres://db/x', DATABASE_PREPARED_STATEMENTS: 'on' }).preparedStatements,
+    ).toBe(true);
+    expect(loadConfig({ DATABASE_PREPARED_STATEMENTS: 'off' }).preparedStatements).toBe(false);
+    expect(problems({ DATABASE_DIRECT_URL: 'mysql://db-s3cr3t/x', DATABASE_PREPARED_STATEMENTS: 'yes' })).toEqual([
+      'DATABASE_DIRECT_URL: DATABASE_DIRECT_URL must be a postgres:// or postgresql:// URL',
+      'DATABASE_PREPARED_STATEMENTS: DATABASE_PREPARED_STATEMENTS must be on or off',
+    ]);
+  });
+
   it('SINK_ATTEMPTS_RETENTION: 7 days by default, a duration, anything else named', () => {
     expect(loadConfig({}).sinkAttemptsRetentionMs).toBe(7 * 86_400_000);
     expect(loadConfig({ SINK_ATTEMPTS_RETENTION: '12h' }).sinkAttemptsRetentionMs).toBe(12 * 3_600_000);

@@ -97,6 +97,8 @@ export interface ApiToken {
 export const SECRET_VARIABLES = new Set([
   'DATABASE_URL',
   'DATABASE_READ_URL',
+  'DATABASE_MIGRATION_URL',
+  'DATABASE_DIRECT_URL',
   'OAUTH_CLIENT_SECRET',
   'WEBHOOK_KEYS',
   'API_TOKENS',
@@ -114,10 +116,37 @@ export class AppConfig {
   @Matches(pgUrl, { message: 'DATABASE_URL must be a postgres:// or postgresql:// URL' })
   DATABASE_URL?: string;
 
+  /**
+   * The database itself, for what needs a session of its own (leases, LISTEN, migrations) while
+   * DATABASE_URL goes through a transaction-mode pooler; unset: DATABASE_URL.
+   */
+  @IsOptional()
+  @Matches(pgUrl, { message: 'DATABASE_DIRECT_URL must be a postgres:// or postgresql:// URL' })
+  DATABASE_DIRECT_URL?: string;
+
+  /** Named prepared statements on DATABASE_URL: `on` | `off`; unset: on unless DATABASE_DIRECT_URL is set. */
+  @IsOptional()
+  @IsIn(['on', 'off'], { message: 'DATABASE_PREPARED_STATEMENTS must be on or off' })
+  DATABASE_PREPARED_STATEMENTS?: 'on' | 'off';
+
+  get preparedStatements(): boolean {
+    return (this.DATABASE_PREPARED_STATEMENTS ?? (this.DATABASE_DIRECT_URL === undefined ? 'on' : 'off')) === 'on';
+  }
+
   /** A streaming replica (hot standby) of the database that serves the reads (docs/reference.md §5); unset: the primary does. */
   @IsOptional()
   @Matches(pgUrl, { message: 'DATABASE_READ_URL must be a postgres:// or postgresql:// URL' })
   DATABASE_READ_URL?: string;
+
+  /** The role `menu-sync migrate` (and MIGRATIONS_RUN at start) connects as; unset: DATABASE_URL's. */
+  @IsOptional()
+  @Matches(pgUrl, { message: 'DATABASE_MIGRATION_URL must be a postgres:// or postgresql:// URL' })
+  DATABASE_MIGRATION_URL?: string;
+
+  /** A CA file (PEM) the database's certificate must chain to; sslmode verify-full unless the URL says otherwise. */
+  @IsOptional()
+  @IsString()
+  DATABASE_SSL_ROOT_CERT?: string;
 
   /** Reads go to the primary while the replica lags more than this: `5s`, `500ms`, `1m`. */
   @Matches(DURATION, { message: 'READ_REPLICA_MAX_LAG must be a duration such as 5s, 500ms or 1m' })
@@ -563,6 +592,10 @@ export class ConfigError extends Error {
 const OPTIONAL_VARIABLES = [
   'DATABASE_URL',
   'DATABASE_READ_URL',
+  'DATABASE_MIGRATION_URL',
+  'DATABASE_SSL_ROOT_CERT',
+  'DATABASE_DIRECT_URL',
+  'DATABASE_PREPARED_STATEMENTS',
   'PUBLIC_URL',
   'UPSTREAM_AUTH_URL',
   'UPSTREAM_BASE_URL',

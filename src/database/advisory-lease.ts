@@ -1,11 +1,12 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import { AdvisoryLock, lockQuery } from './advisory-locks.js';
+import { openSession } from './database-sessions.js';
 
 /**
  * A session advisory lock held on a dedicated connection: what makes one daemon the active
  * projector of a database, while the others stand by and take over when its session ends; held
  * shared, what makes a daemon one of the sink dispatchers. The connection is the lock's: it is
- * never returned to the pool holding it.
+ * never returned to the pool holding it, and a session of its own (openSession: DATABASE_DIRECT_URL).
  */
 export class AdvisoryLease {
   private held?: QueryRunner;
@@ -26,8 +27,7 @@ export class AdvisoryLease {
   /** Opens the connection when needed and tries the lock: true when this session holds it. */
   async tryAcquire(): Promise<boolean> {
     if (!this.held) {
-      this.held = this.dataSource.createQueryRunner();
-      await this.held.connect();
+      this.held = await openSession(this.dataSource);
       await this.prepare(this.held);
     }
     return tryLock(this.held, this.lock, this.mode);

@@ -1,13 +1,13 @@
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { sharedPool } from './postgres-connection.js';
+import { directClientConfig, sessionsOf } from './database-sessions.js';
 
 const RETRY_MS = 1000;
 
 /**
- * LISTEN on one channel, on a connection of its own (not one of the pool's), while anyone
- * subscribes: every notification calls every subscriber, with its payload. A lost connection is opened again after
+ * LISTEN on one channel, on a connection of its own (not one of the pool's; on DATABASE_DIRECT_URL),
+ * while anyone subscribes: every notification calls every subscriber, with its payload. A lost connection is opened again after
  * a second while there are subscribers; what was notified meanwhile is lost, so a subscriber keeps
  * a poll of its own as the fallback.
  */
@@ -35,15 +35,18 @@ export class ChannelListener {
   private open(): void {
     if (this.client !== undefined || this.opening !== undefined || this.subscribers.size === 0) return;
     // A retry due after the data source was closed (at shutdown) has no pool to take settings from.
-    if (!this.dataSource.isInitialized) return;
+    const settings = this.dataSource.isInitialized ? directClientConfig(this.dataSource) : undefined;
+    if (settings === undefined) return;
     clearTimeout(this.retry);
     this.retry = undefined;
-    const client = new pg.Client({ ...sharedPool(this.dataSource).options, application_name: 'menu-sync listen' });
+    const client = new pg.Client({ ...settings, application_name: 'menu-sync listen' });
     this.opening = (async () => {
       client.on('notification', (message) => {
         for (const subscriber of [...this.subscribers]) subscriber(message.payload ?? '');
       });
       client.on('error', (error) => this.lost(client, error));
+      // A direct URL found behind a transaction pooler would LISTEN on a backend it soon loses.
+      await sessionsOf(this.dataSource).probe?.();
       await client.connect();
       await client.query(`LISTEN ${this.channel}`);
       this.client = client;

@@ -1,5 +1,6 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
+import { postgresTls } from './database-tls.js';
 
 export interface DatabaseOptions {
   url: string;
@@ -14,9 +15,10 @@ export interface DatabaseOptions {
 }
 
 export function dataSourceOptions({ url, poolSize, idleSeconds }: DatabaseOptions): DataSourceOptions {
+  const tls = postgresTls(url);
   return {
     type: 'postgres',
-    url,
+    url: tls.url,
     synchronize: false,
     migrationsRun: false,
     migrations: MIGRATIONS,
@@ -28,6 +30,7 @@ export function dataSourceOptions({ url, poolSize, idleSeconds }: DatabaseOption
       connectionTimeoutMillis: 3000,
       ...(idleSeconds === undefined ? {} : { idleTimeoutMillis: idleSeconds * 1000 }),
       application_name: 'menu-sync',
+      ...(tls.ssl === undefined ? {} : { ssl: tls.ssl }),
     },
   };
 }

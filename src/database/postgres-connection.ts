@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver.js';
+import { sessionsOf, statementFor } from './database-sessions.js';
 
 /** The node-postgres pool under a TypeORM data source: for statements that skip the query runner. */
 export function sharedPool(dataSource: DataSource): pg.Pool {
@@ -28,7 +29,8 @@ export function sessionOf(client: pg.ClientBase): SqlSession {
  * parameters every session starts with, added to the startup options the settings already have);
  * whoever creates it ends it. An idle connection that the server ends (restart, terminate) must not
  * crash the process, and a connection whose query failed is discarded by pg's pool, so a database
- * that was restarted gets fresh sessions.
+ * that was restarted gets fresh sessions. Behind a transaction pooler (DATABASE_DIRECT_URL set) no
+ * session holds settings: `settings` are left out (set them for the role instead, ALTER ROLE … SET).
  */
 export function poolOfItsOwn(
   dataSource: DataSource,
@@ -36,7 +38,8 @@ export function poolOfItsOwn(
   settings: Record<string, string> = {},
 ): pg.Pool {
   const shared = sharedPool(dataSource).options;
-  const options = [shared.options, ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`)]
+  const kept = sessionsOf(dataSource).sessionState ? settings : {};
+  const options = [shared.options, ...Object.entries(kept).map(([name, value]) => `-c ${name}=${value}`)]
     .filter(Boolean)
     .join(' ');
   const pool = new pg.Pool({ ...shared, allowExitOnIdle: true, ...config, ...(options === '' ? {} : { options }) });
@@ -73,7 +76,7 @@ export class LazyPool {
  * A statement as a prepared statement named after its text, on `pool` (by default the shared
  * one): each pooled connection parses it once, and plans it once it has run it a few times
  * (PostgreSQL then keeps a generic plan when it costs no more). For the hot reads, parsing and
- * planning are a large share of the cost.
+ * planning are a large share of the cost. With DATABASE_PREPARED_STATEMENTS=off, an unnamed statement.
  */
 export async function preparedQuery<T>(
   dataSource: DataSource,
@@ -81,10 +84,13 @@ export async function preparedQuery<T>(
   params: unknown[],
   pool = sharedPool(dataSource),
 ): Promise<T[]> {
-  return (await pool.query({ name: statementName(sql), text: sql, values: params })).rows;
+  return (await pool.query(statementFor(dataSource, { name: statementName(sql), text: sql, values: params }))).rows;
 }
 
-/** preparedQuery on the session of a connected query runner (inside its transaction, if one is open). */
+/**
+ * preparedQuery on the session of a connected query runner (inside its transaction, if one is
+ * open): one of openSession's, whose statements stay prepared.
+ */
 export async function preparedOn<T>(runner: QueryRunner, sql: string, params: unknown[]): Promise<T[]> {
   return (await postgresConnection(runner).query({ name: statementName(sql), text: sql, values: params })).rows;
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
+import { statementFor } from '../database/database-sessions.js';
 import { LazyPool } from '../database/postgres-connection.js';
 import {
   AppendResult,
@@ -128,7 +129,7 @@ export class EventLogRepository {
     const rows = [...unique.values()];
     const column = <T>(pick: (entry: NewLogEntry) => T) => rows.map(pick);
     const inserted = await this.pool.query<{ event_id: string; position: string }>({
-      ...APPEND,
+      ...statementFor(this.dataSource, APPEND),
       values: [
         column((e) => e.eventId),
         column((e) => e.eventType),
@@ -154,7 +155,10 @@ export class EventLogRepository {
     // Already in the log, or committed by a concurrent append while this one waited on the conflict.
     const missing = rows.filter((entry) => !byId.has(entry.eventId)).map((entry) => entry.eventId);
     if (missing.length > 0) {
-      const found = await this.pool.query<{ event_id: string; position: string }>({ ...POSITIONS, values: [missing] });
+      const found = await this.pool.query<{ event_id: string; position: string }>({
+        ...statementFor(this.dataSource, POSITIONS),
+        values: [missing],
+      });
       for (const row of found.rows) byId.set(row.event_id, { position: row.position, inserted: false });
     }
     const reported = new Set<string>();

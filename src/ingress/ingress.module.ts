@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ActivityModule } from '../activity/activity.module.js';
 import { EventLogModule } from '../event-log/event-log.module.js';
+import { AppendReadiness } from './append-readiness.js';
 import { DeliveriesInFlight } from './deliveries-in-flight.js';
 import { IngressService } from './ingress.service.js';
 import { QuarantineRepository } from './quarantine.repository.js';
@@ -13,6 +14,7 @@ import { QuarantineService } from './quarantine.service.js';
   imports: [EventLogModule, ActivityModule],
   controllers: [QuarantineController],
   providers: [
+    AppendReadiness,
     IngressService,
     QuarantineService,
     QuarantineRepository,

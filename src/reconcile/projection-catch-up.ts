@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { openSession } from '../database/database-sessions.js';
 import { PROJECTIONS } from '../projection/projection-definitions.js';
 import { PROJECTOR_LOCK } from '../projection/projector.service.js';
 import { ProjectionRepository } from '../projection/projection.repository.js';
@@ -37,8 +38,8 @@ export class ProjectionCatchUp {
       if (lag > 0)
         errors.push(`projection ${projection.name} is ${lag} events behind the log; compared with what it has`);
     }
-    const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
+    // A session of its own: a retried page runs as a prepared statement (ProjectionRepository.applyRange).
+    const runner = await openSession(this.dataSource);
     try {
       for (const projection of PROJECTIONS) {
         const { retried, released } = await this.projections.retryParked(runner, projection);

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
+import { openSession } from '../database/database-sessions.js';
 import type { ReconcileRun, RunOutcome } from './reconcile-report.js';
 
 const RECONCILE_LOCK = advisoryLocks.single('reconcile');
@@ -21,8 +22,7 @@ export class ReconcileRepository {
    * session lock: when unlocking fails, the connection is destroyed, not pooled with it.
    */
   async exclusively<T>(work: (waitedMs: number) => Promise<T>, waitMs = 0): Promise<T | undefined> {
-    const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
+    const runner = await openSession(this.dataSource);
     let locked = false;
     try {
       [{ result: locked }] = await runner.query(...lockQuery('pg_try_advisory_lock', RECONCILE_LOCK));
@@ -46,8 +46,7 @@ export class ReconcileRepository {
    * every process at once; undefined without running it while a run holds the lock (or waits for it).
    */
   async alongside<T>(work: () => Promise<T>): Promise<T | undefined> {
-    const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
+    const runner = await openSession(this.dataSource);
     let locked = false;
     try {
       [{ result: locked }] = await runner.query(...lockQuery('pg_try_advisory_lock_shared', RECONCILE_LOCK));

@@ -1,10 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
+import { openSession } from '../database/database-sessions.js';
 import type { LogCheckpoint } from '../event-log/log-entry.js';
 import type { ProjectionDefinition } from '../projection/projection-definitions.js';
 import { PAGE_ENTRIES, ProjectionRepository } from '../projection/projection.repository.js';
 import { ProjectionStatusRepository } from '../projection/projection-status.repository.js';
+import { CheckpointRepository, SavedCheckpoint } from './checkpoint.repository.js';
 import { ShadowSchemaRepository } from './shadow-schema.repository.js';
 
 const MAX_REPORTED = 1000;
@@ -18,6 +20,9 @@ export interface RebuildProgress {
 
 export interface ReplayReport {
   projection: string;
+  /** The checkpoint the rebuild started from, or null: the log's first entry. */
+  from: SavedCheckpoint | null;
+  /** Log entries applied after where it started. */
   applied: number;
   parked: number;
   seconds: number;
@@ -52,6 +57,7 @@ export class RebuildService {
     private readonly projections: ProjectionRepository,
     private readonly statuses: ProjectionStatusRepository,
     private readonly shadows: ShadowSchemaRepository,
+    private readonly checkpoints: CheckpointRepository = new CheckpointRepository(),
   ) {}
 
   /**
@@ -61,13 +67,15 @@ export class RebuildService {
    * nothing is applied twice and nothing between the rebuild's end and the swap is lost. The same
    * transaction publishes a change for exactly each resource the swap changes (as the API shows it). Interrupted
    * at any point, the live schema is untouched; a rerun drops the leftover shadow and starts over.
+   * From `from`, a saved checkpoint, the shadow starts as that checkpoint and applies only the log after it.
    */
   async replay(
     projection: ProjectionDefinition,
     onProgress: (progress: RebuildProgress) => void = () => undefined,
+    from: SavedCheckpoint | null = null,
   ): Promise<ReplayReport> {
     const started = Date.now();
-    return this.withRebuild(projection, 'shadow', async (runner, shadow) => {
+    return this.withRebuild(projection, 'shadow', from, async (runner, shadow) => {
       const applied = await this.fill(runner, projection, shadow, undefined, onProgress);
       onProgress({ projection: projection.name, phase: 'swapping', applied, total: applied });
       await runner.startTransaction();
@@ -96,6 +104,7 @@ export class RebuildService {
         );
         return {
           projection: projection.name,
+          from,
           applied: applied + tail,
           parked: status.parked,
           seconds: (Date.now() - started) / 1000,
@@ -110,12 +119,14 @@ export class RebuildService {
   /**
    * Rebuilds into a scratch schema up to the live checkpoint and compares it with the live model,
    * holding the projection's transaction lock while it catches up to that checkpoint and compares.
+   * From `from`, a saved checkpoint, the scratch schema starts as that checkpoint.
    */
   async verify(
     projection: ProjectionDefinition,
     onProgress: (progress: RebuildProgress) => void = () => undefined,
+    from: SavedCheckpoint | null = null,
   ): Promise<VerifyReport> {
-    return this.withRebuild(projection, 'verify', async (runner, scratch) => {
+    return this.withRebuild(projection, 'verify', from, async (runner, scratch) => {
       const target = await this.projections.checkpoint(runner, projection);
       await this.fill(runner, projection, scratch, target, onProgress);
       await runner.startTransaction();
@@ -139,16 +150,17 @@ export class RebuildService {
   private async withRebuild<T>(
     projection: ProjectionDefinition,
     suffix: string,
+    from: SavedCheckpoint | null,
     work: (runner: QueryRunner, schema: string) => Promise<T>,
   ): Promise<T> {
-    const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
+    const runner = await openSession(this.dataSource);
     const schema = `${projection.schema}__${suffix}`;
     try {
       if (!(await this.shadows.tryLock(runner, projection)))
         throw new RebuildInProgressError(`another replay or verify of ${projection.name} is running`);
       await this.projections.prepare(runner);
       await this.shadows.create(runner, projection, schema);
+      if (from !== null) await this.checkpoints.restoreInto(runner, projection, from, schema);
       try {
         return await work(runner, schema);
       } finally {

@@ -27,6 +27,16 @@ export interface RowDifference {
   fields: string[];
 }
 
+/**
+ * The tables of a projection's schema: its checkpoint, its parked events, the menu's per-owner
+ * versions (its ETags, rebuilt with the rows: a swap carries them, see carryOwnerVersions) and the
+ * resources.
+ */
+export function schemaTables(projection: ProjectionDefinition): string[] {
+  const extra = projection.name === 'menu' ? ['owner_versions'] : [];
+  return ['checkpoint', 'parked_events', ...extra, ...projection.tables.map((t) => t.table)];
+}
+
 /** The SQL of a rebuild: its lock, the shadow copy of a projection's schema, the swap, the comparison. */
 @Injectable()
 export class ShadowSchemaRepository {
@@ -45,9 +55,7 @@ export class ShadowSchemaRepository {
   async create(runner: QueryRunner, projection: ProjectionDefinition, schema: string): Promise<void> {
     await this.drop(runner, schema);
     await runner.query(`CREATE SCHEMA ${schema}`);
-    // The menu's per-owner versions (its ETags) are rebuilt with the rows: a swap gives every owner a new one.
-    const extra = projection.name === 'menu' ? ['owner_versions'] : [];
-    for (const table of ['checkpoint', 'parked_events', ...extra, ...projection.tables.map((t) => t.table)]) {
+    for (const table of schemaTables(projection)) {
       // LIKE copies columns, constraints and indexes but not storage options (fillfactor).
       const [{ options }] = await runner.query(
         `SELECT array_to_string(reloptions, ', ') AS options FROM pg_class WHERE oid = $1::regclass`,

@@ -5,43 +5,9 @@ import { SecretCipher } from '../common/secret-cipher.js';
 import type { ChangePosition } from '../changes/change.js';
 import { LazyPool, preparedQuery, SqlSession } from '../database/postgres-connection.js';
 import type { SinkCount } from '../observability/sink-series.js';
-import type { LagCount, Sink, SinkFailure, SinkKind, SinkState, TableLayout } from './sink.js';
+import type { Sink, SinkFailure, SinkKind, TableLayout } from './sink.js';
+import { aad, RETURNING, SELECT, sinkOfRow, SinkRow } from './sink-rows.js';
 import { inSnapshot, SinkFrom, startSink } from './sink-start.js';
-import type { SinkPageKey, SinkPageQuery } from './sink-page.js';
-
-interface SinkRow {
-  id: string;
-  kind: SinkKind;
-  url: string | null;
-  url_sealed: Buffer | null;
-  schema: string | null;
-  table_prefix: string | null;
-  layout: TableLayout | null;
-  stream: string | null;
-  subject_prefix: string | null;
-  types: string[] | null;
-  owner_ids: string[] | null;
-  batch_size: number;
-  timeout_ms: number;
-  cursor_xid: string;
-  cursor_seq: string;
-  state: SinkState;
-  failing_since: Date | null;
-  last_success_at: Date | null;
-  last_error: string | null;
-  next_attempt_at: Date | null;
-  attempts: number;
-  epoch: number;
-  inflight_xid: string | null;
-  inflight_seq: string | null;
-  snapshot_xid: string | null;
-  snapshot_seq: string | null;
-  secret: Buffer | null;
-  previous_secret: Buffer | null;
-  previous_secret_expires_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
 
 export interface NewSink {
   id: string;
@@ -76,9 +42,6 @@ export interface SinkChanges {
   state?: 'active' | 'disabled';
 }
 
-const XIDS = `cursor_xid::text AS cursor_xid, inflight_xid::text AS inflight_xid, snapshot_xid::text AS snapshot_xid`;
-const SELECT = `SELECT *, ${XIDS} FROM sinks`;
-const RETURNING = `RETURNING *, ${XIDS}`;
 const pos = (position: ChangePosition) => [position.transactionId, position.seq];
 /** What a success sets: the cursor at ($4, $5), the backoff cleared; $6: whether a batch was delivered. */
 const SUCCESS = `cursor_xid = $4, cursor_seq = $5, inflight_xid = NULL, inflight_seq = NULL, attempts = 0,
@@ -102,24 +65,6 @@ const DELIVERY_COLUMNS = [
   'snapshot_seq',
 ];
 
-/** `order=failing`'s first key (sink-page.ts STATE_RANK); the same expression as the index of migration 1765500000000. */
-const RANK = `CASE state WHEN 'failing' THEN 0 WHEN 'retrying' THEN 1 WHEN 'disabled' THEN 2 ELSE 3 END`;
-const FAILING_KEY = `coalesce(failing_since, 'infinity')`;
-const instant = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-const KEY_COLUMNS = `${RANK} AS key_rank, CASE WHEN failing_since IS NULL THEN 'infinity' ELSE ${instant('failing_since')} END
-  AS key_failing_since, ${instant('created_at')} AS key_created_at`;
-const ORDER_BY = { created: 'created_at, id', failing: `${RANK}, ${FAILING_KEY}, created_at, id` } as const;
-
-/** What a lag count of the lists reads at most per sink: its lag is then a lower bound. */
-export const LIST_LAG_WINDOW = 10_000;
-
-export interface SinkCounts {
-  byState: Array<{ state: SinkState; n: number }>;
-  byKind: Array<{ kind: SinkKind; n: number }>;
-}
-
-const escapeLike = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`);
-
 /** A sink's cursor (or its batch in flight) to move from `from` to `to`, compare-and-set. */
 export interface CursorMove {
   id: string;
@@ -136,9 +81,7 @@ const unnested = (moves: readonly CursorMove[]) => [
   moves.map((move) => move.to.seq),
 ];
 
-const aad = (id: string, column: 'secret' | 'previous_secret' | 'url') => `sink:${id}:${column}`;
-
-/** Sinks with their secrets sealed at rest: only this repository sees ciphertext. */
+/** Sinks with their secrets sealed at rest (sealed here, opened by sinkOfRow): what creates, changes and delivers them writes here; SinkListing lists them. */
 @Injectable()
 export class SinkRepository implements OnApplicationShutdown {
   /**
@@ -171,7 +114,7 @@ export class SinkRepository implements OnApplicationShutdown {
       await this.insert(manager, input);
       await startSink(manager, input.id, input.from, input.types ?? input.defaultTypes, input.ownerIds);
       const [row]: SinkRow[] = await manager.query(`${SELECT} WHERE id = $1`, [input.id]);
-      return this.toSink(row);
+      return sinkOfRow(this.cipher, row);
     });
   }
 
@@ -201,120 +144,7 @@ export class SinkRepository implements OnApplicationShutdown {
 
   async find(id: string): Promise<Sink | null> {
     const [row] = await this.dataSource.query(`${SELECT} WHERE id = $1`, [id]);
-    return row === undefined ? null : this.toSink(row);
-  }
-
-  /**
-   * A page of sinks in `query.order`, after `query.after` (keyset: read from the indexes of
-   * migration 1765500000000, never every sink). Answers `limit + 1` rows at most, so the caller
-   * knows whether a next page exists, each with the key the next page starts after.
-   */
-  async page(query: SinkPageQuery): Promise<Array<{ sink: Sink; key: SinkPageKey }>> {
-    const params: unknown[] = [];
-    const param = (value: unknown) => `$${params.push(value)}`;
-    const where: string[] = [];
-    if (query.state !== undefined) where.push(`state = ${param(query.state)}`);
-    if (query.kind !== undefined) where.push(`kind = ${param(query.kind)}`);
-    if (query.ownerId !== undefined) where.push(`owner_ids @> ARRAY[${param(query.ownerId)}::text]`);
-    if (query.q !== undefined) {
-      where.push(
-        `(id::text LIKE ${param(`${escapeLike(query.q.toLowerCase())}%`)} OR owner_ids @> ARRAY[${param(query.q)}::text])`,
-      );
-    }
-    const after = query.after;
-    if (after?.order === 'created')
-      where.push(`(created_at, id) > (${param(after.createdAt)}::timestamptz, ${param(after.id)}::uuid)`);
-    if (after?.order === 'failing') {
-      where.push(
-        `(${RANK}, ${FAILING_KEY}, created_at, id) > (${param(after.rank)}::int, ${param(after.failingSince)}::timestamptz,
-          ${param(after.createdAt)}::timestamptz, ${param(after.id)}::uuid)`,
-      );
-    }
-    const rows: Array<SinkRow & { key_rank: number; key_failing_since: string; key_created_at: string }> =
-      await this.dataSource.query(
-        `SELECT *, ${XIDS}, ${KEY_COLUMNS} FROM sinks
-          ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`}
-          ORDER BY ${ORDER_BY[query.order]} LIMIT ${param(query.limit + 1)}`,
-        params,
-      );
-    return rows.map((row) => ({
-      sink: this.toSink(row),
-      key:
-        query.order === 'created'
-          ? { order: 'created', createdAt: row.key_created_at, id: row.id }
-          : {
-              order: 'failing',
-              rank: row.key_rank,
-              failingSince: row.key_failing_since,
-              createdAt: row.key_created_at,
-              id: row.id,
-            },
-    }));
-  }
-
-  /**
-   * The lag of each of `ids` in one statement, as `lag` counts it, but counting at most `window`
-   * entries of the snapshot and of the change log after the cursor per sink (a sink of a few owners
-   * by the owner index: a sink at the head writes its cursor forward only now and then, so the
-   * changes of the others after it are many).
-   */
-  async lags(
-    ids: readonly string[],
-    defaultTypes: readonly string[],
-    window = LIST_LAG_WINDOW,
-  ): Promise<Map<string, LagCount>> {
-    if (ids.length === 0) return new Map();
-    const rows: Array<{ id: string; snapshot: number; tail: number; scanned: number }> = await this.dataSource.query(
-      `SELECT s.id, snap.n AS snapshot, tail.n AS tail, tail.scanned
-         FROM sinks s
-        CROSS JOIN LATERAL (SELECT s.snapshot_xid IS NOT NULL
-                                   AND (s.cursor_xid, s.cursor_seq) < (s.snapshot_xid, s.snapshot_seq) AS walking) w
-        CROSS JOIN LATERAL (
-          SELECT count(*)::int AS n FROM (
-            SELECT 1 FROM sink_snapshot_entries e
-             WHERE w.walking AND e.sink_id = s.id AND (e.transaction_id, e.seq) > (s.cursor_xid, s.cursor_seq)
-             LIMIT $3) e) snap
-        CROSS JOIN LATERAL (
-          SELECT count(*)::int AS n, count(*)::int AS scanned
-            FROM (SELECT 1 FROM change_log c
-                   WHERE (c.transaction_id, c.seq) > (CASE WHEN w.walking THEN s.snapshot_xid ELSE s.cursor_xid END,
-                                                      CASE WHEN w.walking THEN s.snapshot_seq ELSE s.cursor_seq END)
-                     AND c.type = ANY(coalesce(s.types, $2::text[]))
-                     AND (s.owner_ids IS NULL OR c.owner_id = ANY(s.owner_ids))
-                   LIMIT $3) c) tail
-        WHERE s.id = ANY($1::uuid[])`,
-      [[...ids], [...defaultTypes], window],
-    );
-    return new Map(
-      rows.map((row) => [
-        row.id,
-        { lag: row.snapshot + row.tail, capped: row.snapshot >= window || row.scanned >= window },
-      ]),
-    );
-  }
-
-  /** How many sinks there are in each state and of each kind (only those with at least one). */
-  async counts(): Promise<SinkCounts> {
-    const rows: Array<{ state: SinkState | null; kind: SinkKind | null; n: number }> = await this.dataSource.query(
-      `SELECT state, kind, count(*)::int AS n FROM sinks GROUP BY GROUPING SETS ((state), (kind))`,
-    );
-    return {
-      byState: rows.flatMap((row) => (row.state === null ? [] : [{ state: row.state, n: row.n }])),
-      byKind: rows.flatMap((row) => (row.kind === null ? [] : [{ kind: row.kind, n: row.n }])),
-    };
-  }
-
-  /**
-   * The ids of `limit` sinks that deliver (not disabled) likely the furthest behind: those failing
-   * or retrying first, then by cursor (a sink at the head writes its cursor forward only now and
-   * then, so an old cursor alone does not make a lagging sink).
-   */
-  async furthestBehind(limit: number): Promise<string[]> {
-    const rows: Array<{ id: string }> = await this.dataSource.query(
-      `SELECT id FROM sinks WHERE state <> 'disabled' ORDER BY state = 'active', cursor_xid, cursor_seq, id LIMIT $1`,
-      [limit],
-    );
-    return rows.map((row) => row.id);
+    return row === undefined ? null : sinkOfRow(this.cipher, row);
   }
 
   /**
@@ -366,7 +196,7 @@ export class SinkRepository implements OnApplicationShutdown {
         changes.targetUrl === undefined ? null : this.cipher.seal(changes.targetUrl, aad(id, 'url')),
       ],
     );
-    return rows[0] === undefined ? null : this.toSink(rows[0]);
+    return rows[0] === undefined ? null : sinkOfRow(this.cipher, rows[0]);
   }
 
   async delete(id: string): Promise<boolean> {
@@ -381,7 +211,7 @@ export class SinkRepository implements OnApplicationShutdown {
       if (row === undefined) return null;
       await startSink(manager, id, from, row.types ?? defaultTypes, row.owner_ids);
       const [started]: SinkRow[] = await manager.query(`${SELECT} WHERE id = $1`, [id]);
-      return this.toSink(started);
+      return sinkOfRow(this.cipher, started);
     });
   }
 
@@ -400,7 +230,7 @@ export class SinkRepository implements OnApplicationShutdown {
           previousExpiresAt,
         ],
       );
-      return this.toSink(rows[0]);
+      return sinkOfRow(this.cipher, rows[0]);
     });
   }
 
@@ -431,7 +261,7 @@ export class SinkRepository implements OnApplicationShutdown {
       `UPDATE sinks SET ${SUCCESS} WHERE id = $1 AND cursor_xid = $2 AND cursor_seq = $3 ${RETURNING}`,
       [id, ...pos(from), ...pos(to), delivered],
     );
-    return rows[0] === undefined ? null : this.toSink(rows[0]);
+    return rows[0] === undefined ? null : sinkOfRow(this.cipher, rows[0]);
   }
 
   /**
@@ -510,56 +340,5 @@ export class SinkRepository implements OnApplicationShutdown {
       [...pos(sink.cursor), [...types], ownerIds === null ? null : [...ownerIds], cap],
     );
     return row.lag;
-  }
-
-  /** A sink whose secrets do not open (TOKEN_ENCRYPTION_KEY changed) has none: it cannot sign, and says so. */
-  private toSink(row: SinkRow): Sink {
-    const open = (value: Buffer | null, column: 'secret' | 'previous_secret' | 'url') => {
-      if (value === null) return null;
-      try {
-        return this.cipher.open(value, aad(row.id, column));
-      } catch {
-        return null;
-      }
-    };
-    return {
-      id: row.id,
-      kind: row.kind,
-      url: row.url,
-      targetUrl: open(row.url_sealed, 'url'),
-      schema: row.schema,
-      tablePrefix: row.table_prefix,
-      layout: row.layout,
-      stream: row.stream,
-      subjectPrefix: row.subject_prefix,
-      types: row.types,
-      ownerIds: row.owner_ids,
-      batchSize: row.batch_size,
-      timeoutMs: row.timeout_ms,
-      cursor: { transactionId: row.cursor_xid, seq: row.cursor_seq },
-      state: row.state,
-      failingSince: row.failing_since,
-      lastSuccessAt: row.last_success_at,
-      lastError: row.last_error,
-      nextAttemptAt: row.next_attempt_at,
-      attempts: row.attempts,
-      epoch: row.epoch,
-      inflight:
-        row.inflight_xid === null || row.inflight_seq === null
-          ? null
-          : { transactionId: row.inflight_xid, seq: row.inflight_seq },
-      snapshotTo:
-        row.snapshot_xid === null || row.snapshot_seq === null
-          ? null
-          : { transactionId: row.snapshot_xid, seq: row.snapshot_seq },
-      secret: open(row.secret, 'secret'),
-      previousSecret:
-        row.previous_secret_expires_at !== null && row.previous_secret_expires_at > new Date()
-          ? open(row.previous_secret, 'previous_secret')
-          : null,
-      previousSecretExpiresAt: row.previous_secret_expires_at,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    };
   }
 }

@@ -12,18 +12,20 @@ import { SinkAttemptsRepository } from './attempts/sink-attempts.repository.js';
 import { SinkAttemptsService } from './attempts/sink-attempts.service.js';
 import { SinkDispatcherService } from './dispatch/sink-dispatcher.service.js';
 import { SinkLeaseRepository } from './dispatch/sink-lease.repository.js';
+import { SinkListing } from './sink-listing.repository.js';
 import { SinkRepository } from './sink.repository.js';
 import { SinkSnapshots } from './sink-start.js';
 import { SinkWrites } from './sink-writes.js';
 import { SinksController } from './api/sinks.controller.js';
 import { SinksService } from './api/sinks.service.js';
+import { TableRefillRepository } from './tables/table-refill.repository.js';
 import { TableSinksClient } from './tables/table-sinks.client.js';
 
 /** Sink management only (the CLI): no dispatcher. */
 @Module({
   imports: [SecretCipherModule, ChangesModule, AuditModule],
-  providers: [SinkRepository, SinkSnapshots, SinksService, EgressGuard],
-  exports: [SinksService, SinkRepository, SinkSnapshots, EgressGuard],
+  providers: [SinkRepository, SinkListing, SinkSnapshots, SinksService, EgressGuard],
+  exports: [SinksService, SinkRepository, SinkListing, SinkSnapshots, EgressGuard],
 })
 export class SinkStoreModule {}
 
@@ -35,6 +37,7 @@ export class SinkStoreModule {}
     HttpSinkClient,
     NatsSinkClient,
     TableSinksClient,
+    TableRefillRepository,
     SinkDispatcherService,
     SinkWrites,
     SinkLeaseRepository,

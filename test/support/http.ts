@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, TestDatabase } from './database.js';
 import { DaemonProcess } from './daemon-process.js';
+import { pooledUrl } from './pooler.js';
 
 /** Secrets of the daemons started here: random, so a test can search the logs for them. */
 export const WEBHOOK_KEY = `test-webhook-key-${randomBytes(16).toString('hex')}`;
@@ -21,7 +22,9 @@ export interface RunningDaemon {
 
 /**
  * `menu-sync serve` (the built dist/) as a child process on a fresh migrated database, ready; `env`
- * may be made from that database (e.g. DATABASE_READ_URL naming it on the replica).
+ * may be made from that database (e.g. DATABASE_READ_URL naming it on the replica). With
+ * TEST_THROUGH_POOLER=1, DATABASE_URL names it through PgBouncer in transaction mode and
+ * DATABASE_DIRECT_URL directly (issue 44: a suite run as it would run behind a pooler).
  * A child process rather than the Daemon in jest's VM: jest cannot require() the ESM-only
  * dependencies that the Swagger UI's static files plugin loads, so the in-process app cannot boot.
  */
@@ -44,6 +47,9 @@ export async function startDaemon(
         LOG_LEVEL: 'debug',
         RECONCILE_CRON: 'off',
         SANDBOX: 'false',
+        ...(process.env.TEST_THROUGH_POOLER
+          ? { DATABASE_URL: pooledUrl(database.url), DATABASE_DIRECT_URL: database.url }
+          : {}),
         ...(typeof env === 'function' ? env(database) : env),
       },
     });

@@ -1,6 +1,9 @@
 import { runCli } from './cli.js';
+import { DaemonProcess } from './daemon-process.js';
 import { eventually } from './eventually.js';
-import { api, deliver } from './http.js';
+import { api, deliver, LOOPBACK_NETWORKS, startDaemon } from './http.js';
+import { createMysqlTarget } from './mariadb.js';
+import { createPostgresTarget } from './postgres-target.js';
 import { at, menuEvent, product } from './menu-events.js';
 import { expectRelationalMatches } from './relational-tables.js';
 import { settledSink } from './sink-receiver.js';
@@ -91,4 +94,24 @@ export function driftHelpers(current: () => TableSinkWorld) {
   };
 
   return { createSinks, deliverProducts, expectProductsEqualToApi, attempts, verify };
+}
+
+/**
+ * A PostgreSQL and a MySQL target and a daemon whose sinks may reach loopback (failing after 2 s),
+ * made before the calling file's tests and dropped after them, with `driftHelpers` on them. Read
+ * `world`'s fields inside hooks and tests, not when declaring.
+ */
+export function useDriftWorld(): { world: TableSinkWorld } & ReturnType<typeof driftHelpers> {
+  const world = {} as TableSinkWorld;
+  beforeAll(async () => {
+    [world.pgTarget, world.myTarget] = await Promise.all([createPostgresTarget(), createMysqlTarget()]);
+    world.app = await startDaemon({ SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS, SINK_FAILING_AFTER: '2s' });
+  });
+  afterAll(async () => {
+    await DaemonProcess.killAll();
+    await world.app?.close();
+    await world.pgTarget?.drop();
+    await world.myTarget?.drop();
+  });
+  return { world, ...driftHelpers(() => world) };
 }

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import type { DataSource } from 'typeorm';
 import type { Change, ChangeEntry } from '../../src/changes/change.js';
 import { START } from '../../src/changes/change.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { MetricsService } from '../../src/observability/metrics.service.js';
 import { EgressGuard } from '../../src/sinks/egress/egress-guard.js';
 import type { Sink } from '../../src/sinks/sink.js';
+import { TableRefillRepository } from '../../src/sinks/tables/table-refill.repository.js';
 import { TableSinksClient } from '../../src/sinks/tables/table-sinks.client.js';
 import { collection, order, orderProduct, product, Resource, store, trait, traitOption } from './menu-events.js';
 
@@ -13,22 +15,36 @@ type Json = any;
 /** A password as a test makes them: long, random, and with characters a URL must escape. */
 export const makePassword = () => `pw/${randomBytes(12).toString('hex')}@:x`;
 
+/** The daemon's database (`useDatabase`): the change log a re-created table is re-filled from. */
+export type DaemonDatabase = { readonly dataSource: DataSource };
+
 /** The daemon's table sinks client, its egress guard allowing `networks` (loopback by default). */
-export function tableSinksClient(networks = '127.0.0.0/8,::1/128'): {
+export function tableSinksClient(
+  daemon: DaemonDatabase,
+  networks = '127.0.0.0/8,::1/128',
+): {
   client: TableSinksClient;
   metrics: MetricsService;
 } {
   const config = loadConfig({ SINK_ALLOWED_NETWORKS: networks, TOKEN_ENCRYPTION_KEY: 'A'.repeat(43) + '=' });
   const metrics = new MetricsService();
-  return { client: new TableSinksClient(new EgressGuard(config), metrics), metrics };
+  return { client: new TableSinksClient(new EgressGuard(config), metrics, liveResources(daemon)), metrics };
 }
+
+/** The daemon's change log as the source a re-created table is re-filled from. */
+export const liveResources = (daemon: DaemonDatabase): TableRefillRepository =>
+  new TableRefillRepository({ query: (sql: string, params?: unknown[]) => daemon.dataSource.query(sql, params) });
 
 /**
  * A client whose egress guard allows nothing refuses every connection to the target, by address or
  * by name (docs/reference.md §12): a retry with status 0 and the guard's error, counted per sink.
  */
-export async function expectEgressRefusedAtConnection(kind: 'postgres' | 'mysql', url: string): Promise<void> {
-  const { client, metrics } = tableSinksClient('');
+export async function expectEgressRefusedAtConnection(
+  kind: 'postgres' | 'mysql',
+  url: string,
+  daemon: DaemonDatabase,
+): Promise<void> {
+  const { client, metrics } = tableSinksClient(daemon, '');
   const changes = new ChangeFactory();
   for (const target of [url, url.replace('@127.0.0.1:', '@localhost:')]) {
     const sink = tableSink(kind, target, { types: ['product'] });

@@ -21,6 +21,7 @@ import {
 import { EgressGuard } from '../egress/egress-guard.js';
 import { SINKS_CHANGED } from '../dispatch/sink-dispatcher.service.js';
 import { generateSinkSecret } from '../http/sink-secret.js';
+import { SinkListing } from '../sink-listing.repository.js';
 import { NewSink, SinkRepository } from '../sink.repository.js';
 import { decodeSinkPageKey, encodeSinkPageKey, SINK_ORDERS, SinkPageQuery } from '../sink-page.js';
 import { parseSinkFrom } from '../sink-start.js';
@@ -57,6 +58,7 @@ export interface SinksSummary {
 export class SinksService {
   constructor(
     private readonly repository: SinkRepository,
+    private readonly listing: SinkListing,
     private readonly config: AppConfig,
     private readonly events: EventEmitter2,
     private readonly egress: EgressGuard,
@@ -105,7 +107,7 @@ export class SinksService {
    */
   async list(query: ListSinksQuery): Promise<{ data: SinkView[]; next_cursor: string | null }> {
     const order = query.order ?? SINK_ORDERS[0];
-    const rows = await this.repository.page({
+    const rows = await this.listing.page({
       limit: query.limit,
       order,
       after: query.after === undefined ? undefined : decodeSinkPageKey(query.after, order),
@@ -116,7 +118,7 @@ export class SinksService {
     } satisfies SinkPageQuery);
     const page = rows.slice(0, query.limit);
     const types = this.config.changeTypes;
-    const lags = await this.repository.lags(
+    const lags = await this.listing.lags(
       page.map(({ sink }) => sink.id),
       types,
     );
@@ -143,11 +145,11 @@ export class SinksService {
    */
   async summary(): Promise<{ data: SinksSummary }> {
     const [counts, failing, behind] = await Promise.all([
-      this.repository.counts(),
-      this.repository.page({ limit: SUMMARY_SHOWN, order: 'failing' }),
-      this.repository.furthestBehind(SUMMARY_CANDIDATES),
+      this.listing.counts(),
+      this.listing.page({ limit: SUMMARY_SHOWN, order: 'failing' }),
+      this.listing.furthestBehind(SUMMARY_CANDIDATES),
     ]);
-    const lags = await this.repository.lags(behind, this.config.changeTypes);
+    const lags = await this.listing.lags(behind, this.config.changeTypes);
     const byState = Object.fromEntries(SINK_STATES.map((state) => [state, 0])) as Record<SinkState, number>;
     for (const { state, n } of counts.byState) byState[state] = n;
     const byKind = Object.fromEntries(SINK_KINDS.map((kind) => [kind, 0])) as Record<SinkKind, number>;

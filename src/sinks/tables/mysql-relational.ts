@@ -1,6 +1,6 @@
 import type { Change } from '../../changes/change.js';
 import { MYSQL_TYPES } from './column-types.js';
-import type { MysqlRun } from './mysql-table.client.js';
+import type { MysqlRun } from './mysql-document.js';
 import { batchRows, planRelational, RelationalPlan, RelationalRow, rowKey } from './relational-rows.js';
 import type { RelationalColumn, RelationalTable, RelationalType } from './relational-tables.js';
 
@@ -84,7 +84,7 @@ export async function writeMysqlRelational(
     }
   }
   const upserted = plan.upserts.map((change) => rows.get(change)!);
-  await insert(
+  await insertMysqlRelational(
     run,
     spec.table,
     upserted.map(({ row }) => row),
@@ -92,7 +92,7 @@ export async function writeMysqlRelational(
   );
   for (const child of spec.children) {
     const childRows = upserted.flatMap(({ children }) => children.get(child.table.name) ?? []);
-    await insert(run, child.table, childRows, false);
+    await insertMysqlRelational(run, child.table, childRows, false);
   }
 }
 
@@ -125,7 +125,12 @@ async function planAgainstTarget(
 }
 
 /** Inserts `rows`; a type's own rows as upserts that change a row only when newer (seq assigned last). */
-async function insert(run: MysqlRun, table: RelationalTable, rows: RelationalRow[], upsert: boolean): Promise<void> {
+export async function insertMysqlRelational(
+  run: MysqlRun,
+  table: RelationalTable,
+  rows: RelationalRow[],
+  upsert: boolean,
+): Promise<void> {
   const columns = table.columns.filter((column) => column.name !== 'synced_at');
   const names = columns.map((column) => quote(column.name)).join(', ');
   const guard = `seq IS NULL OR seq < VALUES(seq)`;

@@ -1,4 +1,5 @@
 import { createMysqlTarget, mysqlColumns, MysqlTarget } from '../../../test/support/mariadb.js';
+import { useDatabase } from '../../../test/support/database.js';
 import { product } from '../../../test/support/menu-events.js';
 import {
   after,
@@ -22,7 +23,8 @@ type Json = any;
 
 describe('MySQL table sink client (the real MariaDB, a user with a password)', () => {
   let target: MysqlTarget;
-  const { client } = tableSinksClient();
+  const daemon = useDatabase(2);
+  const { client } = tableSinksClient(daemon);
 
   const rows = async (table: string): Promise<Json[]> =>
     (await target.admin.query(`SELECT * FROM \`${table}\` ORDER BY owner_id, id`))[0] as Json[];
@@ -141,6 +143,6 @@ describe('MySQL table sink client (the real MariaDB, a user with a password)', (
   });
 
   it('the egress guard judges every connection: SINK_ALLOWED_NETWORKS empty refuses loopback, by address or name, status 0, counted', async () => {
-    await expectEgressRefusedAtConnection('mysql', target.url);
+    await expectEgressRefusedAtConnection('mysql', target.url, daemon);
   });
 });

@@ -1,5 +1,5 @@
+import { createHash } from 'node:crypto';
 import mysql from 'mysql2/promise';
-import type { Change } from '../../changes/change.js';
 import {
   changesByType,
   countRows,
@@ -11,103 +11,35 @@ import {
 } from './table-batch.js';
 import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
 import { guardedSocket } from './guarded-socket.js';
+import { mysqlTargetSsl } from './table-tls.js';
 import { MYSQL_TYPES } from './column-types.js';
-import { allColumns, TableColumn, TargetTable, targetRow } from './table-columns.js';
+import type { TableColumn } from './table-columns.js';
+import { MysqlRun, mysqlValue, quote, writeMysqlTable } from './mysql-document.js';
 import { CURSORS_TABLE, SchemaTable, schemaWork, sinkTables } from './table-schema.js';
-import { mysqlRelationalType, relationalCollation, writeMysqlRelational } from './mysql-relational.js';
+import {
+  insertMysqlRelational,
+  mysqlRelationalType,
+  relationalCollation,
+  writeMysqlRelational,
+} from './mysql-relational.js';
 import { RelationalTable, relationalTables, relationalType } from './relational-tables.js';
 import { addedByTable, MissingPlan, planMissing, Refill, REFILL_PAGE, StoredRow } from './table-refill.js';
+import {
+  Recreation,
+  recreations,
+  RecreateWriter,
+  refillPosition,
+  refillRecreated,
+  renamedSpec,
+} from './table-recreate.js';
 
 /** Primary-key columns need a length; binary collation, so ids differing only in case stay two rows. */
 const KEY_TYPE = 'VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin';
 /** ER_NO_SUCH_TABLE: a target the sink has not written yet. */
 const NO_SUCH_TABLE = 'ER_NO_SUCH_TABLE';
-/** Rows per INSERT, so a statement stays far below max_allowed_packet. */
-const ROWS_PER_STATEMENT = 500;
 
-/** Identifiers are checked against TABLE_PREFIX_PATTERN or come from the code; quoted all the same. */
-const quote = (name: string) => `\`${name.replace(/`/g, '``')}\``;
-/** DATETIME(3) holds UTC without a zone: `2024-01-01 09:30:00.000`. */
-const datetime = (iso: string) => new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
-
-/** Runs one statement of `writeMysqlTable` (on the connection of the batch's transaction). */
-export type MysqlRun = (sql: string, values: unknown[]) => Promise<[unknown, unknown]>;
-
-/**
- * A table's part of a batch: upserts whose row has a newer tombstone are left out; deletes
- * (newer than the row) write their tombstones; the upsert changes a row only when its seq is
- * newer (seq is assigned last, so every other assignment still sees the stored one).
- */
-export async function writeMysqlTable(
-  run: MysqlRun,
-  table: TargetTable & SchemaTable,
-  tombstones: string,
-  changes: Change[],
-): Promise<void> {
-  const deletes = changes.filter((change) => change.op === 'delete');
-  let upserts = changes.filter((change) => change.op === 'upsert');
-  if (upserts.length > 0) {
-    const [rows] = await run(
-      `SELECT owner_id, id, seq FROM ${quote(tombstones)} WHERE type = ? AND (owner_id, id) IN (${upserts.map(() => '(?, ?)').join(', ')}) FOR UPDATE`,
-      [table.type, ...upserts.flatMap((change) => [change.owner_id ?? '', change.id])],
-    );
-    const buried = new Map(
-      (rows as Array<{ owner_id: string; id: string; seq: string }>).map((row) => [
-        `${row.owner_id}\u0000${row.id}`,
-        Number(row.seq),
-      ]),
-    );
-    upserts = upserts.filter((change) => (buried.get(`${change.owner_id ?? ''}\u0000${change.id}`) ?? -1) < change.seq);
-  }
-  if (deletes.length > 0) {
-    await run(
-      `INSERT INTO ${quote(tombstones)} (type, owner_id, id, seq) VALUES ${deletes.map(() => '(?, ?, ?, ?)').join(', ')}
-       ON DUPLICATE KEY UPDATE seq = GREATEST(COALESCE(seq, 0), VALUES(seq))`,
-      deletes.flatMap((change) => [table.type, change.owner_id ?? '', change.id, change.seq]),
-    );
-    await run(
-      `DELETE FROM ${quote(table.name)} WHERE ${deletes.map(() => '(owner_id = ? AND id = ? AND (seq IS NULL OR seq < ?))').join(' OR ')}`,
-      deletes.flatMap((change) => [change.owner_id ?? '', change.id, change.seq]),
-    );
-  }
-  const written = allColumns(table).filter((column) => column.name !== 'synced_at');
-  const guard = `seq IS NULL OR seq < VALUES(seq)`;
-  const updates = [...table.columns.map((column) => column.name), 'resource', 'version_occurred_at', 'synced_at', 'seq']
-    .map((name) => `${quote(name)} = IF(${guard}, VALUES(${quote(name)}), ${quote(name)})`)
-    .join(', ');
-  const placeholders = `(${written.map(() => '?').join(', ')}, UTC_TIMESTAMP(3))`;
-  for (let start = 0; start < upserts.length; start += ROWS_PER_STATEMENT) {
-    const chunk = upserts.slice(start, start + ROWS_PER_STATEMENT);
-    await run(
-      `INSERT INTO ${quote(table.name)} (${written.map((column) => quote(column.name)).join(', ')}, synced_at)
-       VALUES ${chunk.map(() => placeholders).join(', ')}
-       ON DUPLICATE KEY UPDATE ${updates}`,
-      chunk.flatMap((change) => mysqlValues(table, written, change)),
-    );
-  }
-}
-
-/** A change's values in `columns` order, as mysql2 sends them: JSON as text, timestamps as DATETIME text. */
-function mysqlValues(table: TargetTable, columns: TableColumn[], change: Change): unknown[] {
-  const row = targetRow(table, change);
-  const all: Record<string, unknown> = {
-    ...row.values,
-    owner_id: row.owner_id,
-    id: row.id,
-    resource: row.resource,
-    version_occurred_at: row.version_occurred_at,
-    seq: row.seq,
-  };
-  return columns.map((column) => mysqlValue(column, all[column.name] ?? null));
-}
-
-/** A value as mysql2 sends it: JSON as text, timestamps as DATETIME text. */
-function mysqlValue(column: TableColumn, value: unknown): unknown {
-  if (value === null) return null;
-  if (column.kind === 'json') return JSON.stringify(value);
-  if (column.kind === 'timestamp') return datetime(value as string);
-  return value;
-}
+export { writeMysqlTable };
+export type { MysqlRun };
 
 export interface MysqlTableOptions extends TableClientOptions {
   tablePrefix: string;
@@ -140,10 +72,7 @@ export class MysqlTableClient implements TableClient {
       user: target.user,
       password: target.password ?? undefined,
       database: target.database,
-      ssl:
-        target.tls === 'disable'
-          ? undefined
-          : { rejectUnauthorized: target.tls === 'verify', verifyIdentity: target.tls === 'verify' },
+      ssl: mysqlTargetSsl(target),
       connectionLimit: 2,
       maxIdle: 2,
       idleTimeout: 30_000,
@@ -158,7 +87,8 @@ export class MysqlTableClient implements TableClient {
 
   async apply(batch: TableBatch): Promise<ApplyResult> {
     const tables = sinkTables(batch.types, this.prefix);
-    const refills = await this.ensure(batch.types, tables);
+    const { refills, recreate, staged } = await this.ensure(batch, tables);
+    const stage = (name: string) => staged.get(name) ?? name;
     const connection = await this.pool.getConnection();
     try {
       await this.query(connection, `SET SESSION innodb_lock_wait_timeout = ?`, [
@@ -174,9 +104,17 @@ export class MysqlTableClient implements TableClient {
       const target =
         found.length === 0 ? null : { cursor: decodeTargetCursor(found[0].cursor), epoch: Number(found[0].epoch) };
       const plan = planBatch(target, batch.epoch, batch.expected, batch.entries);
-      if (plan.kind !== 'apply') {
+      if (plan.kind === 'behind') {
         await connection.rollback();
-        return plan.kind === 'applied' ? { kind: 'already' } : plan;
+        return plan;
+      }
+      const run: MysqlRun = (sql, values) => this.query(connection, sql, values);
+      if (recreate.length > 0)
+        refills.push(...(await this.recreate(run, batch, target, recreate, tables.tombstones.name, stage)));
+      if (plan.kind === 'applied') {
+        await (recreate.length > 0 ? connection.commit() : connection.rollback());
+        await this.unstage(staged);
+        return { kind: 'already', refills };
       }
       const written: RowCounts = { upserts: 0, deletes: 0 };
       for (const [type, changes] of changesByType(plan.entries)) {
@@ -184,18 +122,12 @@ export class MysqlTableClient implements TableClient {
         if (table === undefined) continue;
         if (this.relational)
           await writeMysqlRelational(
-            (sql, values) => this.query(connection, sql, values),
-            relationalType(type, this.prefix),
+            run,
+            renamedSpec(relationalType(type, this.prefix), stage),
             tables.tombstones.name,
             changes,
           );
-        else
-          await writeMysqlTable(
-            (sql, values) => this.query(connection, sql, values),
-            table,
-            tables.tombstones.name,
-            changes,
-          );
+        else await writeMysqlTable(run, { ...table, name: stage(table.name) }, tables.tombstones.name, changes);
         countRows(written, changes);
       }
       await this.query(
@@ -205,6 +137,7 @@ export class MysqlTableClient implements TableClient {
         [batch.sinkId, encodeTargetCursor(batch.entries[batch.entries.length - 1].position), batch.epoch],
       );
       await connection.commit();
+      await this.unstage(staged);
       return { kind: 'applied', rows: written, refills };
     } catch (error) {
       await connection.rollback().catch(() => undefined);
@@ -237,10 +170,19 @@ export class MysqlTableClient implements TableClient {
     return connection.query({ sql, values, timeout: this.timeoutMs });
   }
 
-  /** Creates what the target lacks, once per client (MySQL 8 has no ADD COLUMN IF NOT EXISTS: the catalogue is read first). */
-  private async ensure(types: readonly string[], tables: ReturnType<typeof sinkTables>): Promise<Refill[]> {
+  /**
+   * Creates what the target lacks, once per client (MySQL 8 has no ADD COLUMN IF NOT EXISTS: the
+   * catalogue is read first). A table the sink wrote before (the target holds its cursor) is made
+   * under a staging name, re-filled with the batch and renamed after it commits: MySQL's DDL commits
+   * on its own, and until the rename the next client finds the table missing again.
+   */
+  private async ensure(
+    batch: TableBatch,
+    tables: ReturnType<typeof sinkTables>,
+  ): Promise<{ refills: Refill[]; recreate: Recreation[]; staged: Map<string, string> }> {
+    const { types } = batch;
     const missing = types.filter((type) => !this.ensured.has(type));
-    if (missing.length === 0 && this.ensured.size > 0) return [];
+    if (missing.length === 0 && this.ensured.size > 0) return { refills: [], recreate: [], staged: new Map() };
     const typeTables = this.relational
       ? relationalTables(missing, this.prefix)
       : missing.map((type) => tables.tables.get(type)!);
@@ -262,10 +204,16 @@ export class MysqlTableClient implements TableClient {
         : table.primaryKey.includes(column.name)
           ? `${KEY_TYPE} NOT NULL`
           : MYSQL_TYPES[column.kind];
+    const recreate = await this.recreations(batch.sinkId, missing, tables, work.create, existing);
+    const staged = new Map(
+      recreate.flatMap(({ missing: gone }) => gone.map((table) => [table.name, stagingName(table.name)] as const)),
+    );
     for (const { table, columns } of work.create) {
+      const name = staged.get(table.name) ?? table.name;
       const definitions = columns.map((column) => `${quote(column.name)} ${type(table, column)}`);
+      if (staged.has(table.name)) await this.pool.query(`DROP TABLE IF EXISTS ${quote(name)}`);
       await this.pool.query(
-        `CREATE TABLE IF NOT EXISTS ${quote(table.name)} (${definitions.join(', ')}, PRIMARY KEY (${table.primaryKey.map(quote).join(', ')}))
+        `CREATE TABLE IF NOT EXISTS ${quote(name)} (${definitions.join(', ')}, PRIMARY KEY (${table.primaryKey.map(quote).join(', ')}))
          ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=${'layout' in table ? collation : 'utf8mb4_bin'}`,
       );
     }
@@ -291,7 +239,66 @@ export class MysqlTableClient implements TableClient {
         });
     }
     for (const name of types) this.ensured.add(name);
-    return refills;
+    return { refills, recreate, staged };
+  }
+
+  /** The types of `missing` whose tables among `create` the sink wrote before: the target holds its cursor. */
+  private async recreations(
+    sinkId: string,
+    missing: readonly string[],
+    tables: ReturnType<typeof sinkTables>,
+    create: ReadonlyArray<{ table: SchemaTable }>,
+    existing: ReadonlyMap<string, ReadonlySet<string>>,
+  ): Promise<Recreation[]> {
+    const found = recreations(
+      missing,
+      tables.tables,
+      this.relational,
+      this.prefix,
+      create.map(({ table }) => table),
+    );
+    if (found.length === 0 || !existing.has(CURSORS_TABLE)) return [];
+    const [rows] = await this.pool.query({
+      sql: `SELECT 1 FROM ${quote(CURSORS_TABLE)} WHERE sink_id = ?`,
+      values: [sinkId],
+      timeout: this.timeoutMs,
+    });
+    return (rows as unknown[]).length > 0 ? found : [];
+  }
+
+  /** Re-fills the staged tables of `recreate` (`refillRecreated`) in the batch's transaction, before its changes. */
+  private recreate(
+    run: MysqlRun,
+    batch: TableBatch,
+    target: TargetCursor | null,
+    recreate: readonly Recreation[],
+    tombstones: string,
+    stage: (name: string) => string,
+  ): Promise<Refill[]> {
+    const writer: RecreateWriter = {
+      write: ({ layout }, changes) =>
+        layout.kind === 'relational'
+          ? writeMysqlRelational(run, renamedSpec(layout.spec, stage), tombstones, changes)
+          : writeMysqlTable(run, { ...layout.table, name: stage(layout.table.name) }, tombstones, changes),
+      clear: async (table, ownerIds) => {
+        const owners = ownerIds === null ? '' : ` WHERE owner_id IN (${ownerIds.map(() => '?').join(', ')})`;
+        await run(`DELETE FROM ${quote(stage(table))}${owners}`, [...(ownerIds ?? [])]);
+      },
+      stored: (spec, after) => storedPage(run, stage(spec.table.name), after),
+      insert: (table, rows) => insertMysqlRelational(run, { ...table, name: stage(table.name) }, rows, false),
+      count: async (table) => {
+        const [rows] = await run(`SELECT count(*) AS n FROM ${quote(stage(table))}`, []);
+        return Number((rows as Array<{ n: unknown }>)[0].n);
+      },
+    };
+    return refillRecreated(writer, recreate, batch.live, refillPosition(target, batch.snapshotTo), batch.ownerIds);
+  }
+
+  /** Puts the staged tables under their names, once their rows are committed (one atomic RENAME). */
+  private async unstage(staged: ReadonlyMap<string, string>): Promise<void> {
+    if (staged.size === 0) return;
+    const pairs = [...staged].map(([name, staging]) => `${quote(staging)} TO ${quote(name)}`);
+    await this.pool.query({ sql: `RENAME TABLE ${pairs.join(', ')}`, timeout: this.timeoutMs });
   }
 
   /**
@@ -308,18 +315,9 @@ export class MysqlTableClient implements TableClient {
     ];
     let after = null as StoredRow | null;
     let count = 0;
+    const run: MysqlRun = (sql, params) => this.pool.query({ sql, values: params, timeout: this.timeoutMs });
     for (;;) {
-      const [rows]: [unknown, unknown] = await this.pool.query({
-        sql: `SELECT owner_id, id, resource FROM ${quote(table.name)}
-               WHERE ? IS NULL OR (owner_id, id) > (?, ?) ORDER BY owner_id, id LIMIT ${REFILL_PAGE}`,
-        values: [after?.owner_id ?? null, after?.owner_id ?? null, after?.id ?? null],
-        timeout: this.timeoutMs,
-      });
-      const stored: StoredRow[] = (rows as Array<{ owner_id: string; id: string; resource: unknown }>).map((row) => ({
-        owner_id: row.owner_id,
-        id: row.id,
-        resource: (typeof row.resource === 'string' ? JSON.parse(row.resource) : row.resource) as StoredRow['resource'],
-      }));
+      const stored = await storedPage(run, table.name, after);
       if (stored.length === 0) return count;
       await this.pool.query({
         sql: `INSERT INTO ${quote(table.name)} (${names.map(quote).join(', ')})
@@ -342,4 +340,22 @@ export class MysqlTableClient implements TableClient {
     const [rows] = await this.pool.query({ sql: `SELECT @@collation_database AS collation`, timeout: this.timeoutMs });
     return relationalCollation(String((rows as Array<{ collation: unknown }>)[0].collation));
   }
+}
+
+/** The staging name of a re-created table: within MySQL's 64 characters whatever the prefix. */
+const stagingName = (name: string) =>
+  `menu_sync_refill_${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
+
+/** A page of a table's stored rows after `after`, in key order. */
+async function storedPage(run: MysqlRun, table: string, after: StoredRow | null): Promise<StoredRow[]> {
+  const [rows] = await run(
+    `SELECT owner_id, id, resource FROM ${quote(table)}
+      WHERE ? IS NULL OR (owner_id, id) > (?, ?) ORDER BY owner_id, id LIMIT ${REFILL_PAGE}`,
+    [after?.owner_id ?? null, after?.owner_id ?? null, after?.id ?? null],
+  );
+  return (rows as Array<{ owner_id: string; id: unknown; resource: unknown }>).map((row) => ({
+    owner_id: row.owner_id,
+    id: String(row.id),
+    resource: (typeof row.resource === 'string' ? JSON.parse(row.resource) : row.resource) as StoredRow['resource'],
+  }));
 }

@@ -55,7 +55,7 @@ export async function writePostgresRelational(
   }
   if (plan.upserts.length === 0) return;
   const upserted = plan.upserts.map((change) => rows.get(change)!);
-  await insert(
+  await insertRelational(
     client,
     name(spec.table.name),
     spec.table,
@@ -64,7 +64,7 @@ export async function writePostgresRelational(
   );
   for (const child of spec.children) {
     const childRows = upserted.flatMap(({ children }) => children.get(child.table.name) ?? []);
-    if (childRows.length > 0) await insert(client, name(child.table.name), child.table, childRows, false);
+    if (childRows.length > 0) await insertRelational(client, name(child.table.name), child.table, childRows, false);
   }
 }
 
@@ -97,7 +97,7 @@ async function planAgainstTarget(
 }
 
 /** Inserts `rows` (a type's own table: upserts, each only over an older row; synced_at the target's clock). */
-async function insert(
+export async function insertRelational(
   client: pg.ClientBase,
   qualified: string,
   table: RelationalTable,

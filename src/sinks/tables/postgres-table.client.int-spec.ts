@@ -1,6 +1,7 @@
 import { AddressInfo, createServer } from 'node:net';
 import pg from 'pg';
 import { createPostgresTarget, postgresColumns, PostgresTarget } from '../../../test/support/postgres-target.js';
+import { useDatabase } from '../../../test/support/database.js';
 import { product } from '../../../test/support/menu-events.js';
 import {
   after,
@@ -10,6 +11,7 @@ import {
   expectEgressRefusedAtConnection,
   expectReplaysNeverMoveBack,
   expectTablesMatch,
+  liveResources,
   PRODUCT_COLUMNS,
   sampleBatch,
   tableSink,
@@ -29,7 +31,8 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
   let target: pg.Client;
   let role: string;
   let password: string;
-  const { client } = tableSinksClient();
+  const daemon = useDatabase(2);
+  const { client } = tableSinksClient(daemon);
 
   const rows = async (table: string, schema = 'menu_sync'): Promise<Json[]> =>
     (await target.query(`SELECT * FROM "${schema}"."${table}" ORDER BY owner_id, id`)).rows;
@@ -213,7 +216,7 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
   });
 
   it('the egress guard judges every connection: SINK_ALLOWED_NETWORKS empty refuses loopback, by address or name, status 0, counted', async () => {
-    await expectEgressRefusedAtConnection('postgres', pgTarget.url);
+    await expectEgressRefusedAtConnection('postgres', pgTarget.url, daemon);
   });
 
   it('a pool checks every new connection: once the address is refused, its next new connection fails', async () => {
@@ -236,6 +239,9 @@ describe('PostgreSQL table sink client (a real target database, a role with a pa
       types: ['product'],
       expected: sink.cursor,
       entries,
+      ownerIds: null,
+      snapshotTo: null,
+      live: liveResources(daemon),
     });
     await pool.apply(batch([changes.upsert('o', product('1'))]));
     expect(resolved).toBe(1);

@@ -11,12 +11,14 @@ import {
 } from './table-batch.js';
 import type { ApplyResult, TableBatch, TableClient, TableClientOptions } from './table-client.js';
 import { guardedSocket } from './guarded-socket.js';
+import { postgresTargetSsl } from './table-tls.js';
 import { PG_TYPES } from './column-types.js';
 import { allColumns, TableColumn, TargetTable, targetRow } from './table-columns.js';
 import { CURSORS_TABLE, SchemaTable, schemaColumns, schemaWork, sinkTables } from './table-schema.js';
-import { writePostgresRelational } from './postgres-relational.js';
+import { insertRelational, writePostgresRelational } from './postgres-relational.js';
 import { relationalTables, relationalType } from './relational-tables.js';
 import { addedByTable, MissingPlan, planMissing, Refill, REFILL_PAGE, StoredRow } from './table-refill.js';
+import { Recreation, recreations, RecreateWriter, refillPosition, refillRecreated } from './table-recreate.js';
 
 /** undefined_table, invalid_schema_name: a target the sink has not written yet. */
 const UNDEFINED_RELATION = new Set(['42P01', '3F000']);
@@ -102,7 +104,7 @@ export class PostgresTableClient implements TableClient {
       user: target.user,
       password: target.password ?? undefined,
       database: target.database,
-      ssl: target.tls === 'disable' ? false : { servername: target.host, rejectUnauthorized: target.tls === 'verify' },
+      ssl: postgresTargetSsl(target),
       max: 2,
       idleTimeoutMillis: 30_000,
       connectionTimeoutMillis: options.timeoutMs,
@@ -116,7 +118,7 @@ export class PostgresTableClient implements TableClient {
 
   async apply(batch: TableBatch): Promise<ApplyResult> {
     const tables = sinkTables(batch.types, '');
-    const refills = await this.ensure(batch.types, tables);
+    const { refills, recreate } = await this.ensure(batch, tables);
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
@@ -127,9 +129,15 @@ export class PostgresTableClient implements TableClient {
       const target =
         rows.length === 0 ? null : { cursor: decodeTargetCursor(rows[0].cursor), epoch: Number(rows[0].epoch) };
       const plan = planBatch(target, batch.epoch, batch.expected, batch.entries);
-      if (plan.kind !== 'apply') {
+      if (plan.kind === 'behind') {
         await client.query('ROLLBACK');
-        return plan.kind === 'applied' ? { kind: 'already' } : plan;
+        return plan;
+      }
+      if (recreate.length > 0)
+        refills.push(...(await this.recreate(client, batch, target, recreate, tables.tombstones.name)));
+      if (plan.kind === 'applied') {
+        await client.query(recreate.length > 0 ? 'COMMIT' : 'ROLLBACK');
+        return { kind: 'already', refills };
       }
       const written: RowCounts = { upserts: 0, deletes: 0 };
       for (const [type, changes] of changesByType(plan.entries)) {
@@ -184,10 +192,16 @@ export class PostgresTableClient implements TableClient {
   /**
    * Creates what the target lacks (the schema, the tables of types not seen yet, columns dropped or
    * not there yet), once per client: a client is discarded after a failure, so the next one looks again.
+   * The tables the sink wrote before (the target holds its cursor) are left to `recreate`, in the
+   * batch's transaction: should it fail, the next client finds them missing again.
    */
-  private async ensure(types: readonly string[], tables: ReturnType<typeof sinkTables>): Promise<Refill[]> {
+  private async ensure(
+    batch: TableBatch,
+    tables: ReturnType<typeof sinkTables>,
+  ): Promise<{ refills: Refill[]; recreate: Recreation[] }> {
+    const { types } = batch;
     const missing = types.filter((type) => !this.ensured.has(type));
-    if (missing.length === 0 && this.ensured.size > 0) return [];
+    if (missing.length === 0 && this.ensured.size > 0) return { refills: [], recreate: [] };
     const refills: Refill[] = [];
     const typeTables = this.relational
       ? relationalTables(missing, '')
@@ -195,19 +209,17 @@ export class PostgresTableClient implements TableClient {
     const wanted = [tables.cursors, tables.tombstones, ...typeTables];
     const { schemaExists, existing } = await this.existingColumns();
     const work = schemaWork(existing, wanted);
-    if (!schemaExists || work.create.length > 0 || work.add.length > 0) {
+    const recreate = await this.recreations(batch.sinkId, missing, tables, work.create, existing);
+    const deferred = new Set(recreate.flatMap((recreation) => recreation.missing.map((table) => table.name)));
+    const create = work.create.filter(({ table }) => !deferred.has(table.name));
+    if (!schemaExists || create.length > 0 || work.add.length > 0) {
       const client = await this.pool.connect();
       try {
         await client.query('BEGIN');
         // Two sinks creating the same schema at once would fail one another's CREATE.
         await client.query(`SELECT pg_advisory_xact_lock(hashtext('menu_sync_table_sinks'))`);
         if (!schemaExists) await client.query(`CREATE SCHEMA IF NOT EXISTS ${quote(this.schema)}`);
-        for (const { table, columns } of work.create) {
-          const definitions = columns.map((column) => `${quote(column.name)} ${PG_TYPES[column.kind]}`);
-          await client.query(
-            `CREATE TABLE IF NOT EXISTS ${this.name(table.name)} (${definitions.join(', ')}, PRIMARY KEY (${table.primaryKey.map(quote).join(', ')}))`,
-          );
-        }
+        for (const { table } of create) await client.query(this.createStatement(table));
         for (const [name, columns] of addedByTable(work.add)) {
           const table = wanted.find((candidate) => candidate.name === name)!;
           const plan = await this.missingColumns(client, table, columns, types);
@@ -231,7 +243,67 @@ export class PostgresTableClient implements TableClient {
       }
     }
     for (const type of types) this.ensured.add(type);
-    return refills;
+    return { refills, recreate };
+  }
+
+  private createStatement(table: SchemaTable): string {
+    const definitions = schemaColumns(table).map((column) => `${quote(column.name)} ${PG_TYPES[column.kind]}`);
+    return `CREATE TABLE IF NOT EXISTS ${this.name(table.name)} (${definitions.join(', ')}, PRIMARY KEY (${table.primaryKey.map(quote).join(', ')}))`;
+  }
+
+  /** The types of `missing` whose tables among `create` the sink wrote before: the target holds its cursor. */
+  private async recreations(
+    sinkId: string,
+    missing: readonly string[],
+    tables: ReturnType<typeof sinkTables>,
+    create: ReadonlyArray<{ table: SchemaTable }>,
+    existing: ReadonlyMap<string, ReadonlySet<string>>,
+  ): Promise<Recreation[]> {
+    const found = recreations(
+      missing,
+      tables.tables,
+      this.relational,
+      '',
+      create.map(({ table }) => table),
+    );
+    if (found.length === 0 || !existing.has(CURSORS_TABLE)) return [];
+    const { rows } = await this.pool.query(`SELECT 1 FROM ${this.name(CURSORS_TABLE)} WHERE sink_id = $1`, [sinkId]);
+    return rows.length > 0 ? found : [];
+  }
+
+  /**
+   * Re-creates the tables of `recreate` and re-fills them (`refillRecreated`) in the batch's
+   * transaction, before its changes, at the target's cursor (or the snapshot's boundary).
+   */
+  private async recreate(
+    client: pg.PoolClient,
+    batch: TableBatch,
+    target: TargetCursor | null,
+    recreate: readonly Recreation[],
+    tombstones: string,
+  ): Promise<Refill[]> {
+    await client.query(`SELECT pg_advisory_xact_lock(hashtext('menu_sync_table_sinks'))`);
+    for (const { missing } of recreate) for (const table of missing) await client.query(this.createStatement(table));
+    const writer: RecreateWriter = {
+      write: async ({ type, layout }, changes) => {
+        if (layout.kind === 'relational')
+          return writePostgresRelational(client, this.schema, tombstones, layout.spec, changes);
+        await client.query(postgresWriteStatement(this.schema, layout.table, tombstones), [
+          JSON.stringify(changes.map((change) => postgresInputRow(layout.table, change))),
+          type,
+        ]);
+      },
+      clear: async (table, ownerIds) => {
+        await client.query(`DELETE FROM ${this.name(table)} WHERE $1::text[] IS NULL OR owner_id = ANY($1::text[])`, [
+          ownerIds === null ? null : [...ownerIds],
+        ]);
+      },
+      stored: (spec, after) => storedPage(client, this.name(spec.table.name), spec.table.columns[1].kind, after),
+      insert: (table, rows) => insertRelational(client, this.name(table.name), table, rows, false),
+      count: async (table) =>
+        (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${this.name(table)}`)).rows[0].n,
+    };
+    return refillRecreated(writer, recreate, batch.live, refillPosition(target, batch.snapshotTo), batch.ownerIds);
   }
 
   /** What to add of a table's missing columns (`planMissing`), looking whether it has rows. */
@@ -286,11 +358,7 @@ async function refillPostgres(
   let after = null as StoredRow | null;
   let count = 0;
   for (;;) {
-    const { rows }: { rows: StoredRow[] } = await client.query<StoredRow>(
-      `SELECT owner_id, id::text AS id, resource FROM ${qualifiedName}
-        WHERE $1::text IS NULL OR (owner_id, id) > ($1, $2::${PG_TYPES[key[1].kind]}) ORDER BY owner_id, id LIMIT ${REFILL_PAGE}`,
-      [after?.owner_id ?? null, after?.id ?? null],
-    );
+    const rows = await storedPage(client, qualifiedName, key[1].kind, after);
     if (rows.length === 0) return count;
     const input = rows.map((row) => {
       const filled = plan.values(row);
@@ -309,4 +377,19 @@ async function refillPostgres(
     count += rows.length;
     after = rows[rows.length - 1];
   }
+}
+
+/** A page of a table's stored rows after `after`, in key order (`idKind`: how its `id` is typed). */
+async function storedPage(
+  client: pg.PoolClient,
+  qualifiedName: string,
+  idKind: TableColumn['kind'],
+  after: StoredRow | null,
+): Promise<StoredRow[]> {
+  const { rows } = await client.query<StoredRow>(
+    `SELECT owner_id, id::text AS id, resource FROM ${qualifiedName}
+      WHERE $1::text IS NULL OR (owner_id, id) > ($1, $2::${PG_TYPES[idKind]}) ORDER BY owner_id, id LIMIT ${REFILL_PAGE}`,
+    [after?.owner_id ?? null, after?.id ?? null],
+  );
+  return rows;
 }

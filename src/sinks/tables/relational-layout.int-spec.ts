@@ -1,4 +1,5 @@
 import { createMysqlTarget, MysqlTarget } from '../../../test/support/mariadb.js';
+import { useDatabase } from '../../../test/support/database.js';
 import { collection, moneyMap, product, traitOption } from '../../../test/support/menu-events.js';
 import { createPostgresTarget, PostgresTarget } from '../../../test/support/postgres-target.js';
 import {
@@ -102,7 +103,8 @@ describe.each([
   ['MariaDB', mysql],
 ])('the relational layout on %s (docs/reference.md §12, "Relational layout")', (_name, make) => {
   let target: Target;
-  const { client } = tableSinksClient();
+  const daemon = useDatabase(2);
+  const { client } = tableSinksClient(daemon);
   const sinkFor = (place: string, fields: Partial<Sink> = {}) =>
     tableSink(target.kind, target.url, {
       layout: 'relational',

@@ -3,6 +3,7 @@ import type { TableLayout } from '../sink.js';
 import type { RowCounts, TargetCursor } from './table-batch.js';
 import type { TableTarget } from './table-target.js';
 import type { Refill } from './table-refill.js';
+import type { LiveResources } from './table-refill.repository.js';
 
 /** One batch for a target: its changes after `expected` (the sink's cursor), in reader order. */
 export interface TableBatch {
@@ -12,13 +13,18 @@ export interface TableBatch {
   types: readonly string[];
   expected: ChangePosition;
   entries: ChangeEntry[];
+  /** The owners the sink follows (null: all), and the boundary of the snapshot it is delivering (null: none). */
+  ownerIds: readonly string[] | null;
+  snapshotTo: ChangePosition | null;
+  /** Where a table the sink wrote before and found missing is re-filled from. */
+  live: LiveResources;
 }
 
 export type ApplyResult =
-  /** `refills`: the columns found missing that the client re-added and re-filled before the batch. */
+  /** `refills`: the columns and tables found missing that the client re-added and re-filled with the batch. */
   | { kind: 'applied'; rows: RowCounts; refills?: Refill[] }
-  /** The target's cursor already covered the batch: nothing was written. */
-  | { kind: 'already' }
+  /** The target's cursor already covered the batch: nothing of it was written (tables found missing were re-filled). */
+  | { kind: 'already'; refills?: Refill[] }
   /** The target's cursor stands before the sink's: nothing was written, the sink resumes from it. */
   | { kind: 'behind'; target: ChangePosition };
 

@@ -176,6 +176,7 @@ describe('the schema work and the target URL', () => {
       password: 'p@ss',
       database: 'shop',
       tls: 'verify',
+      rootCert: null,
     });
     expect(parseTableUrl('postgres', 'postgres://u@[::1]/')).toMatchObject({
       host: '::1',
@@ -188,9 +189,25 @@ describe('the schema work and the target URL', () => {
       'url must be a mysql://user:password@host:port/database URL',
     );
     expect(parseTableUrl('postgres', 'postgres://u:p@h/db?password=x')).toBe(
-      'url may only carry sslmode=disable|require|verify-full as a parameter',
+      'url may only carry sslmode=disable|require|verify-ca|verify-full and sslrootcert=<CA file> as parameters',
     );
     expect(maskTableUrl('postgres://user:s%40cret@host:5432/db')).toBe('postgres://user:***@host:5432/db');
     expect(maskTableUrl('mysql://user@host/db')).toBe('mysql://user@host/db');
+  });
+
+  it('reads TLS from the URL as libpq and the MySQL client do: a CA file checks the chain, with verify-full the host too', () => {
+    const tls = (kind: 'postgres' | 'mysql', query: string) => {
+      const target = parseTableUrl(kind, `${kind}://u:p@127.0.0.1/db?${query}`);
+      return typeof target === 'string' ? target : [target.tls, target.rootCert];
+    };
+    expect(tls('postgres', 'sslmode=verify-ca&sslrootcert=/etc/ca.pem')).toEqual(['verify-ca', '/etc/ca.pem']);
+    expect(tls('postgres', 'sslmode=require&sslrootcert=/etc/ca.pem')).toEqual(['verify-ca', '/etc/ca.pem']);
+    expect(tls('postgres', 'sslrootcert=/etc/ca.pem')).toEqual(['verify', '/etc/ca.pem']);
+    expect(tls('postgres', 'sslmode=verify-full')).toEqual(['verify', null]);
+    expect(tls('postgres', 'sslmode=require')).toEqual(['require', null]);
+    expect(tls('postgres', 'sslmode=verify-ca')).toBe('sslmode verify-ca needs sslrootcert');
+    expect(tls('mysql', 'ssl-mode=VERIFY_IDENTITY&ssl-ca=/etc/ca.pem')).toEqual(['verify', '/etc/ca.pem']);
+    expect(tls('mysql', 'ssl-mode=REQUIRED&ssl-ca=/etc/ca.pem')).toEqual(['verify-ca', '/etc/ca.pem']);
+    expect(tls('mysql', 'ssl-mode=VERIFY_CA')).toBe('ssl-mode VERIFY_CA needs ssl-ca');
   });
 });

@@ -30,7 +30,7 @@ export interface StoredRow {
 }
 
 /** A stored row as the change that wrote it, for the functions that make a batch's rows. */
-const storedChange = (type: string, row: StoredRow): Change => ({
+export const storedChange = (type: string, row: StoredRow): Change => ({
   seq: 0,
   change_id: '',
   type,
@@ -48,19 +48,20 @@ export function refillValues(table: TargetTable, columns: readonly TableColumn[]
   return columns.map((column) => all[column.name] ?? null);
 }
 
-/** What a client re-added and re-filled before a batch, as its attempt tells it. */
-export interface Refill {
-  table: string;
-  columns: string[];
-  rows: number;
-}
+/** What a client re-added (columns) or re-created (a table) and re-filled with a batch, as its attempt tells it. */
+export type Refill =
+  | { table: string; columns: string[]; rows: number }
+  /** `from`: what the rows were made from (the change log at a cursor, or the rows of the type's own table). */
+  | { table: string; rows: number; from: string };
 
 export function describeRefills(refills: readonly Refill[]): string {
   return refills
-    .map(
-      (refill) =>
-        `re-added ${refill.columns.map((column) => `${refill.table}.${column}`).join(', ')} (missing) and re-filled ${refill.rows} ${refill.rows === 1 ? 'row' : 'rows'} from their resource`,
-    )
+    .map((refill) => {
+      const rows = `${refill.rows} ${refill.rows === 1 ? 'row' : 'rows'}`;
+      return 'columns' in refill
+        ? `re-added ${refill.columns.map((column) => `${refill.table}.${column}`).join(', ')} (missing) and re-filled ${rows} from their resource`
+        : `re-created ${refill.table} (missing) and re-filled ${rows} from ${refill.from}`;
+    })
     .join('; ');
 }
 

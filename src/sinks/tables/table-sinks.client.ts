@@ -5,12 +5,14 @@ import { MetricsService } from '../../observability/metrics.service.js';
 import type { DeliveryOutcome } from '../delivery.js';
 import { EGRESS_REFUSED, EgressGuard } from '../egress/egress-guard.js';
 import type { Sink } from '../sink.js';
+import { inSnapshot } from '../sink-start.js';
 import { committedAnswer, DatabaseFailure, describeDatabaseError, TargetCursor } from './table-batch.js';
 import type { TableClient } from './table-client.js';
 import { MysqlTableClient } from './mysql-table.client.js';
 import { PostgresTableClient } from './postgres-table.client.js';
 import { RelationalIdError } from './relational-rows.js';
-import { describeRefills } from './table-refill.js';
+import { describeRefills, Refill } from './table-refill.js';
+import { TableRefillRepository } from './table-refill.repository.js';
 import { DEFAULT_SCHEMA, DEFAULT_TABLE_PREFIX, parseTableUrl, TableTarget } from './table-target.js';
 
 /** A table sink's delivery outcome: `committed` with what it applied, or the database's error code. */
@@ -41,20 +43,24 @@ export class TableSinksClient implements BeforeApplicationShutdown {
   constructor(
     private readonly guard: EgressGuard,
     private readonly metrics: MetricsService,
+    private readonly live: TableRefillRepository,
   ) {}
 
   /** Writes a batch and the sink's cursor in one transaction of the target. */
   async apply(sink: Sink, types: readonly string[], entries: ChangeEntry[]): Promise<TableOutcome> {
     return this.using(sink, async (client) => {
-      const result = await client.apply({ sinkId: sink.id, epoch: sink.epoch, types, expected: sink.cursor, entries });
-      if (result.kind === 'applied') {
-        const answer = committedAnswer(result.rows);
-        if ((result.refills ?? []).length === 0) return { kind: 'ok', ...answer };
-        const refilled = describeRefills(result.refills!);
-        this.logger.warn({ msg: 'a table sink re-added missing columns and re-filled them', sink: sink.id, refilled });
-        return { kind: 'ok', ...answer, response: `${answer.response}; ${refilled}` };
-      }
-      if (result.kind === 'already') return { kind: 'ok', ...committedAnswer(null) };
+      const result = await client.apply({
+        sinkId: sink.id,
+        epoch: sink.epoch,
+        types,
+        expected: sink.cursor,
+        entries,
+        ownerIds: sink.ownerIds,
+        snapshotTo: inSnapshot(sink) ? sink.snapshotTo : null,
+        live: this.live,
+      });
+      if (result.kind === 'applied') return this.committed(sink, committedAnswer(result.rows), result.refills);
+      if (result.kind === 'already') return this.committed(sink, committedAnswer(null), result.refills);
       await this.discard(sink.id);
       return {
         kind: 'retry',
@@ -62,6 +68,22 @@ export class TableSinksClient implements BeforeApplicationShutdown {
         error: `the target's cursor (${encodeChangeCursor(result.target)}) is behind the sink's: resuming from the target's`,
       };
     });
+  }
+
+  /** A committed batch's outcome, and what was re-filled with it (logged: a table changed by hand). */
+  private committed(
+    sink: Sink,
+    answer: ReturnType<typeof committedAnswer>,
+    refills: readonly Refill[] = [],
+  ): TableOutcome {
+    if (refills.length === 0) return { kind: 'ok', ...answer };
+    const refilled = describeRefills(refills);
+    this.logger.warn({
+      msg: 'a table sink re-added missing columns or tables and re-filled them',
+      sink: sink.id,
+      refilled,
+    });
+    return { kind: 'ok', ...answer, response: `${answer.response}; ${refilled}` };
   }
 
   /** The target's cursor of the sink, or the failure reading it. */

@@ -12,8 +12,11 @@ export const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 /** At most 32 characters, so the prefix and the longest table name stay within MySQL's 64. */
 export const TABLE_PREFIX_PATTERN = /^[a-z_][a-z0-9_]{0,31}$/;
 
-/** TLS of the connection: off, encrypted without checking the certificate, or verified against the host name. */
-export type TableTls = 'disable' | 'require' | 'verify';
+/**
+ * TLS of the connection: off, encrypted without checking the certificate, the certificate's chain
+ * checked (against `rootCert`), or the chain and the host name.
+ */
+export type TableTls = 'disable' | 'require' | 'verify-ca' | 'verify';
 
 /** A target database as its URL names it. */
 export interface TableTarget {
@@ -24,6 +27,8 @@ export interface TableTarget {
   password: string | null;
   database: string;
   tls: TableTls;
+  /** The CA file (PEM) the server's certificate must chain to; null: the system's CAs. */
+  rootCert: string | null;
 }
 
 const PROTOCOLS: Record<string, TableSinkKind> = {
@@ -32,9 +37,18 @@ const PROTOCOLS: Record<string, TableSinkKind> = {
   'mysql:': 'mysql',
 };
 const DEFAULT_PORTS: Record<TableSinkKind, number> = { postgres: 5432, mysql: 3306 };
-const TLS_PARAMETERS: Record<TableSinkKind, { name: string; values: Record<string, TableTls> }> = {
-  postgres: { name: 'sslmode', values: { disable: 'disable', require: 'require', 'verify-full': 'verify' } },
-  mysql: { name: 'ssl-mode', values: { DISABLED: 'disable', REQUIRED: 'require', VERIFY_IDENTITY: 'verify' } },
+/** libpq's and the MySQL client's names; a CA given with `require` checks the chain, as both clients do. */
+const TLS_PARAMETERS: Record<TableSinkKind, { name: string; ca: string; values: Record<string, TableTls> }> = {
+  postgres: {
+    name: 'sslmode',
+    ca: 'sslrootcert',
+    values: { disable: 'disable', require: 'require', 'verify-ca': 'verify-ca', 'verify-full': 'verify' },
+  },
+  mysql: {
+    name: 'ssl-mode',
+    ca: 'ssl-ca',
+    values: { DISABLED: 'disable', REQUIRED: 'require', VERIFY_CA: 'verify-ca', VERIFY_IDENTITY: 'verify' },
+  },
 };
 
 /** The target a table sink's URL names, or why it names none (a sentence that never repeats the URL). */
@@ -53,12 +67,18 @@ export function parseTableUrl(kind: TableSinkKind, text: string): TableTarget | 
   const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
   if (database.includes('/') || (kind === 'mysql' && database === '')) return `url must be ${expected}`;
   const tlsParameter = TLS_PARAMETERS[kind];
-  let tls: TableTls = 'disable';
+  let tls: TableTls | undefined;
+  let rootCert: string | null = null;
   for (const [name, value] of url.searchParams) {
-    if (name !== tlsParameter.name || tlsParameter.values[value] === undefined)
-      return `url may only carry ${tlsParameter.name}=${Object.keys(tlsParameter.values).join('|')} as a parameter`;
-    tls = tlsParameter.values[value];
+    if (name === tlsParameter.ca && value !== '') rootCert = value;
+    else if (name === tlsParameter.name && tlsParameter.values[value] !== undefined) tls = tlsParameter.values[value];
+    else
+      return `url may only carry ${tlsParameter.name}=${Object.keys(tlsParameter.values).join('|')} and ${tlsParameter.ca}=<CA file> as parameters`;
   }
+  if (tls === 'verify-ca' && rootCert === null)
+    return `${tlsParameter.name} ${url.searchParams.get(tlsParameter.name)} needs ${tlsParameter.ca}`;
+  if (tls === 'require' && rootCert !== null) tls = 'verify-ca';
+  tls ??= rootCert === null ? 'disable' : 'verify';
   if (url.hash !== '') return `url must be ${expected}`;
   const user = decodeURIComponent(url.username);
   return {
@@ -69,6 +89,7 @@ export function parseTableUrl(kind: TableSinkKind, text: string): TableTarget | 
     password: url.password === '' ? null : decodeURIComponent(url.password),
     database: database === '' ? user : database,
     tls,
+    rootCert,
   };
 }
 

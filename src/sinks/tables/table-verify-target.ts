@@ -4,6 +4,7 @@ import type { Change } from '../../changes/change.js';
 import { decodeTargetCursor, encodeTargetCursor, TargetCursor } from './table-batch.js';
 import type { TargetTable } from './table-columns.js';
 import { guardedSocket } from './guarded-socket.js';
+import { mysqlTargetSsl, postgresTargetSsl } from './table-tls.js';
 import { writeMysqlTable } from './mysql-table.client.js';
 import { writeMysqlRelational } from './mysql-relational.js';
 import { writePostgresRelational } from './postgres-relational.js';
@@ -68,7 +69,7 @@ export async function openVerifyTarget(options: VerifyTargetOptions): Promise<Ve
       user: target.user,
       password: target.password ?? undefined,
       database: target.database,
-      ssl: target.tls === 'disable' ? false : { servername: target.host, rejectUnauthorized: target.tls === 'verify' },
+      ssl: postgresTargetSsl(target),
       connectionTimeoutMillis: options.timeoutMs,
       statement_timeout: options.timeoutMs,
       application_name: 'menu-sync sinks verify',
@@ -83,10 +84,7 @@ export async function openVerifyTarget(options: VerifyTargetOptions): Promise<Ve
     user: target.user,
     password: target.password ?? undefined,
     database: target.database,
-    ssl:
-      target.tls === 'disable'
-        ? undefined
-        : { rejectUnauthorized: target.tls === 'verify', verifyIdentity: target.tls === 'verify' },
+    ssl: mysqlTargetSsl(target),
     connectTimeout: options.timeoutMs,
     charset: 'utf8mb4',
     timezone: 'Z',
