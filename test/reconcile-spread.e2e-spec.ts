@@ -12,6 +12,7 @@ import { DaemonProcess, freePort } from './support/daemon-process.js';
 import { createTestDatabase, TestDatabase } from './support/database.js';
 import { eventually } from './support/eventually.js';
 import { api, API_TOKEN, WEBHOOK_KEY } from './support/http.js';
+import { pooledUrl } from './support/pooler.js';
 import type { Json } from './support/menu-events.js';
 
 /**
@@ -64,6 +65,10 @@ async function start(roles: string): Promise<DaemonProcess> {
       RECONCILE_CONCURRENCY: '4',
       UPSTREAM_RATE_LIMIT: '10',
       ROLES: roles,
+      // As startDaemon does: with TEST_THROUGH_POOLER=1, the leases' sessions on the direct URL.
+      ...(process.env.TEST_THROUGH_POOLER
+        ? { DATABASE_URL: pooledUrl(database.url), DATABASE_DIRECT_URL: database.url }
+        : {}),
     },
   });
 }
