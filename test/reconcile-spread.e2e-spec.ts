@@ -39,6 +39,7 @@ let dir: string;
 let first: DaemonProcess;
 let second: DaemonProcess;
 let third: DaemonProcess;
+let fourth: DaemonProcess;
 
 async function start(roles: string): Promise<DaemonProcess> {
   const port = await freePort();
@@ -259,4 +260,34 @@ it('two processes share the buckets, never fetch one store at once, and after a 
   const spreadRunsOf = (daemon: DaemonProcess) =>
     daemon.logs.split('\n').filter((line) => line.includes('"trigger":"spread"') && line.includes('"reconcile ok"'));
   expect([spreadRunsOf(second).length > 0, spreadRunsOf(third).length > 0]).toEqual([true, true]);
+
+  // Every process stopped, for longer than RECONCILE_DOWNTIME_AFTER (the clock moved back by 15
+  // minutes in the database): the next to start continues the schedule, every store first.
+  platform.latencyMs = 100;
+  for (const daemon of [second, third]) {
+    daemon.kill('SIGTERM');
+    await daemon.waitForExit(15_000);
+  }
+  await db.query(`UPDATE reconcile_schedule SET alive_at = alive_at - interval '15 minutes'`);
+  await db.query(`UPDATE reconcile_stores SET last_reconciled_at = last_reconciled_at - interval '15 minutes'`);
+  await db.query(`UPDATE subscriptions SET created_at = created_at - interval '15 minutes'`);
+  fourth = await start('ingress,api,projector,sinks,reconcile,console');
+  const downtime = await eventually(
+    async () => {
+      const answer = await api(fourth.url, '/api/v1/reconcile/runs?limit=100');
+      const ofDowntime = (answer.json.data as Json[]).filter((run) => run.trigger === 'downtime');
+      expect({
+        stores: new Set(ofDowntime.flatMap((run) => run.stores.map((store: Json) => store.store_id))).size,
+        done: answer.json.stores_done,
+        pending: answer.json.stores_pending,
+        failing: answer.json.stores_failing,
+      }).toEqual({ stores: STORES.length, done: 24, pending: 0, failing: 0 });
+      return ofDowntime;
+    },
+    60_000,
+    250,
+  );
+  expect(new Set(downtime.map((run) => run.outcome))).toEqual(new Set(['ok']));
+  expect(fourth.logs).toContain('every store first');
+  expect(platform.maxInFlightPerStore).toBe(1);
 }, 300_000);

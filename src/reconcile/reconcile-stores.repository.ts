@@ -190,10 +190,14 @@ export class ReconcileStoresRepository {
     return progress ?? { storesDone: 0, storesPending: 0, storesFailing: 0, nextDueAt: null };
   }
 
-  /** A reconcile process is alive: returns when one last said so before (null: never). */
+  /**
+   * A reconcile process is alive: returns when one last said so before (null: never). Not FOR
+   * UPDATE: a locked row the statement itself updates reads as none. Two processes starting
+   * together may both see the old time, and both put every store first: the same writes.
+   */
   async heartbeat(): Promise<number | null> {
     const [row] = await this.dataSource.query(
-      `WITH old AS (SELECT alive_at FROM reconcile_schedule WHERE id = 1 FOR UPDATE)
+      `WITH old AS (SELECT alive_at FROM reconcile_schedule WHERE id = 1)
        INSERT INTO reconcile_schedule (id, alive_at) VALUES (1, now())
        ON CONFLICT (id) DO UPDATE SET alive_at = excluded.alive_at
        RETURNING (SELECT alive_at FROM old) AS before`,
