@@ -21,6 +21,7 @@ import { OwnerScope1765900000000 } from './1765900000000-owner-scope.js';
 import { ConnectStartedBy1766100000000 } from './1766100000000-connect-started-by.js';
 import { TableLayout1766200000000 } from './1766200000000-table-layout.js';
 import { Activity1766400000000 } from './1766400000000-activity.js';
+import { ReconcileStores1766600000000 } from './1766600000000-reconcile-stores.js';
 import { ProjectionCheckpoints1766900000000 } from './1766900000000-projection-checkpoints.js';
 
 /** Every migration, in order. A new migration is added here as well. */
@@ -48,5 +49,6 @@ export const MIGRATIONS = [
   ConnectStartedBy1766100000000,
   TableLayout1766200000000,
   Activity1766400000000,
+  ReconcileStores1766600000000,
   ProjectionCheckpoints1766900000000,
 ];

@@ -126,6 +126,10 @@ describe('the console at /console, in a browser, against the sandbox', () => {
     await connections.first().waitFor();
     await expect(connections.first().textContent()).resolves.toMatch(/^1active4001/);
     await page.locator('#reconcile tbody tr').first().waitFor();
+    // The per-store schedule: the demo store reconciled, its next turn hours away (RECONCILE_INTERVAL 6 h).
+    const progress = /^Stores: 1 done, 0 pending, 0 failing; next due in [3-9] hours$/;
+    await page.locator('#reconcile-progress', { hasText: progress }).waitFor({ timeout: 15_000 });
+    await expect(page.locator('#reconcile-progress').textContent()).resolves.toMatch(progress);
     await page.locator('#projections tbody tr').first().waitFor();
     // The sinks come from a request of their own, which may still be under way ("Loading sinks…").
     const sinksShown = /Sinks are not available on this daemon|No sinks yet|Target/;

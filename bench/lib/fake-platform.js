@@ -65,6 +65,10 @@ export async function startFakePlatform({ users, latencyMs = 0, productsPerStore
     requests: [],
     inFlight: 0,
     maxInFlight: 0,
+    /** How long each answer takes; may be changed while the platform runs. */
+    latencyMs,
+    /** The most requests of one store (of one user) in flight at once: more than 1 means two fetchers at once. */
+    maxInFlightPerStore: 0,
     /** Callback URIs registered, by user id. */
     callbacks: new Map(),
     fault,
@@ -97,15 +101,28 @@ export async function startFakePlatform({ users, latencyMs = 0, productsPerStore
     response.end(JSON.stringify(body));
   };
 
+  const ofStore = new Map(); // user/store -> requests in flight
   async function api(request, response, url, [, storeId, resource]) {
     const entry = { user: userOf(request), storeId, resource, arrivedAt: Date.now(), answeredAt: 0, status: 0 };
     platform.requests.push(entry);
     platform.inFlight++;
     platform.maxInFlight = Math.max(platform.maxInFlight, platform.inFlight);
+    const key = `${entry.user}/${storeId}`;
+    ofStore.set(key, (ofStore.get(key) ?? 0) + 1);
+    platform.maxInFlightPerStore = Math.max(platform.maxInFlightPerStore, ofStore.get(key));
+    // A request ends when answered, or when its client goes away first (a process killed).
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      ofStore.set(key, ofStore.get(key) - 1);
+    };
+    response.on('close', end);
     const answer = (status, body, headers) => {
       entry.status = status;
       entry.answeredAt = Date.now();
       platform.inFlight--;
+      end();
       json(response, status, body, headers);
     };
     const faulty = platform.fault(entry);
@@ -119,7 +136,7 @@ export async function startFakePlatform({ users, latencyMs = 0, productsPerStore
       return;
     }
     if (faulty !== undefined) return answer(faulty.status, faulty.body ?? { errors: [] }, faulty.headers);
-    if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
+    if (platform.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, platform.latencyMs));
     if (entry.user === undefined) return answer(401, { errors: [{ status: '401', title: 'Unauthorized' }] });
     if (!storesOf.get(entry.user)?.has(storeId))
       return answer(404, { errors: [{ status: '404', title: 'Not Found' }] });

@@ -73,6 +73,13 @@ export function formatStatus(report: StatusReport, colour: boolean): string {
       ? `  #${run.id}  ${state(run.outcome)}  ${run.trigger}, ${ago(new Date(run.started_at), at)}${run.errors.length > 0 ? `  ${red(run.errors[0])}` : ''}`
       : dim('  none yet'),
   );
+  const progress = report.reconcile;
+  if (progress !== null && progress.stores_done + progress.stores_pending + progress.stores_failing > 0)
+    lines.push(
+      `  stores: ${progress.stores_done} done, ${progress.stores_pending} pending, ` +
+        `${progress.stores_failing === 0 ? '0' : red(String(progress.stores_failing))} failing` +
+        `${progress.next_due_at === null ? '' : `; next due ${ago(new Date(progress.next_due_at), at)}`}`,
+    );
 
   lines.push('', `${bold('Quarantine')}  ${report.quarantined} rejected deliveries kept`, '');
   if (report.ok) lines.push(green('OK: nothing needs attention'));

@@ -24,7 +24,7 @@ describe('loadConfig', () => {
       WEBHOOK_KEYS: [],
       API_TOKENS: [],
       WEBHOOK_MAX_BODY_BYTES: 1048576,
-      RECONCILE_CRON: '0 */15 * * * *',
+      RECONCILE_INTERVAL: '6h',
       LOG_LEVEL: 'info',
       MIGRATIONS_RUN: true,
       DATABASE_POOL_SIZE: 10,
@@ -70,6 +70,24 @@ describe('loadConfig', () => {
     expect(problems({ ROLES: ',' })).toEqual([
       'ROLES: ROLES must name at least one of ingress, api, projector, sinks, reconcile, console',
     ]);
+  });
+
+  it('reconcile: the spread schedule unless RECONCILE_CRON is set (then passes on it), neither with off; durations checked', () => {
+    expect(loadConfig({}).RECONCILE_CRON).toBeUndefined();
+    expect(loadConfig({}).reconcileSchedule).toEqual({
+      mode: 'spread',
+      intervalMs: 21_600_000,
+      silenceMs: 3_600_000,
+      downtimeMs: 300_000,
+    });
+    expect(loadConfig({ RECONCILE_CRON: '0 */15 * * * *' }).reconcileSchedule.mode).toBe('cron');
+    expect(loadConfig({ RECONCILE_CRON: 'off' }).reconcileSchedule.mode).toBe('off');
+    expect(loadConfig({ RECONCILE_INTERVAL: '90s' }).reconcileSchedule.intervalMs).toBe(90_000);
+    expect(
+      problems({ RECONCILE_INTERVAL: 'often', RECONCILE_SILENCE_AFTER: '1 hour', RECONCILE_DOWNTIME_AFTER: '-5m' })
+        .map((problem) => problem.split(':')[0])
+        .sort(),
+    ).toEqual(['RECONCILE_DOWNTIME_AFTER', 'RECONCILE_INTERVAL', 'RECONCILE_SILENCE_AFTER']);
   });
 
   it('takes LOG_FORMAT auto (default), json or pretty, and refuses anything else', () => {

@@ -251,9 +251,37 @@ export class AppConfig {
   @Max(64 * 1024 * 1024)
   WEBHOOK_MAX_BODY_BYTES = 1048576;
 
-  @IsString()
+  /** Unset: the spread schedule (RECONCILE_INTERVAL); a cron expression: passes on it instead; `off`: neither. */
+  @IsOptional()
   @Matches(/^(off|(\S+\s+){4,5}\S+)$/, { message: 'RECONCILE_CRON must be a cron expression of 5 or 6 fields, or off' })
-  RECONCILE_CRON = '0 */15 * * * *';
+  RECONCILE_CRON?: string;
+
+  /** Each store is reconciled once per this, spread over it (reference §13), unless RECONCILE_CRON is set. */
+  @Matches(DURATION, { message: 'RECONCILE_INTERVAL must be a duration such as 6h, 30m or 90s' })
+  RECONCILE_INTERVAL = '6h';
+
+  /** A connection with no delivery for this long while others' arrive has its stores reconciled first. */
+  @Matches(DURATION, { message: 'RECONCILE_SILENCE_AFTER must be a duration such as 1h, 30m or 90s' })
+  RECONCILE_SILENCE_AFTER = '1h';
+
+  /** Every reconcile process stopped for this long: every store is reconciled first when one starts again. */
+  @Matches(DURATION, { message: 'RECONCILE_DOWNTIME_AFTER must be a duration such as 5m, 1h or 90s' })
+  RECONCILE_DOWNTIME_AFTER = '5m';
+
+  get reconcileSchedule(): {
+    mode: 'spread' | 'cron' | 'off';
+    intervalMs: number;
+    silenceMs: number;
+    downtimeMs: number;
+  } {
+    const cron = this.RECONCILE_CRON;
+    return {
+      mode: cron === undefined ? 'spread' : cron === 'off' ? 'off' : 'cron',
+      intervalMs: Math.max(1000, durationMs(this.RECONCILE_INTERVAL)),
+      silenceMs: durationMs(this.RECONCILE_SILENCE_AFTER),
+      downtimeMs: durationMs(this.RECONCILE_DOWNTIME_AFTER),
+    };
+  }
 
   @Transform(list)
   @IsString({ each: true })
@@ -578,6 +606,7 @@ const OPTIONAL_VARIABLES = [
   'NATS_URL',
   'MENU_SYNC_URL',
   'MENU_SYNC_TOKEN',
+  'RECONCILE_CRON',
 ];
 
 /** Every environment variable loadConfig reads, in the order AppConfig declares them. */

@@ -30,6 +30,11 @@ export const SINGLE_LOCKS = {
   changeLogCompaction: 7_260_006,
   /** One connect at a time, from its owner's lookup to its stored tokens: an owner is never connected twice. */
   connect: 7_260_007,
+  /**
+   * Held shared by every process of the reconcile role working the spread schedule: the holders
+   * are those alive, among which the store buckets are shared.
+   */
+  reconcileWorker: 7_260_008,
 } as const;
 
 /** First keys of two-key locks; the second key names the instance (a projection, a connection). */
@@ -52,6 +57,8 @@ export const LOCK_SPACES = {
   sinkBucket: 7_260_600,
   /** Held by the session of the active projector that applies a projection (its lane), per projection. */
   projectorLane: 7_260_500,
+  /** The lease of a bucket of reconcile's stores (0 … RECONCILE_BUCKETS - 1), held by the process reconciling them. */
+  reconcileBucket: 7_260_700,
 } as const;
 
 export const advisoryLocks = {

@@ -57,6 +57,20 @@ describe('statusReport', () => {
     ]);
   });
 
+  it("shows where reconcile's per-store schedule stands, and null on a database without it", () => {
+    expect(statusReport(calm(), thresholds).reconcile).toBeNull();
+    const progress = { storesDone: 7, storesPending: 2, storesFailing: 1, nextDueAt: new Date('2026-01-01T00:05:00Z') };
+    const report = statusReport({ ...calm(), reconcileProgress: progress }, thresholds);
+    expect(report.reconcile).toEqual({
+      stores_done: 7,
+      stores_pending: 2,
+      stores_failing: 1,
+      next_due_at: '2026-01-01T00:05:00.000Z',
+    });
+    // A failing store is retried with backoff: shown, not a reason for attention by itself.
+    expect(report.attention).toEqual([]);
+  });
+
   it('names each sink that needs attention, and counts the others', () => {
     const snapshot = calm();
     snapshot.sinks = {

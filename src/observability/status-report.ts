@@ -1,6 +1,7 @@
 import type {
   ConnectionStatusRow,
   ProjectionStatusRow,
+  ReconcileProgressRow,
   ReconcileStatusRow,
   SinkStatusCounts,
 } from './status.repository.js';
@@ -15,6 +16,8 @@ export interface StatusSnapshot {
   /** undefined when the database has no sinks table. */
   sinks: SinkStatusCounts | undefined;
   lastReconcile: ReconcileStatusRow | undefined;
+  /** undefined when the database has no reconcile schedule (before its migration), or the caller did not read it. */
+  reconcileProgress?: ReconcileProgressRow;
   quarantined: number;
 }
 
@@ -80,10 +83,23 @@ export interface StatusReport {
     }>;
   } | null;
   last_reconcile: { id: number; trigger: string; outcome: string; started_at: string; errors: string[] } | null;
+  /** Reconcile's per-store schedule, as `GET /api/v1/reconcile/runs` shows it (docs/reference.md §13). */
+  reconcile: { stores_done: number; stores_pending: number; stores_failing: number; next_due_at: string | null } | null;
   quarantined: number;
 }
 
 const iso = (date: Date | null) => (date === null ? null : date.toISOString());
+
+/** The progress fields as `/api/v1/reconcile/runs` and the status report show them. */
+export function reconcileProgressJson(progress: ReconcileProgressRow | undefined): StatusReport['reconcile'] {
+  if (progress === undefined) return null;
+  return {
+    stores_done: progress.storesDone,
+    stores_pending: progress.storesPending,
+    stores_failing: progress.storesFailing,
+    next_due_at: iso(progress.nextDueAt),
+  };
+}
 
 /** A sandbox connection retired for a newer emulator: history, not a fault. */
 const retiredSandbox = (connection: ConnectionStatusRow) => connection.sandbox && connection.state !== 'active';
@@ -226,6 +242,7 @@ export function statusReport(snapshot: StatusSnapshot, thresholds: StatusThresho
     last_reconcile: run
       ? { id: run.id, trigger: run.trigger, outcome: run.outcome, started_at: run.startedAt, errors: run.errors }
       : null,
+    reconcile: reconcileProgressJson(snapshot.reconcileProgress),
     quarantined: snapshot.quarantined,
   };
 }

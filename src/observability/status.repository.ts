@@ -52,6 +52,19 @@ export interface ReconcileStatusRow {
   errors: string[];
 }
 
+/**
+ * Where reconcile's per-store schedule stands (docs/reference.md §13), over the stores of active
+ * connections that their owners have: done (reconciled, not due yet), pending (due, or never
+ * reconciled), failing (the last attempt failed; retried with backoff); the three add up to the stores.
+ */
+export interface ReconcileProgressRow {
+  storesDone: number;
+  storesPending: number;
+  storesFailing: number;
+  /** The soonest a store is due (null: no store scheduled). */
+  nextDueAt: Date | null;
+}
+
 /** The sinks `menu-sync status` names one by one; the rest are counted. */
 export const SINKS_NAMED = 20;
 
@@ -181,6 +194,26 @@ export class StatusRepository {
         errors: row.errors ?? [],
       }
     );
+  }
+
+  /** undefined when the database has no reconcile_stores table (before its migration). */
+  async reconcileProgress(): Promise<ReconcileProgressRow | undefined> {
+    const [exists] = await this.db.query(`SELECT to_regclass('reconcile_stores') IS NOT NULL AS present`);
+    if (!exists.present) return undefined;
+    const [row] = await this.db.query(
+      `SELECT count(*) FILTER (WHERE s.consecutive_failures = 0 AND s.last_reconciled_at IS NOT NULL AND s.next_due_at > now())::int AS done,
+              count(*) FILTER (WHERE s.consecutive_failures = 0 AND (s.last_reconciled_at IS NULL OR s.next_due_at <= now()))::int AS pending,
+              count(*) FILTER (WHERE s.consecutive_failures > 0)::int AS failing,
+              min(s.next_due_at) AS next_due_at
+         FROM reconcile_stores s JOIN connections c ON c.id = s.connection_id AND c.state = 'active'
+        WHERE s.owned`,
+    );
+    return {
+      storesDone: row.done,
+      storesPending: row.pending,
+      storesFailing: row.failing,
+      nextDueAt: row.next_due_at === null ? null : new Date(row.next_due_at),
+    };
   }
 
   async quarantined(): Promise<number> {

@@ -27,6 +27,8 @@ export interface ConnectionPlan {
   owner: string;
   storeIds: string[];
   storeFilter: string | undefined;
+  /** Stores the owner has besides `storeIds` (a batch of the spread schedule); none when absent. */
+  otherStores?: number;
 }
 
 /**

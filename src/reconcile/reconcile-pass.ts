@@ -32,6 +32,26 @@ export class StoreTimeoutError extends Error {
   }
 }
 
+/** The pass was stopped (the process stops, or its reconcile leases ended): its stores are left for later, unreported. */
+export class PassStoppedError extends Error {
+  constructor() {
+    super('the pass was stopped');
+  }
+}
+
+/** What a batch of the spread schedule asks of a pass besides the plans. */
+export interface PassOptions {
+  /** Instead of the daemon's StoreRetries. */
+  retries?: StoreRetries;
+  /**
+   * Asked before each attempt at a store: null leaves the store out of the pass (its lease is being
+   * handed on); else the attempt goes on, and the function returned is called once its fetch is over.
+   */
+  claim?: (connectionId: number, storeId: string) => (() => void) | null;
+  /** Fired: the fetches under way stop, and the stores not settled are left unreported. */
+  signal?: AbortSignal;
+}
+
 /** A connection's share of the pass. */
 interface Group {
   index: number;
@@ -44,6 +64,8 @@ interface Group {
   /** Stores that answered 403/404: not the owner's. */
   foreign: Set<string>;
   applied: boolean;
+  /** The claims (PassOptions.claim) of the stores whose snapshots wait for the first round's comparison. */
+  releases: Array<() => void>;
   stopped: boolean;
 }
 
@@ -69,22 +91,33 @@ export class ReconcilePass {
     @Inject(STORE_RETRIES) private readonly retries: StoreRetries,
   ) {}
 
-  async run(plans: ConnectionPlan[], context: RunContext): Promise<void> {
+  async run(plans: ConnectionPlan[], context: RunContext, options: PassOptions = {}): Promise<void> {
+    const retries = options.retries ?? this.retries;
     const groups = plans.map((plan, index): Group => {
       const reports = new Map(
         plan.storeIds.map((storeId) => [storeId, emptyStoreReport(plan.connection.id, storeId, plan.owner)]),
       );
       const firstRound = plan.storeIds.length;
-      return { index, plan, reports, firstRound, snapshots: [], foreign: new Set(), applied: false, stopped: false };
+      return {
+        index,
+        plan,
+        reports,
+        firstRound,
+        snapshots: [],
+        foreign: new Set(),
+        applied: false,
+        stopped: false,
+        releases: [],
+      };
     });
     const queue = new StoreQueue(groups.map((group) => ({ group, storeIds: group.plan.storeIds })));
     const bugs: unknown[] = [];
     const worker = async () => {
       for (;;) {
-        const next = bugs.length > 0 ? null : queue.take(Date.now());
+        const next = bugs.length > 0 || options.signal?.aborted ? null : queue.take(Date.now());
         if (next === null) return;
         if ('waitMs' in next) await waitFor(queue.whenChanged(), next.waitMs);
-        else await this.work(next.store, queue, context).catch((error: unknown) => bugs.push(error));
+        else await this.work(next.store, queue, context, retries, options).catch((error: unknown) => bugs.push(error));
         if (bugs.length > 0) for (const group of groups) queue.drop(group);
       }
     };
@@ -104,19 +137,37 @@ export class ReconcilePass {
   }
 
   /** One attempt at one store; the store is given back to the queue when it is to be tried again. */
-  private async work(store: QueuedStore<Group>, queue: StoreQueue<Group>, context: RunContext): Promise<void> {
+  private async work(
+    store: QueuedStore<Group>,
+    queue: StoreQueue<Group>,
+    context: RunContext,
+    retries: StoreRetries,
+    options: PassOptions,
+  ): Promise<void> {
     const group = store.group;
     let retryAt: number | undefined;
     try {
-      if (group.stopped) return;
-      const snapshot = await this.attempt(store, context);
-      if (snapshot === 'retry') retryAt = Date.now() + this.retryDelay(store.attempt);
-      else if (snapshot !== undefined && !group.applied) group.snapshots.push(snapshot);
-      else if (snapshot !== undefined && !group.stopped) await this.applyGuarded(group, [snapshot], context);
+      if (group.stopped || options.signal?.aborted) return;
+      const release = options.claim ? options.claim(group.plan.connection.id, store.storeId) : () => undefined;
+      if (release === null) return;
+      // A claim lasts until the store's snapshot is compared and appended, or it is settled without one.
+      let kept = false;
+      try {
+        const snapshot = await this.attempt(store, context, retries, options.signal);
+        if (snapshot === 'retry') retryAt = Date.now() + this.retryDelay(store.attempt, retries);
+        else if (snapshot !== undefined && !group.applied) {
+          group.snapshots.push(snapshot);
+          group.releases.push(release);
+          kept = true;
+        } else if (snapshot !== undefined && !group.stopped) await this.applyGuarded(group, [snapshot], context);
+      } finally {
+        if (!kept) release();
+      }
     } finally {
       queue.done(store, retryAt);
       if (group.stopped) queue.drop(group);
-      if (store.attempt === 1 && --group.firstRound === 0) await this.closeFirstRound(group, context);
+      if (store.attempt === 1 && --group.firstRound === 0)
+        await this.closeFirstRound(group, context).finally(() => group.releases.splice(0).forEach((end) => end()));
     }
   }
 
@@ -127,22 +178,28 @@ export class ReconcilePass {
   private async attempt(
     { group, storeId, attempt }: QueuedStore<Group>,
     context: RunContext,
+    retries: StoreRetries,
+    stop: AbortSignal | undefined,
   ): Promise<StoreSnapshot | 'retry' | undefined> {
     const { connection } = group.plan;
     const report = group.reports.get(storeId)!;
     const seconds = this.config.RECONCILE_STORE_TIMEOUT;
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new StoreTimeoutError(seconds)), seconds * 1000);
+    const stopped = () => deadline.abort(new PassStoppedError());
+    stop?.addEventListener('abort', stopped);
     const started = Date.now();
     try {
       return await this.fetcher.fetch(connection, storeId, deadline.signal);
     } catch (error) {
+      if (error instanceof PassStoppedError || stop?.aborted) return undefined;
       if (error instanceof StoreNotOfConnectionError) {
         // STORE_IDS applies to every connection: another owner's store is no fault of this run.
         context.notes.push(
           `connection ${connection.id}: store ${storeId} answered ${error.status}: not this connection's store, left out`,
         );
         group.foreign.add(storeId);
+        context.notOwned.push({ connectionId: connection.id, storeId });
         return undefined;
       }
       if (error instanceof ReauthorizationRequiredError) {
@@ -151,14 +208,14 @@ export class ReconcilePass {
         return undefined;
       }
       if (!(error instanceof StoreTimeoutError) && !isOperationalFault(error)) throw error;
-      const message = `attempt ${attempt} of ${this.retries.attempts}: ${messageOf(error)}`;
+      const message = `attempt ${attempt} of ${retries.attempts}: ${messageOf(error)}`;
       this.logger.warn({
         msg: 'a store of a reconcile run failed',
         connection: connection.id,
         store: storeId,
         attempt,
       });
-      if (attempt < this.retries.attempts) {
+      if (attempt < retries.attempts) {
         report.notes.push(`${message}; tried again later`);
         return 'retry';
       }
@@ -167,13 +224,14 @@ export class ReconcilePass {
       return undefined;
     } finally {
       clearTimeout(timer);
+      stop?.removeEventListener('abort', stopped);
       report.duration_ms += Date.now() - started;
     }
   }
 
   /** Half to all of the base doubled at each attempt: stores failing together do not come back together. */
-  private retryDelay(attempt: number): number {
-    const ceiling = this.retries.baseDelayMs * 2 ** (attempt - 1);
+  private retryDelay(attempt: number, retries: StoreRetries): number {
+    const ceiling = retries.baseDelayMs * 2 ** (attempt - 1);
     return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
   }
 
@@ -184,7 +242,7 @@ export class ReconcilePass {
     const { plan } = group;
     if (group.snapshots.length > 0) return this.applyGuarded(group, group.snapshots, context);
     // With --store, another connection may own it (ReconcileService says so when none does).
-    if (group.foreign.size === plan.storeIds.length && plan.storeFilter === undefined)
+    if (group.foreign.size === plan.storeIds.length && plan.storeFilter === undefined && !plan.otherStores)
       context.errors.push(
         `connection ${plan.connection.id}: every store (${plan.storeIds.join(', ')}) answered 403/404 (a wrong UPSTREAM_SNAPSHOT_PATH?); nothing reconciled`,
       );
@@ -195,7 +253,7 @@ export class ReconcilePass {
     const reports = new Map(snapshots.map(({ storeId }) => [storeId, group.reports.get(storeId)!]));
     context.stores.push(...reports.values());
     const started = Date.now();
-    const ownerStores = group.plan.storeIds.length - group.foreign.size;
+    const ownerStores = (group.plan.otherStores ?? 0) + group.plan.storeIds.length - group.foreign.size;
     const turn = this.applying.then(() => this.reconciler.apply(group.plan, snapshots, ownerStores, reports, context));
     this.applying = turn.then(
       () => undefined,

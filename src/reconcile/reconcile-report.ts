@@ -53,4 +53,6 @@ export interface RunContext {
   errors: string[];
   notes: string[];
   stores: StoreReport[];
+  /** Stores that answered 403/404: not the connection's owner's, settled without a report. */
+  notOwned: Array<{ connectionId: number; storeId: string }>;
 }

@@ -2,6 +2,8 @@ import { Controller, Get, Query, UseGuards } from '@nestjs/common';
 import { BadRequestError } from '../common/app-error.js';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
+import { reconcileProgressJson } from '../observability/status-report.js';
+import { ReconcileStoresRepository } from './reconcile-stores.repository.js';
 import { ReconcileRepository } from './reconcile.repository.js';
 
 @ApiTags('reconcile')
@@ -9,17 +11,24 @@ import { ReconcileRepository } from './reconcile.repository.js';
 @UseGuards(ApiTokenGuard)
 @Controller('api/v1/reconcile')
 export class ReconcileController {
-  constructor(private readonly runs: ReconcileRepository) {}
+  constructor(
+    private readonly runs: ReconcileRepository,
+    private readonly stores: ReconcileStoresRepository,
+  ) {}
 
   @Get('runs')
   @ApiOperation({
     summary:
-      'Reconcile run reports, newest first: per store, resources checked, differences by kind, events appended, errors, duration',
+      'Reconcile run reports, newest first (per store: resources checked, differences by kind, events appended, errors, duration), and where the per-store schedule stands',
   })
   @ApiQuery({ name: 'limit', required: false, description: '1–100, default 20' })
-  @ApiOkResponse({ description: '{"data": [<run>]}' })
+  @ApiOkResponse({
+    description:
+      '{"data": [<run>], "stores_done", "stores_pending", "stores_failing", "next_due_at"}: stores reconciled and not due yet, due or never reconciled, whose last attempt failed (retried with backoff); the soonest due (null: none)',
+  })
   async list(@Query('limit') limit?: string) {
-    return { data: await this.runs.listRuns(runLimit(limit)) };
+    const [data, progress] = await Promise.all([this.runs.listRuns(runLimit(limit)), this.stores.progress()]);
+    return { data, ...reconcileProgressJson(progress) };
   }
 }
 

@@ -9,11 +9,15 @@ import { UpstreamModule } from '../upstream/upstream.module.js';
 import { ConnectionReconciler } from './connection.reconciler.js';
 import { ProjectionCatchUp } from './projection-catch-up.js';
 import { DEFAULT_STORE_RETRIES, ReconcilePass, STORE_RETRIES } from './reconcile-pass.js';
+import { ReconcileLeaseRepository } from './reconcile-lease.repository.js';
+import { ReconcileSpread } from './reconcile-spread.service.js';
+import { ReconcileStoresRepository } from './reconcile-stores.repository.js';
 import { ReconcileController } from './reconcile.controller.js';
 import { ReconcileRepository } from './reconcile.repository.js';
 import { ReconcileScheduler } from './reconcile.scheduler.js';
 import { ReconcileService } from './reconcile.service.js';
 import { SnapshotFetcher } from './snapshot.fetcher.js';
+import { StoreSchedule } from './store-schedule.js';
 
 const SERVICE_PROVIDERS = [
   ReconcileService,
@@ -23,9 +27,11 @@ const SERVICE_PROVIDERS = [
   ReconcileRepository,
   SnapshotFetcher,
   ProjectionCatchUp,
+  ReconcileStoresRepository,
+  StoreSchedule,
 ];
 
-/** Reconcile: the service and its reports; in the daemon also its schedule and API. */
+/** Reconcile: the service, its reports and its per-store schedule; in the daemon also the schedule's loops and the API. */
 @Module({})
 export class ReconcileModule {
   static forDaemon(): DynamicModule {
@@ -40,8 +46,8 @@ export class ReconcileModule {
         ScheduleModule.forRoot(),
       ],
       controllers: [ReconcileController],
-      providers: [...SERVICE_PROVIDERS, ReconcileScheduler],
-      exports: [ReconcileService, ReconcileScheduler],
+      providers: [...SERVICE_PROVIDERS, ReconcileScheduler, ReconcileLeaseRepository, ReconcileSpread],
+      exports: [ReconcileService, ReconcileScheduler, ReconcileSpread],
     };
   }
 

@@ -41,6 +41,28 @@ export class ReconcileRepository {
     }
   }
 
+  /**
+   * Runs `work` holding the reconcile lock shared, as the batches of the spread schedule do in
+   * every process at once; undefined without running it while a run holds the lock (or waits for it).
+   */
+  async alongside<T>(work: () => Promise<T>): Promise<T | undefined> {
+    const runner = await openSession(this.dataSource);
+    let locked = false;
+    try {
+      [{ result: locked }] = await runner.query(...lockQuery('pg_try_advisory_lock_shared', RECONCILE_LOCK));
+      if (!locked) return undefined;
+      return await work();
+    } finally {
+      try {
+        if (locked) await runner.query('SELECT pg_advisory_unlock_all()');
+        await runner.release();
+      } catch (error) {
+        const postgres = runner as unknown as { releasePostgresConnection(error: unknown): Promise<void> };
+        await postgres.releasePostgresConnection(error).catch(() => undefined);
+      }
+    }
+  }
+
   /** Waits in PostgreSQL's queue for the lock, so that runs waiting together take their turns in order. */
   private async waitForLock(runner: QueryRunner, waitMs: number): Promise<boolean> {
     await runner.startTransaction();

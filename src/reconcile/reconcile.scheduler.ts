@@ -12,7 +12,8 @@ const JOB = 'reconcile';
 const SHUTDOWN_WAIT_MS = 5000;
 
 /**
- * When reconcile runs in the daemon: on RECONCILE_CRON (`off` disables it) in a process with the
+ * When reconcile runs in the daemon with RECONCILE_CRON set (unset, ReconcileSpread schedules it):
+ * on RECONCILE_CRON (`off`: never) in a process with the
  * `reconcile` role, and once right after a connection is made, in the process that made it (a new
  * account should not wait for the next tick). Runs in this process queue one after another; a tick while a scheduled run
  * still waits in the queue is dropped, so ticks cannot pile up behind runs longer than the
@@ -35,9 +36,9 @@ export class ReconcileScheduler implements OnApplicationBootstrap, BeforeApplica
   ) {}
 
   onApplicationBootstrap(): void {
-    if (this.config.RECONCILE_CRON === 'off' || !this.config.hasRole('reconcile')) return;
+    if (this.config.reconcileSchedule.mode !== 'cron' || !this.config.hasRole('reconcile')) return;
     const job = CronJob.from({
-      cronTime: this.config.RECONCILE_CRON,
+      cronTime: this.config.RECONCILE_CRON!,
       onTick: () => void this.onSchedule(),
       start: true,
     });
@@ -57,6 +58,8 @@ export class ReconcileScheduler implements OnApplicationBootstrap, BeforeApplica
 
   @OnEvent(CONNECTION_CREATED)
   onConnected({ connectionId }: { connectionId: number }): void {
+    // The spread schedule reconciles a new connection's stores first, in the processes sharing them.
+    if (this.config.reconcileSchedule.mode === 'spread') return;
     void this.enqueue('connection', { connectionId });
   }
 

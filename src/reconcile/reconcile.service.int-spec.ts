@@ -21,6 +21,8 @@ import { ReconcilePass } from './reconcile-pass.js';
 import { ReconcileService } from './reconcile.service.js';
 import type { SnapshotResource } from './snapshot-diff.js';
 import { StoreNotOfConnectionError } from './snapshot.fetcher.js';
+import { ReconcileStoresRepository } from './reconcile-stores.repository.js';
+import { StoreSchedule } from './store-schedule.js';
 import type { FetchedList, SnapshotFetcher, StoreSnapshot } from './snapshot.fetcher.js';
 
 type Fetch = (connection: Connection, storeId: string) => Promise<StoreSnapshot>;
@@ -86,6 +88,14 @@ describe('ReconcileService.run (PostgreSQL)', () => {
     await project();
   }
 
+  async function scheduled(): Promise<Array<Record<string, unknown>>> {
+    return dataSource.query(
+      `SELECT connection_id::int AS connection, store_id AS store, owned, consecutive_failures AS failures, last_error,
+              last_reconciled_at IS NOT NULL AS reconciled, priority
+         FROM reconcile_stores ORDER BY connection_id, store_id`,
+    );
+  }
+
   // A fresh database and the two connections (ids 1 and 2) for every test: none depends on another's leftovers.
   beforeEach(async () => {
     database = await createTestDatabase();
@@ -123,6 +133,7 @@ describe('ReconcileService.run (PostgreSQL)', () => {
       runs,
       new ProjectionCatchUp(dataSource, projections, new ProjectionStatusRepository(dataSource)),
       metrics,
+      new StoreSchedule(new ReconcileStoresRepository(dataSource), config),
     );
   });
 
@@ -138,6 +149,7 @@ describe('ReconcileService.run (PostgreSQL)', () => {
       if (connection.id === 1) throw new UpstreamUnavailableError('GET /stores/1/collections: connection reset');
       return snapshotOf(storeId, [product(`${connection.id}-7`)]);
     };
+    const before = Date.now();
     const run = await service.run('command');
     expect(Object.fromEntries(attempts)).toEqual({ 1: 2, 2: 1 });
     expect(run).toMatchObject({
@@ -161,6 +173,28 @@ describe('ReconcileService.run (PostgreSQL)', () => {
       ],
     });
     expect((await runs.listRuns(1))[0]).toEqual(run);
+    // The schedule learned both stores: the failing one is retried after 15-30 s, the other is done.
+    expect(await scheduled()).toEqual([
+      {
+        connection: 1,
+        store: '1',
+        owned: true,
+        failures: 1,
+        last_error: 'attempt 2 of 2: GET /stores/1/collections: connection reset; nothing reconciled for this store',
+        reconciled: false,
+        priority: null,
+      },
+      { connection: 2, store: '1', owned: true, failures: 0, last_error: null, reconciled: true, priority: null },
+    ]);
+    const progress = await new ReconcileStoresRepository(dataSource).progress();
+    expect({ ...progress, nextDueAt: undefined }).toEqual({
+      storesDone: 1,
+      storesPending: 0,
+      storesFailing: 1,
+      nextDueAt: undefined,
+    });
+    expect(progress.nextDueAt!.getTime()).toBeGreaterThanOrEqual(before + 15_000);
+    expect(progress.nextDueAt!.getTime()).toBeLessThanOrEqual(Date.now() + 30_000);
   });
 
   it('a resource the log cannot hold is reported and skipped; a long id is hashed into the event id; the rest is appended', async () => {
@@ -204,6 +238,16 @@ describe('ReconcileService.run (PostgreSQL)', () => {
       errors: ['connection 1: every store (1) answered 403/404 (a wrong UPSTREAM_SNAPSHOT_PATH?); nothing reconciled'],
       notes: ["connection 1: store 1 answered 404: not this connection's store, left out"],
       stores: [expect.objectContaining({ connection_id: 2, events_appended: 0, errors: [] })],
+    });
+    // Connection 1's store is not its owner's: kept out of the progress, looked at again next interval.
+    expect((await scheduled()).map((row) => [row.connection, row.owned, row.failures])).toEqual([
+      [1, false, 0],
+      [2, true, 0],
+    ]);
+    expect(await new ReconcileStoresRepository(dataSource).progress()).toMatchObject({
+      storesDone: 1,
+      storesPending: 0,
+      storesFailing: 0,
     });
   });
 

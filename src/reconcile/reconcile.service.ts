@@ -8,8 +8,10 @@ import type { ConnectionPlan } from './connection.reconciler.js';
 import { isOperationalFault } from './operational-fault.js';
 import { ProjectionCatchUp } from './projection-catch-up.js';
 import { ReconcilePass } from './reconcile-pass.js';
+import type { PassOptions } from './reconcile-pass.js';
 import type { ReconcileRun, RunContext, RunOutcome } from './reconcile-report.js';
 import { ReconcileRepository } from './reconcile.repository.js';
+import { StoreSchedule } from './store-schedule.js';
 
 export interface ReconcileFilter {
   connectionId?: number;
@@ -41,13 +43,14 @@ export class ReconcileService {
     private readonly repository: ReconcileRepository,
     private readonly catchUp: ProjectionCatchUp,
     private readonly metrics: MetricsService,
+    private readonly schedule: StoreSchedule,
   ) {}
 
   async run(trigger: string, filter: ReconcileFilter = {}, { waitMs = 0 }: RunOptions = {}): Promise<ReconcileRun> {
     // The span of the run's work, in the lock: runs never overlap in their reports.
     let startedAt = new Date();
     let finishedAt: Date | undefined;
-    const context: RunContext = { runId: randomUUID(), errors: [], notes: [], stores: [] };
+    const context: RunContext = { runId: randomUUID(), errors: [], notes: [], stores: [], notOwned: [] };
     let outcome: RunOutcome | undefined;
     let bug: { error: unknown } | undefined;
     try {
@@ -76,10 +79,54 @@ export class ReconcileService {
         this.logger.error({ msg: 'reconcile run stopped by an unexpected error', err: error });
       }
     }
+    return this.finish(trigger, context, startedAt, finishedAt ?? new Date(), outcome, bug);
+  }
+
+  /**
+   * One batch of the spread schedule (docs/reference.md §13): the stores of `plans`, fetched once
+   * each (the schedule retries later), alongside the batches of other processes but never during
+   * a run; undefined when a run holds the reconcile lock (or waits for it), or when no store was
+   * settled (all left for the lease's next holder).
+   */
+  async runBatch(trigger: string, plans: ConnectionPlan[], options: PassOptions): Promise<ReconcileRun | undefined> {
+    const startedAt = new Date();
+    const context: RunContext = { runId: randomUUID(), errors: [], notes: [], stores: [], notOwned: [] };
+    let outcome: RunOutcome | undefined;
+    let bug: { error: unknown } | undefined;
+    try {
+      const ran = await this.repository.alongside(async () => {
+        await this.catchUpProjections(context);
+        await this.pass.run(plans, context, { retries: { attempts: 1, baseDelayMs: 0 }, ...options });
+        return true;
+      });
+      if (ran === undefined) return undefined;
+    } catch (error) {
+      outcome = 'failed';
+      context.errors.push(`the batch stopped: ${messageOf(error)}`);
+      if (!isOperationalFault(error)) bug = { error };
+    }
+    if (bug === undefined && context.stores.length === 0 && context.errors.length === 0) {
+      await this.recordGuarded(context, startedAt);
+      return undefined;
+    }
+    return this.finish(trigger, context, startedAt, new Date(), outcome, bug);
+  }
+
+  /** Records the run's stores in the schedule, saves the run, counts and logs it; throws a bug after that. */
+  private async finish(
+    trigger: string,
+    context: RunContext,
+    startedAt: Date,
+    finishedAt: Date,
+    outcome: RunOutcome | undefined,
+    bug: { error: unknown } | undefined,
+  ): Promise<ReconcileRun> {
+    // Recorded first: a run that is listed has its stores' outcomes in the progress already.
+    await this.recordGuarded(context, startedAt);
     const run = await this.repository.saveRun({
       trigger,
       started_at: startedAt.toISOString(),
-      finished_at: (finishedAt ?? new Date()).toISOString(),
+      finished_at: finishedAt.toISOString(),
       outcome: outcome ?? outcomeOf(context),
       stores: context.stores,
       errors: context.errors,
@@ -95,6 +142,16 @@ export class ReconcileService {
     });
     if (bug !== undefined) throw bug.error;
     return run;
+  }
+
+  /** The schedule learns what the run did; a fault doing so is logged (the stores stay due), not the run's. */
+  private async recordGuarded(context: RunContext, startedAt: Date): Promise<void> {
+    try {
+      await this.schedule.record(context, startedAt.getTime());
+    } catch (error) {
+      if (!isOperationalFault(error)) throw error;
+      this.logger.warn({ msg: 'the reconcile schedule could not record a run', err: error });
+    }
   }
 
   private async reconcileAll(context: RunContext, filter: ReconcileFilter): Promise<true> {

@@ -19,7 +19,11 @@ export function Overview() {
   const sinks = usePoll(loadSinksSummary, REFRESH_MS);
   // What needs attention is the daemon's verdict (GET /api/v1/status), the one `menu-sync status` prints.
   const status = usePoll(() => getJson('/api/v1/status'), REFRESH_MS);
-  const runs = usePoll(() => getJson('/api/v1/reconcile/runs').then((body) => body.data.slice(0, 5)), 5000);
+  // The newest runs, and where the per-store schedule stands (stores done, pending, failing, next due).
+  const runs = usePoll(
+    () => getJson('/api/v1/reconcile/runs').then((body) => ({ ...body, data: body.data.slice(0, 5) })),
+    5000,
+  );
   const quarantine = usePoll(() => getJson('/api/v1/quarantine').then((body) => body.data.length), 5000);
   // Write actions are shown to an admin token only; until the role is known, to none.
   const role = usePoll(getRole, 60_000);
@@ -232,12 +236,27 @@ function differences(run) {
   return parts.length === 0 ? 'no differences' : parts.join(', ');
 }
 
+/** Stores done, pending and failing of the per-store schedule, and when the next is due. */
+function ReconcileProgress({ body }) {
+  const total = body.stores_done + body.stores_pending + body.stores_failing;
+  if (!(total > 0)) return null;
+  const counts = `Stores: ${count(body.stores_done)} done, ${count(body.stores_pending)} pending, `;
+  const failing = html`<span class=${body.stores_failing > 0 ? 'error-text' : ''}
+    >${`${count(body.stores_failing)} failing`}</span
+  >`;
+  const next = body.next_due_at
+    ? html`${'; next due '}<span title=${when(body.next_due_at)}>${fromNow(body.next_due_at)}</span>`
+    : null;
+  return html`<p class="reconcile-progress" id="reconcile-progress">${counts}${failing}${next}</p>`;
+}
+
 function ReconcileRuns({ state }) {
   return html`
     <${Panel} title="Recent reconcile runs" id="reconcile">
-      <${Async} state=${state} what="reconcile runs"
-        empty=${html`<${Empty} title="No reconcile run yet">Reconcile runs on its schedule, after a connection is made, and with <span class="mono">menu-sync reconcile</span>.</${Empty}>`}>
-        ${(data) =>
+      ${state.data ? html`<${ReconcileProgress} body=${state.data} />` : null}
+      <${Async} state=${state} what="reconcile runs" isEmpty=${(body) => body.data.length === 0}
+        empty=${html`<${Empty} title="No reconcile run yet">Reconcile goes over every store once per interval, first those of a new connection, and runs with <span class="mono">menu-sync reconcile</span>.</${Empty}>`}>
+        ${({ data }) =>
           html` <div class="table-wrap">
             <table>
               <thead>
