@@ -13,7 +13,15 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { cloneDatabase, createMigratedDatabase, databaseUrl, dropDatabase, admin, query } from './lib/database.js';
+import {
+  admin,
+  cloneDatabase,
+  createMigratedDatabase,
+  databaseUrl,
+  dropDatabase,
+  POOLER_URL,
+  query,
+} from './lib/database.js';
 import { eventBodies } from './lib/events.js';
 import { sampleCpu, waitForQuiet } from './lib/cpu.js';
 import { scanLog } from './lib/logs.js';
@@ -44,7 +52,6 @@ const DAEMON_ENV = {
   'daemon+pooler': {},
 };
 /** PgBouncer (pool_mode = transaction) in front of the bench's server: test/services.sh starts it. */
-const POOLER_URL = process.env.BENCH_POOLER_URL ?? 'postgres://postgres@127.0.0.1:6432/postgres';
 
 /**
  * The product target: at these connection counts, >= 1.5x the baseline's req/s with a p99 no

@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { admin, createMigratedDatabase, databaseUrl, dropDatabase } from './lib/database.js';
+import { admin, createMigratedDatabase, databaseUrl, dropDatabase, POOLER_URL } from './lib/database.js';
 import { sampleCpu, waitForQuiet } from './lib/cpu.js';
 import { scanLog } from './lib/logs.js';
 import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
@@ -66,6 +66,7 @@ export async function run({
   warmup = defaults.warmup,
   quietWait = defaults.quietWait,
   observe = defaults.observe,
+  pooler = false,
   logDir,
 }) {
   if (observe !== 'feed' && observe !== 'poll') throw new Error(`--observe must be feed or poll, not ${observe}`);
@@ -186,6 +187,21 @@ export async function run({
         firstSeq: events + 1 + FRESHNESS_RATE * (warmup + duration),
         logDir,
       });
+    // --pooler: the freshness again, the daemon's DATABASE_URL on PgBouncer (transaction mode).
+    const poolerFreshness =
+      pooler && freshness
+        ? await measurePoolerFreshness({
+            env,
+            database,
+            webhookKey,
+            products,
+            duration,
+            warmup,
+            observe,
+            firstSeq: events + 1 + 2 * FRESHNESS_RATE * (warmup + duration),
+            logDir,
+          })
+        : null;
     const logs = scanLog(logFile);
     const result = {
       events,
@@ -196,6 +212,7 @@ export async function run({
       correctness,
       freshness,
       ingressBaseline,
+      poolerFreshness,
       daemonPeakRssAtEndMiB: round(memoryAtEnd.peakRssMiB, 1),
       exit,
       logFile,
@@ -530,6 +547,56 @@ function histogramDelta(before, after) {
   };
 }
 
+/**
+ * The freshness run of a second daemon on the same database, its DATABASE_URL on PgBouncer in
+ * transaction mode (test/services.sh) and DATABASE_DIRECT_URL on PostgreSQL, named statements off
+ * (their default then): what a pooler in the path costs a delivery's way to the feed.
+ */
+async function measurePoolerFreshness({
+  env,
+  database,
+  webhookKey,
+  products,
+  duration,
+  warmup,
+  observe,
+  firstSeq,
+  logDir,
+}) {
+  const pooled = new URL(POOLER_URL);
+  pooled.pathname = `/${database}`;
+  const port = await freePort();
+  const daemon = startService('node', ['dist/src/main.js', 'serve'], {
+    cwd: ROOT,
+    env: { ...env, PORT: String(port), DATABASE_URL: pooled.toString(), DATABASE_DIRECT_URL: databaseUrl(database) },
+    logFile: join(logDir, 'projection-daemon-pooler.log'),
+  });
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    await waitReady(daemon, `${base}/health/ready`);
+    const finishCpu = sampleCpu(daemon.pid, []);
+    log(`freshness through PgBouncer: ${FRESHNESS_RATE} deliveries/s for ${warmup} s (warm-up) + ${duration} s`);
+    const measured = await measureFreshness({
+      base,
+      webhookKey,
+      products,
+      rate: FRESHNESS_RATE,
+      seconds: duration,
+      warmupSeconds: warmup,
+      firstSeq,
+      observe,
+    });
+    const cpu = finishCpu();
+    log(
+      `  p50 ${measured.p50Ms} ms, p90 ${measured.p90Ms} ms, p99 ${measured.p99Ms} ms, max ${measured.maxMs} ms over ${measured.accepted} ` +
+        `deliveries answered 202 (${measured.notVisible} not visible), POST p99 ${measured.postP99Ms} ms`,
+    );
+    return { ...measured, cpu };
+  } finally {
+    await stopService(daemon);
+  }
+}
+
 async function measureIngressBaseline({ database, webhookKey, products, duration, warmup, firstSeq, logDir }) {
   const port = await freePort();
   const server = startService('node', [join(HERE, 'baseline-server.js')], {
@@ -636,7 +703,7 @@ function judge({
 }
 
 function tables(
-  { events, serverWideHorizon, filled, baseline, catchUp, correctness, freshness, ingressBaseline },
+  { events, serverWideHorizon, filled, baseline, catchUp, correctness, freshness, ingressBaseline, poolerFreshness },
   verdict,
 ) {
   const products = correctness.perTable.find((row) => row.table === 'proj_menu.products');
@@ -788,7 +855,11 @@ function tables(
         'CPU srv %',
         'CPU other %',
       ],
-      rows: [row('daemon', freshness), ...(ingressBaseline ? [row('ingress baseline', ingressBaseline)] : [])],
+      rows: [
+        row('daemon', freshness),
+        ...(poolerFreshness ? [row('daemon through PgBouncer', poolerFreshness)] : []),
+        ...(ingressBaseline ? [row('ingress baseline', ingressBaseline)] : []),
+      ],
     });
     const { waits, appendInDaemon } = freshness;
     out.push({

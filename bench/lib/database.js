@@ -79,3 +79,6 @@ export async function query(name, sql, params = []) {
     await client.end();
   }
 }
+
+/** PgBouncer in transaction mode, as test/services.sh starts it (the `--pooler` runs). */
+export const POOLER_URL = process.env.BENCH_POOLER_URL ?? 'postgres://postgres@127.0.0.1:6432/postgres';
