@@ -21,6 +21,7 @@ import { OwnerScope1765900000000 } from './1765900000000-owner-scope.js';
 import { ConnectStartedBy1766100000000 } from './1766100000000-connect-started-by.js';
 import { TableLayout1766200000000 } from './1766200000000-table-layout.js';
 import { Activity1766400000000 } from './1766400000000-activity.js';
+import { PartitionedEventLog1766800000000 } from './1766800000000-partitioned-event-log.js';
 
 /** Every migration, in order. A new migration is added here as well. */
 export const MIGRATIONS = [
@@ -47,4 +48,5 @@ export const MIGRATIONS = [
   ConnectStartedBy1766100000000,
   TableLayout1766200000000,
   Activity1766400000000,
+  PartitionedEventLog1766800000000,
 ];
