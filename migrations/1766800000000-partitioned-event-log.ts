@@ -29,6 +29,17 @@ export class PartitionedEventLog1766800000000 implements MigrationInterface {
 
   async up(runner: QueryRunner): Promise<void> {
     if (await isPartitioned(runner)) return;
+    // The backfills join CTEs the planner guesses at a row (the tail's index range holds thousands
+    // when appends went on meanwhile): a nested loop over them is quadratic, under the lock.
+    await runner.query(`SET enable_nestloop = off`);
+    try {
+      await this.partition(runner);
+    } finally {
+      await runner.query(`RESET enable_nestloop`);
+    }
+  }
+
+  private async partition(runner: QueryRunner): Promise<void> {
     await runner.query(`
       CREATE TABLE IF NOT EXISTS event_ids (
         event_id text PRIMARY KEY,
