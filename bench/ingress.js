@@ -229,9 +229,10 @@ async function measure({
       target === 'baseline'
         ? []
         : (
-            await admin(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'INSERT INTO event_log%'`, [
-              database,
-            ])
+            await admin(
+              `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND (query LIKE 'INSERT INTO event_log%' OR query LIKE 'WITH batch AS%')`,
+              [database],
+            )
           ).rows.map((row) => row.pid);
     const finishAppendCpu = sampleCpu(child.pid, pgPids, appendPids);
     // The sinks' targets (the receiver, the target database's backends) are counted apart from "other".

@@ -610,7 +610,8 @@ async function databaseSizes(database) {
   const size = async (table, countSql) => {
     const { rows } = await query(
       database,
-      `SELECT pg_total_relation_size('${table}')::bigint AS bytes, (${countSql})::bigint AS n`,
+      `SELECT (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('${table}'))::bigint AS bytes,
+              (${countSql})::bigint AS n`,
     );
     return { bytes: Number(rows[0].bytes), rows: Number(rows[0].n), bytesPerRow: round(rows[0].bytes / rows[0].n, 0) };
   };

@@ -22,6 +22,7 @@ import { ConnectStartedBy1766100000000 } from './1766100000000-connect-started-b
 import { TableLayout1766200000000 } from './1766200000000-table-layout.js';
 import { Activity1766400000000 } from './1766400000000-activity.js';
 import { ReconcileStores1766600000000 } from './1766600000000-reconcile-stores.js';
+import { PartitionedEventLog1766800000000 } from './1766800000000-partitioned-event-log.js';
 import { ProjectionCheckpoints1766900000000 } from './1766900000000-projection-checkpoints.js';
 
 /** Every migration, in order. A new migration is added here as well. */
@@ -50,5 +51,6 @@ export const MIGRATIONS = [
   TableLayout1766200000000,
   Activity1766400000000,
   ReconcileStores1766600000000,
+  PartitionedEventLog1766800000000,
   ProjectionCheckpoints1766900000000,
 ];

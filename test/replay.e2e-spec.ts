@@ -336,13 +336,19 @@ async function insertHistory(client: pg.Client, rows: HistoryRow[], batch = 5000
     const slice = rows.slice(i, i + batch);
     const column = <T>(fn: (row: HistoryRow) => T) => slice.map(fn);
     await client.query(
-      `INSERT INTO event_log (event_id, event_type, subject_type, subject_id, owner_id, occurred_at, event_seq, source, handled,
-                              received_at, key_id, content_type, payload, raw_body, sha256)
-       SELECT event_id, event_type, subject_type, subject_id, owner_id, occurred_at, event_seq, 'import', true,
+      `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::numeric[],
+                              $8::text[], $9::bytea[]) WITH ORDINALITY
+                AS input (event_id, event_type, subject_type, subject_id, owner_id, occurred_at, event_seq, payload, sha256, ord)),
+       claimed AS (
+         INSERT INTO event_ids (event_id, position)
+         SELECT event_id, nextval('event_log_position_seq') FROM (SELECT event_id FROM input ORDER BY ord) AS ordered
+         ON CONFLICT (event_id) DO NOTHING RETURNING event_id, position)
+       INSERT INTO event_log (position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at, event_seq, source,
+                              handled, received_at, key_id, content_type, payload, raw_body, sha256)
+       SELECT claimed.position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at, event_seq, 'import', true,
               now(), NULL, 'application/json', payload::json, NULL, sha256
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::numeric[], $8::text[], $9::bytea[])
-              AS input (event_id, event_type, subject_type, subject_id, owner_id, occurred_at, event_seq, payload, sha256)
-       ON CONFLICT (event_id) DO NOTHING`,
+         FROM input JOIN claimed USING (event_id)`,
       [
         column((r) => r.eventId),
         column((r) => r.eventType),

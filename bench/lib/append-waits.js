@@ -25,7 +25,7 @@ export function sampleAppendWaits(client, database, intervalMs = 50) {
     while (!stopped) {
       const { rows } = await client.query(
         `SELECT backend_type, wait_event_type, wait_event FROM pg_stat_activity
-        WHERE backend_type = 'checkpointer' OR (datname = $1 AND state = 'active' AND query LIKE 'INSERT INTO event_log%')`,
+        WHERE backend_type = 'checkpointer' OR (datname = $1 AND state = 'active' AND (query LIKE 'INSERT INTO event_log%' OR query LIKE 'WITH batch AS%'))`,
         [database],
       );
       samples++;

@@ -374,6 +374,17 @@ export class AppConfig {
   @Max(1000000)
   QUARANTINE_MAX_ENTRIES = 1000;
 
+  /** How long a rejected body is kept in the quarantine (besides QUARANTINE_MAX_ENTRIES): `30d`, `12h`, `15m`, `30s`. */
+  @Matches(DURATION, { message: 'QUARANTINE_RETENTION must be a duration such as 30d, 12h, 15m or 30s' })
+  QUARANTINE_RETENTION = '30d';
+
+  /** Positions per partition of the event log; the next one is made when the head is within half of one of the last bound. */
+  @Transform(int)
+  @IsInt({ message: 'EVENT_LOG_PARTITION_SIZE must be an integer from 1000 to 1000000000' })
+  @Min(1000)
+  @Max(1_000_000_000)
+  EVENT_LOG_PARTITION_SIZE = 1_000_000;
+
   /** The menu snapshot path template of reconcile (reference §7): `{store_id}` and `{resources}` are filled in. */
   @Matches(/^\/\S*\{store_id\}\S*\{resources\}\S*$/, {
     message: 'UPSTREAM_SNAPSHOT_PATH must be a path containing {store_id} and {resources}',
@@ -536,6 +547,10 @@ export class AppConfig {
 
   get activityRetentionMs(): number {
     return durationMs(this.ACTIVITY_RETENTION);
+  }
+
+  get quarantineRetentionMs(): number {
+    return durationMs(this.QUARANTINE_RETENTION);
   }
 
   get hasUpstream(): boolean {

@@ -6,13 +6,22 @@ import { AppendSignal } from './append-signal.js';
 import { EventLogQueryService } from './event-log-query.service.js';
 import { EventLogRepository } from './event-log.repository.js';
 import { EventsController } from './events.controller.js';
+import { LogPartitionsService } from './log-partitions.service.js';
 import { OwnersController } from './owners.controller.js';
 import { RawBodySealer } from './raw-body-sealer.js';
 
 @Module({
   imports: [SecretCipherModule],
   controllers: [EventsController, OwnersController],
-  providers: [ApiTokenGuard, EventLogRepository, AppendBatcher, AppendSignal, EventLogQueryService, RawBodySealer],
+  providers: [
+    ApiTokenGuard,
+    EventLogRepository,
+    AppendBatcher,
+    AppendSignal,
+    EventLogQueryService,
+    RawBodySealer,
+    LogPartitionsService,
+  ],
   exports: [EventLogRepository, AppendBatcher, AppendSignal, RawBodySealer],
 })
 export class EventLogModule {}

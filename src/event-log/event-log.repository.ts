@@ -63,22 +63,37 @@ const SELECTED = COLUMNS.map((column) => (column === 'raw_key_at' ? 'raw_key_at:
  * as one JSON array joined from their bytes (see jsonArray): node-pg would otherwise escape every
  * character of every payload into an array literal. json_array_elements gives each element's text
  * verbatim (without surrounding whitespace, which the parser keeps in raw_body when a body has any).
+ * An event id is claimed in `event_ids` (the log's partitions cannot hold a unique key on it) with
+ * its position, in input order; only the entries it claimed are logged, and their owners counted
+ * (one row per owner per append, so concurrent appends never wait on each other's rows).
  */
 const APPEND: Omit<pg.QueryConfig, 'values'> = {
   name: 'menu_sync_append',
-  text: `INSERT INTO event_log (${COLUMNS.join(', ')})
-         SELECT ${SELECTED.join(', ')}
-           FROM ROWS FROM (${COLUMNS.map((column, i) =>
-             column === 'payload' ? `json_array_elements($${i + 1}::json)` : `unnest($${i + 1}::${ARRAY_TYPES[i]}[])`,
-           ).join(', ')})
-                WITH ORDINALITY AS input (${COLUMNS.join(', ')}, ord)
-          ORDER BY ord
-         ON CONFLICT (event_id) DO NOTHING
-         RETURNING event_id, position`,
+  text: `WITH batch AS (
+           SELECT ${SELECTED.join(', ')}, ord
+             FROM ROWS FROM (${COLUMNS.map((column, i) =>
+               column === 'payload' ? `json_array_elements($${i + 1}::json)` : `unnest($${i + 1}::${ARRAY_TYPES[i]}[])`,
+             ).join(', ')})
+                  WITH ORDINALITY AS input (${COLUMNS.join(', ')}, ord)),
+         claimed AS (
+           INSERT INTO event_ids (event_id, position)
+           SELECT event_id, nextval('event_log_position_seq') FROM (SELECT event_id FROM batch ORDER BY ord) AS ordered
+           ON CONFLICT (event_id) DO NOTHING
+           RETURNING event_id, position),
+         logged AS (
+           INSERT INTO event_log (position, ${COLUMNS.join(', ')})
+           SELECT claimed.position, ${COLUMNS.map((column) => `batch.${column}`).join(', ')}
+             FROM batch JOIN claimed USING (event_id)
+           RETURNING owner_id, occurred_at),
+         owners AS (
+           INSERT INTO event_log_owners (owner_id, events, first_at, last_at)
+           SELECT owner_id, count(*), min(occurred_at), max(occurred_at) FROM logged
+            WHERE owner_id IS NOT NULL GROUP BY owner_id)
+         SELECT event_id, position FROM claimed`,
 };
 const POSITIONS: Omit<pg.QueryConfig, 'values'> = {
   name: 'menu_sync_positions',
-  text: `SELECT event_id, position FROM event_log WHERE event_id = ANY($1::text[])`,
+  text: `SELECT event_id, position FROM event_ids WHERE event_id = ANY($1::text[])`,
 };
 
 const SUMMARY = `position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at, received_at, source, handled`;
@@ -128,29 +143,27 @@ export class EventLogRepository {
     for (const entry of entries) if (!unique.has(entry.eventId)) unique.set(entry.eventId, entry);
     const rows = [...unique.values()];
     const column = <T>(pick: (entry: NewLogEntry) => T) => rows.map(pick);
-    const inserted = await this.pool.query<{ event_id: string; position: string }>({
-      ...statementFor(this.dataSource, APPEND),
-      values: [
-        column((e) => e.eventId),
-        column((e) => e.eventType),
-        column((e) => e.subjectType),
-        column((e) => e.subjectId),
-        column((e) => e.ownerId),
-        column((e) => e.occurredAt),
-        column((e) => e.eventSeq),
-        column((e) => e.source),
-        column((e) => e.handled),
-        column((e) => e.receivedAt),
-        column((e) => e.keyId),
-        column((e) => e.contentType),
-        jsonArray(rows),
-        column((e) => e.rawBody),
-        column((e) => e.rawSealed),
-        column((e) => e.rawKey),
-        column((e) => (e.rawKeyAt === null ? null : `{${e.rawKeyAt.join(',')}}`)),
-        column((e) => e.sha256),
-      ],
-    });
+    const values = [
+      column((e) => e.eventId),
+      column((e) => e.eventType),
+      column((e) => e.subjectType),
+      column((e) => e.subjectId),
+      column((e) => e.ownerId),
+      column((e) => e.occurredAt),
+      column((e) => e.eventSeq),
+      column((e) => e.source),
+      column((e) => e.handled),
+      column((e) => e.receivedAt),
+      column((e) => e.keyId),
+      column((e) => e.contentType),
+      jsonArray(rows),
+      column((e) => e.rawBody),
+      column((e) => e.rawSealed),
+      column((e) => e.rawKey),
+      column((e) => (e.rawKeyAt === null ? null : `{${e.rawKeyAt.join(',')}}`)),
+      column((e) => e.sha256),
+    ];
+    const inserted = await this.insert(values);
     const byId = new Map(inserted.rows.map((row) => [row.event_id, { position: row.position, inserted: true }]));
     // Already in the log, or committed by a concurrent append while this one waited on the conflict.
     const missing = rows.filter((entry) => !byId.has(entry.eventId)).map((entry) => entry.eventId);
@@ -169,6 +182,56 @@ export class EventLogRepository {
       reported.add(entry.eventId);
       return { eventId: entry.eventId, position: Number(row.position), inserted: first };
     });
+  }
+
+  /** The append's statement; a position past the last partition makes the partitions it needs, then tries once more. */
+  private async insert(values: unknown[]): Promise<pg.QueryResult<{ event_id: string; position: string }>> {
+    try {
+      return await this.pool.query({ ...statementFor(this.dataSource, APPEND), values });
+    } catch (error) {
+      if (!isPastLastPartition(error)) throw error;
+      await this.extend(0);
+      return this.pool.query({ ...statementFor(this.dataSource, APPEND), values });
+    }
+  }
+
+  /**
+   * Makes partitions (of `size` positions, by default the last one's size) until the last bound is
+   * more than `ahead` positions past the head; answers the last bound.
+   */
+  async extend(ahead: number, size?: number): Promise<number> {
+    const [{ bound }]: Array<{ bound: string }> = await this.dataSource.query(
+      `SELECT event_log_extend($1, $2) AS bound`,
+      [ahead, size ?? null],
+    );
+    return Number(bound);
+  }
+
+  /** The log's partitions, in position order (the first one's lower bound is null: no bound). */
+  async partitions(): Promise<Array<{ name: string; lower: number | null; upper: number }>> {
+    const rows: Array<{ name: string; lower: string | null; upper: string }> = await this.dataSource.query(
+      `SELECT partition::text AS name, lower, upper FROM event_log_partitions()`,
+    );
+    return rows.map((row) => ({
+      name: row.name,
+      lower: row.lower === null ? null : Number(row.lower),
+      upper: Number(row.upper),
+    }));
+  }
+
+  /**
+   * Folds the owners' rows (one per owner per append) into one per owner. Only rows this
+   * statement deleted are folded: a row a concurrent append adds, or another fold took, is not.
+   */
+  async compactOwners(): Promise<void> {
+    await this.dataSource.query(
+      `WITH folded AS (
+         DELETE FROM event_log_owners WHERE owner_id IN (
+           SELECT owner_id FROM event_log_owners GROUP BY owner_id HAVING count(*) > 1)
+         RETURNING owner_id, events, first_at, last_at)
+       INSERT INTO event_log_owners (owner_id, events, first_at, last_at)
+       SELECT owner_id, sum(events), min(first_at), max(last_at) FROM folded GROUP BY owner_id`,
+    );
   }
 
   /**
@@ -243,17 +306,20 @@ export class EventLogRepository {
     return rows.length === 0 ? null : toEntry(rows[0]);
   }
 
-  /** Each owner in the log with its span of occurred_at (the console's owner picker and time slider). */
+  /**
+   * Each owner in the log with its span of occurred_at (the console's owner picker and time
+   * slider), from the counts the append keeps, not from the log.
+   */
   async owners(
     ownerIds?: readonly string[],
   ): Promise<Array<{ ownerId: string; events: number; first: Date; last: Date }>> {
-    const rows: Array<{ owner_id: string; events: number; first: Date; last: Date }> = await this.dataSource.query(
-      `SELECT owner_id, count(*)::int AS events, min(occurred_at) AS first, max(occurred_at) AS last
-         FROM event_log WHERE ${ownerIds === undefined ? 'owner_id IS NOT NULL' : 'owner_id = ANY($1::text[])'}
-        GROUP BY owner_id ORDER BY count(*) DESC, owner_id`,
+    const rows: Array<{ owner_id: string; events: string; first: Date; last: Date }> = await this.dataSource.query(
+      `SELECT owner_id, sum(events)::bigint AS events, min(first_at) AS first, max(last_at) AS last
+         FROM event_log_owners ${ownerIds === undefined ? '' : 'WHERE owner_id = ANY($1::text[])'}
+        GROUP BY owner_id ORDER BY sum(events) DESC, owner_id`,
       ownerIds === undefined ? [] : [ownerIds],
     );
-    return rows.map((row) => ({ ownerId: row.owner_id, events: row.events, first: row.first, last: row.last }));
+    return rows.map((row) => ({ ownerId: row.owner_id, events: Number(row.events), first: row.first, last: row.last }));
   }
 
   async headPosition(): Promise<number> {
@@ -262,6 +328,12 @@ export class EventLogRepository {
     );
     return Number(rows[0].head ?? 0);
   }
+}
+
+/** PostgreSQL's answer to a row whose partition key no partition takes. */
+function isPastLastPartition(error: unknown): boolean {
+  const { code, message } = error as { code?: string; message?: string };
+  return code === '23514' && message?.startsWith('no partition of relation') === true;
 }
 
 interface RawEntry {

@@ -9,6 +9,7 @@ import { WebhookKeyRegistry } from './webhook-key.registry.js';
 import { WebhookKeyRepository } from './webhook-key.repository.js';
 import { QuarantineController } from './quarantine.controller.js';
 import { QuarantineService } from './quarantine.service.js';
+import { QuarantineRetentionService } from './quarantine-retention.service.js';
 
 @Module({
   imports: [EventLogModule, ActivityModule],
@@ -18,6 +19,7 @@ import { QuarantineService } from './quarantine.service.js';
     IngressService,
     QuarantineService,
     QuarantineRepository,
+    QuarantineRetentionService,
     WebhookKeyRegistry,
     WebhookKeyRepository,
     DeliveriesInFlight,

@@ -70,4 +70,13 @@ export class QuarantineRepository {
       ownerId: row.owner_id as string | null,
     }));
   }
+
+  /** Deletes the entries received before `before`; answers how many. */
+  async prune(before: Date): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.dataSource.query(
+      `DELETE FROM quarantine WHERE received_at < $1`,
+      [before],
+    );
+    return deleted;
+  }
 }
