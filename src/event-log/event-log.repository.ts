@@ -13,88 +13,15 @@ import {
   LogPage,
   NewLogEntry,
 } from './log-entry.js';
-
-const COLUMNS = [
-  'event_id',
-  'event_type',
-  'subject_type',
-  'subject_id',
-  'owner_id',
-  'occurred_at',
-  'event_seq',
-  'source',
-  'handled',
-  'received_at',
-  'key_id',
-  'content_type',
-  'payload',
-  'raw_body',
-  'raw_sealed',
-  'raw_key',
-  'raw_key_at',
-  'sha256',
-] as const;
-const ARRAY_TYPES = [
-  'text',
-  'text',
-  'text',
-  'text',
-  'text',
-  'timestamptz',
-  'numeric',
-  'text',
-  'boolean',
-  'timestamptz',
-  'text',
-  'text',
-  'json',
-  'bytea',
-  'boolean',
-  'bytea',
-  'text',
-  'bytea',
-];
-/** An array column cannot travel as an element of an array parameter: its literal does, cast back here. */
-const SELECTED = COLUMNS.map((column) => (column === 'raw_key_at' ? 'raw_key_at::integer[]' : column));
-
-/**
- * One statement whose text never changes (a named prepared statement: parsed and planned once per
- * connection), taking the batch as one array per column, zipped by ROWS FROM. The payloads travel
- * as one JSON array joined from their bytes (see jsonArray): node-pg would otherwise escape every
- * character of every payload into an array literal. json_array_elements gives each element's text
- * verbatim (without surrounding whitespace, which the parser keeps in raw_body when a body has any).
- * An event id is claimed in `event_ids` (the log's partitions cannot hold a unique key on it) with
- * its position, in input order; only the entries it claimed are logged, and their owners counted
- * (one row per owner per append, so concurrent appends never wait on each other's rows).
- */
-const APPEND: Omit<pg.QueryConfig, 'values'> = {
-  name: 'menu_sync_append',
-  text: `WITH batch AS (
-           SELECT ${SELECTED.join(', ')}, ord
-             FROM ROWS FROM (${COLUMNS.map((column, i) =>
-               column === 'payload' ? `json_array_elements($${i + 1}::json)` : `unnest($${i + 1}::${ARRAY_TYPES[i]}[])`,
-             ).join(', ')})
-                  WITH ORDINALITY AS input (${COLUMNS.join(', ')}, ord)),
-         claimed AS (
-           INSERT INTO event_ids (event_id, position)
-           SELECT event_id, nextval('event_log_position_seq') FROM (SELECT event_id FROM batch ORDER BY ord) AS ordered
-           ON CONFLICT (event_id) DO NOTHING
-           RETURNING event_id, position),
-         logged AS (
-           INSERT INTO event_log (position, ${COLUMNS.join(', ')})
-           SELECT claimed.position, ${COLUMNS.map((column) => `batch.${column}`).join(', ')}
-             FROM batch JOIN claimed USING (event_id)
-           RETURNING owner_id, occurred_at),
-         owners AS (
-           INSERT INTO event_log_owners (owner_id, events, first_at, last_at)
-           SELECT owner_id, count(*), min(occurred_at), max(occurred_at) FROM logged
-            WHERE owner_id IS NOT NULL GROUP BY owner_id)
-         SELECT event_id, position FROM claimed`,
-};
-const POSITIONS: Omit<pg.QueryConfig, 'values'> = {
-  name: 'menu_sync_positions',
-  text: `SELECT event_id, position FROM event_ids WHERE event_id = ANY($1::text[])`,
-};
+import {
+  APPEND,
+  isOtherLayout,
+  LAYOUT_SQL,
+  LogLayout,
+  POSITIONS,
+  UNPARTITIONED_APPEND,
+  UNPARTITIONED_POSITIONS,
+} from './append-statements.js';
 
 const SUMMARY = `position, event_id, event_type, subject_type, subject_id, owner_id, occurred_at, received_at, source, handled`;
 /** Text casts below keep their column names: ORDER BY must name the table's columns (`e.`), or it sorts the text. */
@@ -129,6 +56,8 @@ export const APPEND_CONNECTIONS = 2;
 @Injectable()
 export class EventLogRepository {
   private readonly appendPool: LazyPool;
+  /** The log's layout, once looked up (see append-statements.ts). */
+  private layout: Promise<LogLayout> | undefined;
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {
     this.appendPool = new LazyPool(dataSource, { max: APPEND_CONNECTIONS });
@@ -168,8 +97,9 @@ export class EventLogRepository {
     // Already in the log, or committed by a concurrent append while this one waited on the conflict.
     const missing = rows.filter((entry) => !byId.has(entry.eventId)).map((entry) => entry.eventId);
     if (missing.length > 0) {
+      const positions = (await this.logLayout()) === 'partitioned' ? POSITIONS : UNPARTITIONED_POSITIONS;
       const found = await this.pool.query<{ event_id: string; position: string }>({
-        ...statementFor(this.dataSource, POSITIONS),
+        ...statementFor(this.dataSource, positions),
         values: [missing],
       });
       for (const row of found.rows) byId.set(row.event_id, { position: row.position, inserted: false });
@@ -184,8 +114,27 @@ export class EventLogRepository {
     });
   }
 
-  /** The append's statement; a position past the last partition makes the partitions it needs, then tries once more. */
+  /**
+   * The append's statement for the log's layout: looked up once, and again when the statement is
+   * refused for the other one (migration 1766800000000 ran meanwhile). On the partitioned log, a
+   * position past the last partition makes the partitions it needs, then tries once more.
+   */
   private async insert(values: unknown[]): Promise<pg.QueryResult<{ event_id: string; position: string }>> {
+    try {
+      return await this.insertAs(await this.logLayout(), values);
+    } catch (error) {
+      if (!isOtherLayout(error)) throw error;
+      this.layout = undefined;
+      return this.insertAs(await this.logLayout(), values);
+    }
+  }
+
+  private async insertAs(
+    layout: LogLayout,
+    values: unknown[],
+  ): Promise<pg.QueryResult<{ event_id: string; position: string }>> {
+    if (layout === 'unpartitioned')
+      return this.pool.query({ ...statementFor(this.dataSource, UNPARTITIONED_APPEND), values });
     try {
       return await this.pool.query({ ...statementFor(this.dataSource, APPEND), values });
     } catch (error) {
@@ -193,6 +142,17 @@ export class EventLogRepository {
       await this.extend(0);
       return this.pool.query({ ...statementFor(this.dataSource, APPEND), values });
     }
+  }
+
+  private logLayout(): Promise<LogLayout> {
+    this.layout ??= this.dataSource.query(LAYOUT_SQL).then(
+      ([row]: Array<{ partitioned: boolean }>) => (row.partitioned ? 'partitioned' : 'unpartitioned'),
+      (error: unknown) => {
+        this.layout = undefined;
+        throw error;
+      },
+    );
+    return this.layout;
   }
 
   /**
