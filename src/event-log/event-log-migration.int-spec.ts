@@ -151,3 +151,62 @@ describe('the migration to a partitioned event log, on a log that has entries (P
     expect(n).toBe(1);
   });
 });
+
+describe('an append of this version, before and after the migration to a partitioned log (PostgreSQL)', () => {
+  const name = `menu_sync_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const url = Object.assign(new URL(TEST_SERVER_URL), { pathname: `/${name}` }).toString();
+  let dataSource: DataSource | undefined;
+
+  afterAll(async () => {
+    await dataSource?.destroy();
+    await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  });
+
+  it('appends to the unpartitioned log, then, once migrated, to the partitioned one, repeats of either answered with their position', async () => {
+    await admin(`CREATE DATABASE ${name} ENCODING 'UTF8' TEMPLATE template0`);
+    const earlier = new DataSource({
+      ...dataSourceOptions({ url, poolSize: 2 }),
+      migrations: MIGRATIONS.slice(0, PARTITIONING),
+    });
+    await earlier.initialize();
+    await earlier.runMigrations({ transaction: 'each' });
+    await earlier.destroy();
+    dataSource = new DataSource(dataSourceOptions({ url, poolSize: 2 }));
+    await dataSource.initialize();
+    const entry = (eventId: string) =>
+      newLogEntry({
+        eventId,
+        eventType: 'product.updated',
+        subjectId: '1',
+        occurredAt: '2025-01-01T00:00:00Z',
+        seq: 1,
+      });
+    const repository = new EventLogRepository(dataSource);
+    const before = await repository.append([entry('a'), entry('b'), entry('a')]);
+    expect(before.map((r) => [r.position, r.inserted])).toEqual([
+      [1, true],
+      [2, true],
+      [1, false],
+    ]);
+    expect((await dataSource.query(`SELECT to_regclass('event_ids') AS t`))[0].t).toBeNull();
+
+    await dataSource.runMigrations({ transaction: 'each' });
+    // The same repository, which found the unpartitioned log: its statement is refused (no unique
+    // key on event_id left), it looks again and appends to the partitioned log.
+    const after = await repository.append([entry('a'), entry('c'), entry('b')]);
+    expect(after.map((r) => [r.position, r.inserted])).toEqual([
+      [1, false],
+      [4, true],
+      [2, false],
+    ]);
+    const rows = await dataSource.query(
+      `SELECT e.event_id, e.position::int AS position, i.position::int AS claimed, e.tableoid::regclass::text AS partition
+         FROM event_log e JOIN event_ids i USING (event_id) ORDER BY e.position`,
+    );
+    expect(rows).toEqual([
+      { event_id: 'a', position: 1, claimed: 1, partition: 'event_log_0' },
+      { event_id: 'b', position: 2, claimed: 2, partition: 'event_log_0' },
+      { event_id: 'c', position: 4, claimed: 4, partition: 'event_log_0' },
+    ]);
+  });
+});
