@@ -119,4 +119,3 @@ export async function allEntries(log: EventLogRepository): Promise<LogEntry[]> {
   const summaries = await log.list({ after: 0, limit: 100000 });
   return Promise.all(summaries.map(async (summary) => (await log.findByPosition(summary.position))!));
 }
-
