@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { postgresTls, tlsRefusal, withRootCert } from './database-tls.js';
+import { postgresTls, tlsReason, tlsRefusal, withRootCert } from './database-tls.js';
 
 /** libpq's sslmode as node-postgres options (docs/reference.md §13, TLS). */
 describe('postgresTls', () => {
@@ -69,5 +69,14 @@ describe('postgresTls', () => {
       'TLS to PostgreSQL at 127.0.0.1:5432 refused (sslmode=verify-full): unable to verify the first certificate (UNABLE_TO_VERIFY_LEAF_SIGNATURE)',
     );
     expect(tlsRefusal(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), base)).toBeNull();
+  });
+});
+
+describe('tlsReason', () => {
+  it('drops the hint Node 22.15+ adds about its own trust store, and only that', () => {
+    const hint = '; if the root CA is installed locally, try running Node.js with --use-system-ca';
+    expect(tlsReason(`unable to verify the first certificate${hint}`)).toBe('unable to verify the first certificate');
+    expect(tlsReason('unable to verify the first certificate')).toBe('unable to verify the first certificate');
+    expect(tlsReason(`self-signed certificate${hint} (again)`)).toBe(`self-signed certificate${hint} (again)`);
   });
 });

@@ -92,6 +92,18 @@ const TLS_REFUSALS = new Set([
 ]);
 
 /**
+ * Node 22.15+ ends a certificate refusal with "; if the root CA is installed locally, try running
+ * Node.js with --use-system-ca": advice for Node's own trust store, not for a CA named by
+ * `sslrootcert`. Dropped, so the reason reads the same on every Node.
+ */
+const SYSTEM_CA_HINT = /; if the root CA is installed locally, try running Node\.js with --use-system-ca$/;
+
+/** A TLS error's message without Node's --use-system-ca hint. */
+export function tlsReason(message: string): string {
+  return message.replace(SYSTEM_CA_HINT, '');
+}
+
+/**
  * A TLS refusal on `url` as one line naming the server, the sslmode and the reason (not the
  * certificate object node attaches, nor the URL's password); null for any other error.
  */
@@ -104,6 +116,6 @@ export function tlsRefusal(error: unknown, url: string): DatabaseTlsError | null
   const mode =
     parsed.searchParams.get('sslmode') ?? (parsed.searchParams.has('sslrootcert') ? 'verify-full' : 'prefer');
   return new DatabaseTlsError(
-    `TLS to PostgreSQL at ${parsed.host} refused (sslmode=${mode}): ${String(message)}${typeof code === 'string' ? ` (${code})` : ''}`,
+    `TLS to PostgreSQL at ${parsed.host} refused (sslmode=${mode}): ${tlsReason(String(message))}${typeof code === 'string' ? ` (${code})` : ''}`,
   );
 }

@@ -1,5 +1,6 @@
 import type { Change, ChangeEntry, ChangePosition } from '../../changes/change.js';
 import { comparePositions, decodeChangeCursor, encodeChangeCursor } from '../../changes/change-cursor.js';
+import { tlsReason } from '../../database/database-tls.js';
 
 /** What the target's `menu_sync_sink_cursors` row says: how far it applied, in which replay epoch of the sink. */
 export interface TargetCursor {
@@ -113,7 +114,7 @@ const NETWORK_CODES = new Set([
  */
 export function describeDatabaseError(database: string, error: unknown, password: string | null): DatabaseFailure {
   const { code, errno, message } = (error ?? {}) as { code?: unknown; errno?: unknown; message?: unknown };
-  const text = typeof message === 'string' && message !== '' ? message : String(error);
+  const text = tlsReason(typeof message === 'string' && message !== '' ? message : String(error));
   const clean = password === null || password === '' ? text : text.split(password).join('***');
   if (typeof code === 'string' && NETWORK_CODES.has(code))
     return { status: 0, error: `${database}: ${code}: cannot reach the database` };
