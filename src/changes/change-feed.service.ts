@@ -71,7 +71,7 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
     while (page.changes.length === 0 && Date.now() < deadline && !closed?.aborted) {
       const routed = await this.waitRouted(filter, page.next, deadline, closed);
       if (routed !== null) return routed;
-      await this.notifier.wait(deadline - Date.now(), closed, seen);
+      await this.notifier.wait(deadline - Date.now(), closed, seen, page.next);
       seen = this.notifier.generation;
       page = await changes.readAfter(page.next, filter);
     }
@@ -166,7 +166,7 @@ export class ChangeFeedService implements BeforeApplicationShutdown {
         if (page.changes.length === filter.limit) continue;
         const left = await this.follow(sink, position, filter, signal);
         if (left !== null) position = left;
-        else await this.notifier.wait(STREAM_WAIT_MS, signal, seen);
+        else await this.notifier.wait(STREAM_WAIT_MS, signal, seen, position);
       }
     } catch (error) {
       // The client resumes from its Last-Event-ID on its next connection.

@@ -5,10 +5,14 @@ import { ChannelListener } from '../database/channel-listener.js';
 import { replicaOf } from '../database/read-replica.js';
 import { ReadRouter } from '../database/read-router.service.js';
 import { CHANGES_CHANNEL } from '../projection/published-changes.js';
+import { ChangePosition } from './change.js';
+import { comparePositions } from './change-cursor.js';
 import { ChangeLogRepository } from './change-log.repository.js';
 
 const POLL_MS = 1000;
 const FIRST_RECHECK_MS = 25;
+/** How long a reader left behind the head it was woken for waits before it reads again. */
+const BEHIND_WAIT_MS = 100;
 
 /**
  * Wakes feed readers waiting for changes and the sink dispatcher's workers, without a database
@@ -19,6 +23,11 @@ const FIRST_RECHECK_MS = 25;
  * re-read with a short backoff until it moves; a poll every second covers a lost connection.
  * While reads go to the replica (which cannot LISTEN), its readable head is watched too, and the
  * re-reads go on until it has caught up with the primary's.
+ *
+ * The readable head is not monotonic: event_log_horizon() leaves out other databases' transactions
+ * by a look at pg_stat_activity taken after the snapshot, so one that ends in between holds the
+ * horizon back for that statement. A reader woken for a head it then does not see would wait for
+ * the next change; `isBehind` tells it to read again soon instead (docs/design.md, "Fan-out").
  */
 @Injectable()
 export class ChangeNotifier implements BeforeApplicationShutdown {
@@ -31,6 +40,8 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
   private poller?: NodeJS.Timeout;
   private recheck?: NodeJS.Timeout;
   private head?: string;
+  /** The primary's readable head at the last check (null: none read yet, or the log is empty). */
+  private primaryHead: ChangePosition | null = null;
   /** How many times the readable head was seen to move: a reader that saw a value before its read waits only if it is unchanged. */
   private moves = 0;
   private stopped = false;
@@ -54,8 +65,10 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
    * `since`: the `generation` taken before the caller's last read; if the head moved after it
    * (while the caller read), it resolves at once, so a move seen during a read is never lost.
    */
-  wait(ms: number, signal?: AbortSignal, since?: number): Promise<void> {
+  wait(ms: number, signal?: AbortSignal, since?: number, position?: ChangePosition): Promise<void> {
     if (this.stopped || signal?.aborted || (since !== undefined && since !== this.moves)) return Promise.resolve();
+    // A reader left behind a head already seen would hear of no move: it reads again soon.
+    if (position !== undefined && this.isBehind(position)) ms = Math.min(ms, BEHIND_WAIT_MS);
     this.start();
     return new Promise((resolve) => {
       const done = () => {
@@ -81,6 +94,11 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
     return () => {
       this.watchers.delete(listener);
     };
+  }
+
+  /** Whether a reader at `position` is behind the primary's readable head as last read (a change it has not seen was readable). */
+  isBehind(position: ChangePosition): boolean {
+    return this.primaryHead !== null && comparePositions(position, this.primaryHead) < 0;
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -124,6 +142,7 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
       const head = `${primary} ${replica ?? ''}`;
       if (head === this.head) return false;
       this.head = head;
+      this.primaryHead = headPosition(primary);
       this.moves++;
       settled = replica === undefined || replica === primary;
     } catch {
@@ -134,4 +153,10 @@ export class ChangeNotifier implements BeforeApplicationShutdown {
     for (const watcher of [...this.watchers]) watcher();
     return settled;
   }
+}
+
+/** `transaction id.seq` (ChangeLogRepository.readableHead) as a position; '' (no change) as null. */
+function headPosition(head: string): ChangePosition | null {
+  const dot = head.indexOf('.');
+  return dot < 0 ? null : { transactionId: head.slice(0, dot), seq: head.slice(dot + 1) };
 }

@@ -120,4 +120,40 @@ describe('ChangeRouter (PostgreSQL): one read per page, each change to the consu
     for (const route of [first, joined, early]) route?.close();
     expect(router.consumers).toBe(0);
   });
+
+  it('reads again when a read saw less than the notifier was woken for (a held-back horizon), with no next change to wake it', async () => {
+    // The horizon of one statement can be held back by another database's transaction ending
+    // between its snapshot and its look at pg_stat_activity; here the first reads after a wake
+    // answer as such a statement would: nothing after the cursor.
+    class HeldBack extends ChangeLogRepository {
+      held = 0;
+      override async readTextsAfter(
+        after: ChangePosition,
+        filter: Parameters<ChangeLogRepository['readTextsAfter']>[1],
+      ) {
+        const page = await super.readTextsAfter(after, filter);
+        if (this.held === 0 || page.changes.length === 0) return page;
+        this.held--;
+        return { ...page, changes: [], next: after };
+      }
+    }
+    const heldBack = new HeldBack(db.dataSource);
+    const own = new ChangeRouter(heldBack, notifier);
+    try {
+      const c = consumer();
+      let route = null;
+      for (let i = 0; i < 100 && route === null; i++) {
+        route = own.join({ ownerIds: ['held'] }, await changes.readablePosition(), c);
+        if (route === null) await sleep(20);
+      }
+      heldBack.held = 2;
+      await write([{ owner: 'held', id: '1' }]);
+      await until(() => c.got.length === 1);
+      expect([heldBack.held, c.ids()]).toEqual([0, ['held/1']]);
+      route?.close();
+    } finally {
+      own.beforeApplicationShutdown();
+      await heldBack.onApplicationShutdown();
+    }
+  });
 });

@@ -27,6 +27,9 @@ export interface Route {
 const PAGE = 1000;
 /** How many recent changes are kept for consumers joining from just behind the head. */
 const KEPT = 5000;
+/** The first and the longest wait before a read again, when a read failed or saw less than the notifier (doubling between). */
+const RETRY_FIRST_MS = 25;
+const RETRY_MAX_MS = 1000;
 
 interface Entry {
   consumer: RouteConsumer;
@@ -59,6 +62,8 @@ export class ChangeRouter implements BeforeApplicationShutdown {
   private starting: Promise<void> | null = null;
   private reading: Promise<void> | null = null;
   private again = false;
+  private retry: NodeJS.Timeout | null = null;
+  private retryMs = RETRY_FIRST_MS;
   private unwatch: (() => void) | null = null;
   private stopped = false;
 
@@ -114,6 +119,7 @@ export class ChangeRouter implements BeforeApplicationShutdown {
     this.stopped = true;
     this.unwatch?.();
     this.unwatch = null;
+    this.cancelRetry();
   }
 
   private add(entry: Entry, ownerIds: readonly string[] | undefined): void {
@@ -169,28 +175,48 @@ export class ChangeRouter implements BeforeApplicationShutdown {
   private idle(): void {
     this.unwatch?.();
     this.unwatch = null;
+    this.cancelRetry();
     this.head = null;
     this.floor = null;
     this.kept = [];
   }
 
-  /** Reads every page after the head (one read at a time; a wake during it reads again after). */
+  /**
+   * Reads every page after the head (one read at a time; a wake during it reads again after). A
+   * read that failed, or that ended before the head the notifier last saw (the horizon of its own
+   * statement was held back: ChangeNotifier), is tried again after a while, so no consumer waits
+   * for a next change to see one already committed.
+   */
   private read(): void {
+    this.cancelRetry();
     if (this.reading !== null) {
       this.again = true;
       return;
     }
     this.reading = (async () => {
+      let failed: boolean;
       do {
         this.again = false;
+        failed = false;
         try {
           while (this.head !== null && !this.stopped && (await this.readPage()) === PAGE);
         } catch (error) {
-          // The next head move (or the notifier's poll) reads again.
+          failed = true;
           this.logger.warn({ msg: 'the change router could not read the change log', err: String(error) });
         }
       } while (this.again && !this.stopped);
+      const behind = this.head !== null && (failed || this.notifier.isBehind(this.head));
+      if (!behind) this.retryMs = RETRY_FIRST_MS;
+      else if (!this.stopped) {
+        this.retry = setTimeout(() => this.read(), this.retryMs).unref();
+        this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+      }
     })().finally(() => (this.reading = null));
+  }
+
+  private cancelRetry(): void {
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.retry = null;
   }
 
   private async readPage(): Promise<number> {
