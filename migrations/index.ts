@@ -23,6 +23,7 @@ import { TableLayout1766200000000 } from './1766200000000-table-layout.js';
 import { Activity1766400000000 } from './1766400000000-activity.js';
 import { ReconcileStores1766600000000 } from './1766600000000-reconcile-stores.js';
 import { PartitionedEventLog1766800000000 } from './1766800000000-partitioned-event-log.js';
+import { EventLogArchive1767000000000 } from './1767000000000-event-log-archive.js';
 import { ProjectionCheckpoints1766900000000 } from './1766900000000-projection-checkpoints.js';
 
 /** Every migration, in order. A new migration is added here as well. */
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   ReconcileStores1766600000000,
   PartitionedEventLog1766800000000,
   ProjectionCheckpoints1766900000000,
+  EventLogArchive1767000000000,
 ];
