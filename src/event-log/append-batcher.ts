@@ -9,6 +9,12 @@ import { AppendResult, NewLogEntry } from './log-entry.js';
 /** Emitted after entries are committed; the projector wakes on it. */
 export const LOG_APPENDED = 'event-log.appended';
 
+/** What LOG_APPENDED carries: the head after the append and, when known, the types of the events it inserted. */
+export interface LogAppended {
+  head: number;
+  eventTypes?: readonly string[];
+}
+
 /** Commits at once: each holds one connection of the append path's own pool. */
 const MAX_IN_FLIGHT = APPEND_CONNECTIONS;
 /** A second concurrent commit starts only for this many queued deliveries; fewer wait for the first. */
@@ -120,7 +126,9 @@ export class AppendBatcher implements OnApplicationShutdown {
       if (this.done(pending)) pending.resolve(results[i]);
     });
     this.metrics.observeHead(head);
-    if (results.some((result) => result.inserted)) this.events.emit(LOG_APPENDED, { head });
+    const inserted = new Set<string>();
+    batch.forEach((pending, i) => results[i].inserted && inserted.add(pending.entry.eventType));
+    if (inserted.size > 0) this.events.emit(LOG_APPENDED, { head, eventTypes: [...inserted] } satisfies LogAppended);
   }
 
   private fail(pending: Pending, error: Error): void {

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { LOG_APPENDED } from './append-batcher.js';
+import { LOG_APPENDED, type LogAppended } from './append-batcher.js';
 
 /** NOTIFYed after appends committed in a process where no projector projects: the projector elsewhere wakes on it. */
 export const APPENDED_CHANNEL = 'menu_sync_appended';
@@ -20,32 +20,33 @@ export class AppendSignal {
   /** Set by the projector while its lanes run in this process. */
   projectingHere = false;
   private sending = false;
-  private again = false;
+  /** The event types appended since the last send began; null: some append did not say (the projector wakes every lane). */
+  private pending: Set<string> | null = new Set();
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   @OnEvent(LOG_APPENDED)
-  onAppended(): void {
+  onAppended(appended?: LogAppended): void {
     if (this.projectingHere) return;
-    if (this.sending) {
-      this.again = true;
-      return;
-    }
-    this.send();
+    const types = appended?.eventTypes;
+    if (types === undefined) this.pending = null;
+    else for (const type of types) this.pending?.add(type);
+    if (!this.sending) this.send();
   }
 
   private send(): void {
     this.sending = true;
-    this.again = false;
+    const payload = this.pending === null ? '' : [...this.pending].join(',');
+    this.pending = new Set();
     this.dataSource
-      .query(`SELECT pg_notify($1, '')`, [APPENDED_CHANNEL])
+      .query(`SELECT pg_notify($1, $2)`, [APPENDED_CHANNEL, payload])
       .catch((error) =>
         // The projector's poll still finds the appends: late by up to a second, not lost.
         this.logger.warn({ msg: 'could not notify the projector of appends', err: String(error) }),
       )
       .finally(() => {
         this.sending = false;
-        if (this.again) this.send();
+        if (this.pending === null || this.pending.size > 0) this.send();
       });
   }
 }

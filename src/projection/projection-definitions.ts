@@ -12,6 +12,8 @@ export interface ProjectionDefinition {
   tables: Array<{ type: ResourceType; table: string }>;
   /** SQL condition on an entry of `event_log e`: whether this projection reads it (a page of none only moves the checkpoint). */
   events: string;
+  /** The event types `events` selects: an append of none of them does not wake the projection's lane. */
+  eventTypes: ReadonlySet<string>;
   /**
    * SQL selecting this projection's resource changes from the entries of `event_log e` matching
    * `range`, reading the payload through `payload`: columns type, id, owner_id, occurred_at,
@@ -36,18 +38,22 @@ export interface ProjectionDefinition {
 export const CHANGE_COLUMNS =
   'type, id, owner_id, occurred_at, event_seq, event_id, position, deleted, missing, attributes, relationships';
 
-/** `e.event_type IN (…)` for the spec's events about a subject of `subjects` whose action passes `action`. */
-function eventTypesSql(subjects: readonly string[], action: (action: string) => boolean): string {
-  const names = SPEC_EVENT_NAMES.filter((name) => {
+/** The spec's events about a subject of `subjects` whose action passes `action`. */
+function eventTypes(subjects: readonly string[], action: (action: string) => boolean): string[] {
+  return SPEC_EVENT_NAMES.filter((name) => {
     const [subject, verb] = name.split('.');
     return subjects.includes(subject) && action(verb);
   });
-  return `e.event_type IN (${names.map((name) => `'${name}'`).join(', ')})`;
 }
+/** `e.event_type IN (…)` for `names`. */
+const eventTypesSql = (names: readonly string[]) => `e.event_type IN (${names.map((name) => `'${name}'`).join(', ')})`;
 const MENU_SUBJECTS = ['collection', 'product', 'trait', 'trait_option'];
-const MENU_UPSERTS = eventTypesSql(MENU_SUBJECTS, (action) => action !== 'destroyed');
-const MENU_DESTROYS = eventTypesSql(MENU_SUBJECTS, (action) => action === 'destroyed');
-const ORDER_EVENTS = eventTypesSql(['order'], () => true);
+const MENU_UPSERT_TYPES = eventTypes(MENU_SUBJECTS, (action) => action !== 'destroyed');
+const MENU_DESTROY_TYPES = eventTypes(MENU_SUBJECTS, (action) => action === 'destroyed');
+const ORDER_TYPES = eventTypes(['order'], () => true);
+const MENU_UPSERTS = eventTypesSql(MENU_UPSERT_TYPES);
+const MENU_DESTROYS = eventTypesSql(MENU_DESTROY_TYPES);
+const ORDER_EVENTS = eventTypesSql(ORDER_TYPES);
 
 const CAST = 'e.payload::jsonb';
 /** Each payload is parsed once (a lateral `doc`), then its `included` array read. */
@@ -101,6 +107,7 @@ export const MENU_PROJECTION: ProjectionDefinition = {
     { type: 'trait_option', table: 'trait_options' },
   ],
   events: `(${MENU_UPSERTS} OR ${MENU_DESTROYS})`,
+  eventTypes: new Set([...MENU_UPSERT_TYPES, ...MENU_DESTROY_TYPES]),
   changes: (range, payload = CAST) => `
     SELECT ${MENU_VERSION}, false, subject.resource IS NULL, subject.resource -> 'attributes', subject.resource -> 'relationships'
       FROM event_log e ${subjectOf(payload)}
@@ -134,6 +141,7 @@ export const ORDERS_PROJECTION: ProjectionDefinition = {
     { type: 'store', table: 'stores' },
   ],
   events: ORDER_EVENTS,
+  eventTypes: new Set(ORDER_TYPES),
   changes: (range, payload = CAST) => `
     SELECT resource ->> 'type', menu_sync_canonical_id(resource -> 'id'), e.owner_id, ${ENTRY_VERSION}, e.position, false, resource IS NULL,
            coalesce(resource -> 'attributes', '{}'), coalesce(resource -> 'relationships', '{}')

@@ -30,6 +30,8 @@ export const CHANGES_TYPES = Symbol('CHANGES_TYPES');
 export interface PageResult {
   /** Log entries the page covered (applied, skipped as irrelevant, or parked). */
   entries: number;
+  /** Of those, the entries of the types the projection reads. */
+  relevant: number;
   parked: number;
   checkpoint: LogCheckpoint;
 }
@@ -173,7 +175,8 @@ export class ProjectionRepository {
     bounds: PageBounds,
   ): Promise<{ page: PageResult; moveCheckpoint: string[] }> {
     const from: LogCheckpoint = { transactionId: bounds.from_transaction_id, position: bounds.from_position };
-    if (bounds.entries === 0) return { page: { entries: 0, parked: 0, checkpoint: from }, moveCheckpoint: [] };
+    if (bounds.entries === 0)
+      return { page: { entries: 0, relevant: 0, parked: 0, checkpoint: from }, moveCheckpoint: [] };
     const to: LogCheckpoint = { transactionId: bounds.transaction_id!, position: bounds.position! };
     let parked = 0;
     try {
@@ -184,7 +187,10 @@ export class ProjectionRepository {
       parked = await this.applyBisecting(runner, projection, schema, from, await this.keys(runner, from, to), 0);
     }
     const moveCheckpoint = moveCheckpointSql(projection, schema, from, to, bounds.entries);
-    return { page: { entries: bounds.entries, parked, checkpoint: to }, moveCheckpoint: [moveCheckpoint] };
+    return {
+      page: { entries: bounds.entries, relevant: bounds.relevant, parked, checkpoint: to },
+      moveCheckpoint: [moveCheckpoint],
+    };
   }
 
   private async keys(runner: QueryRunner, from: LogCheckpoint, to: LogCheckpoint): Promise<LogCheckpoint[]> {

@@ -7,7 +7,7 @@ import { AppConfig } from '../config/app-config.js';
 import { AdvisoryLease, tryLock } from '../database/advisory-lease.js';
 import { advisoryLocks } from '../database/advisory-locks.js';
 import { ChannelListener } from '../database/channel-listener.js';
-import { LOG_APPENDED } from '../event-log/append-batcher.js';
+import { LOG_APPENDED, type LogAppended } from '../event-log/append-batcher.js';
 import { APPENDED_CHANNEL, AppendSignal } from '../event-log/append-signal.js';
 import { MetricsService } from '../observability/metrics.service.js';
 import { PROJECTIONS, ProjectionName } from './projection-definitions.js';
@@ -76,8 +76,8 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
   }
 
   @OnEvent(LOG_APPENDED)
-  onAppended(): void {
-    for (const lane of this.lanes) lane.wake();
+  onAppended(appended?: LogAppended): void {
+    for (const lane of this.lanes) lane.wake(appended?.eventTypes);
   }
 
   /**
@@ -90,7 +90,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
     const lanes: ProjectorLane[] = PROJECTIONS.map(
       (projection) =>
         new ProjectorLane(projection, this.repository, this.metrics, this.logger, () => {
-          for (const lane of lanes) if (lane.projection !== projection) lane.wake();
+          for (const lane of lanes) if (lane.projection !== projection) lane.wakeIfWaiting();
         }),
     );
     this.lanes = lanes;
@@ -99,7 +99,7 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
       throw error;
     };
     this.appendSignal.projectingHere = true;
-    const unsubscribe = this.appendsElsewhere.subscribe(() => this.onAppended());
+    const unsubscribe = this.appendsElsewhere.subscribe((payload) => this.onAppended(appendedElsewhere(payload)));
     const ended = await Promise.allSettled(
       lanes.map((lane, index) =>
         (index === 0 ? lane.run(this.leaseSession(runner, lane)) : this.runOnOwnSession(lane)).catch(stopAll),
@@ -126,4 +126,9 @@ export class ProjectorService implements OnApplicationBootstrap, BeforeApplicati
       await session.release();
     }
   }
+}
+
+/** The payload of an AppendSignal NOTIFY: the event types appended, comma-separated ('' when not told: every lane wakes). */
+function appendedElsewhere(payload: string): LogAppended {
+  return { head: 0, eventTypes: payload === '' ? undefined : payload.split(',') };
 }
