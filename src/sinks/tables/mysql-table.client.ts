@@ -26,11 +26,12 @@ import { RelationalTable, relationalTables, relationalType } from './relational-
 import { addedByTable, MissingPlan, planMissing, Refill, REFILL_PAGE, StoredRow } from './table-refill.js';
 import {
   Recreation,
-  recreations,
+  RecreationTarget,
   RecreateWriter,
   refillPosition,
   refillRecreated,
   renamedSpec,
+  targetRecreations,
 } from './table-recreate.js';
 
 /** Primary-key columns need a length; binary collation, so ids differing only in case stay two rows. */
@@ -243,27 +244,32 @@ export class MysqlTableClient implements TableClient {
   }
 
   /** The types of `missing` whose tables among `create` the sink wrote before: the target holds its cursor. */
-  private async recreations(
+  private recreations(
     sinkId: string,
     missing: readonly string[],
     tables: ReturnType<typeof sinkTables>,
     create: ReadonlyArray<{ table: SchemaTable }>,
     existing: ReadonlyMap<string, ReadonlySet<string>>,
   ): Promise<Recreation[]> {
-    const found = recreations(
+    const target: RecreationTarget = {
+      relational: this.relational,
+      prefix: this.prefix,
+      documentTables: tables.tables,
+      cursorsExist: existing.has(CURSORS_TABLE),
+      hasCursor: async () => {
+        const [rows] = await this.pool.query({
+          sql: `SELECT 1 FROM ${quote(CURSORS_TABLE)} WHERE sink_id = ?`,
+          values: [sinkId],
+          timeout: this.timeoutMs,
+        });
+        return (rows as unknown[]).length > 0;
+      },
+    };
+    return targetRecreations(
+      target,
       missing,
-      tables.tables,
-      this.relational,
-      this.prefix,
       create.map(({ table }) => table),
     );
-    if (found.length === 0 || !existing.has(CURSORS_TABLE)) return [];
-    const [rows] = await this.pool.query({
-      sql: `SELECT 1 FROM ${quote(CURSORS_TABLE)} WHERE sink_id = ?`,
-      values: [sinkId],
-      timeout: this.timeoutMs,
-    });
-    return (rows as unknown[]).length > 0 ? found : [];
   }
 
   /** Re-fills the staged tables of `recreate` (`refillRecreated`) in the batch's transaction, before its changes. */

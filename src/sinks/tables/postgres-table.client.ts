@@ -18,7 +18,14 @@ import { CURSORS_TABLE, SchemaTable, schemaColumns, schemaWork, sinkTables } fro
 import { insertRelational, writePostgresRelational } from './postgres-relational.js';
 import { relationalTables, relationalType } from './relational-tables.js';
 import { addedByTable, MissingPlan, planMissing, Refill, REFILL_PAGE, StoredRow } from './table-refill.js';
-import { Recreation, recreations, RecreateWriter, refillPosition, refillRecreated } from './table-recreate.js';
+import {
+  Recreation,
+  RecreationTarget,
+  RecreateWriter,
+  refillPosition,
+  refillRecreated,
+  targetRecreations,
+} from './table-recreate.js';
 
 /** undefined_table, invalid_schema_name: a target the sink has not written yet. */
 const UNDEFINED_RELATION = new Set(['42P01', '3F000']);
@@ -252,23 +259,27 @@ export class PostgresTableClient implements TableClient {
   }
 
   /** The types of `missing` whose tables among `create` the sink wrote before: the target holds its cursor. */
-  private async recreations(
+  private recreations(
     sinkId: string,
     missing: readonly string[],
     tables: ReturnType<typeof sinkTables>,
     create: ReadonlyArray<{ table: SchemaTable }>,
     existing: ReadonlyMap<string, ReadonlySet<string>>,
   ): Promise<Recreation[]> {
-    const found = recreations(
+    const target: RecreationTarget = {
+      relational: this.relational,
+      prefix: '',
+      documentTables: tables.tables,
+      cursorsExist: existing.has(CURSORS_TABLE),
+      hasCursor: async () =>
+        (await this.pool.query(`SELECT 1 FROM ${this.name(CURSORS_TABLE)} WHERE sink_id = $1`, [sinkId])).rows.length >
+        0,
+    };
+    return targetRecreations(
+      target,
       missing,
-      tables.tables,
-      this.relational,
-      '',
       create.map(({ table }) => table),
     );
-    if (found.length === 0 || !existing.has(CURSORS_TABLE)) return [];
-    const { rows } = await this.pool.query(`SELECT 1 FROM ${this.name(CURSORS_TABLE)} WHERE sink_id = $1`, [sinkId]);
-    return rows.length > 0 ? found : [];
   }
 
   /**

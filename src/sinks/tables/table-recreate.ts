@@ -44,6 +44,31 @@ export function recreations(
   return result;
 }
 
+/** What a target client tells `targetRecreations` of itself. */
+export interface RecreationTarget {
+  relational: boolean;
+  /** The prefix of its relational tables' names. */
+  prefix: string;
+  documentTables: ReadonlyMap<string, TargetTable & SchemaTable>;
+  /** Whether its cursors table exists, and (asked only then) whether it holds the sink's cursor. */
+  cursorsExist: boolean;
+  hasCursor(): Promise<boolean>;
+}
+
+/**
+ * `recreations` at a target, if the target holds the sink's cursor (so the missing tables were
+ * written before and dropped since, not never made); none otherwise.
+ */
+export async function targetRecreations(
+  target: RecreationTarget,
+  types: readonly string[],
+  missing: readonly SchemaTable[],
+): Promise<Recreation[]> {
+  const found = recreations(types, target.documentTables, target.relational, target.prefix, missing);
+  if (found.length === 0 || !target.cursorsExist) return [];
+  return (await target.hasCursor()) ? found : [];
+}
+
 /**
  * Where a re-created type's table is re-filled from: the target's cursor (what its tables hold),
  * or the boundary of the snapshot the sink is delivering (what the snapshot makes of them, deletes
