@@ -568,69 +568,52 @@ async function measurePoolerFreshness({
 }) {
   const pooled = new URL(POOLER_URL);
   pooled.pathname = `/${database}`;
-  const port = await freePort();
-  const daemon = startService('node', ['dist/src/main.js', 'serve'], {
-    cwd: ROOT,
-    env: { ...env, PORT: String(port), DATABASE_URL: pooled.toString(), DATABASE_DIRECT_URL: databaseUrl(database) },
+  return pacedAgainst({
+    args: ['dist/src/main.js', 'serve'],
+    env: { ...env, DATABASE_URL: pooled.toString(), DATABASE_DIRECT_URL: databaseUrl(database) },
     logFile: join(logDir, 'projection-daemon-pooler.log'),
-  });
-  try {
-    const base = `http://127.0.0.1:${port}`;
-    await waitReady(daemon, `${base}/health/ready`);
-    const finishCpu = sampleCpu(daemon.pid, []);
-    log(`freshness through PgBouncer: ${FRESHNESS_RATE} deliveries/s for ${warmup} s (warm-up) + ${duration} s`);
-    const measured = await measureFreshness({
-      base,
-      webhookKey,
-      products,
-      rate: FRESHNESS_RATE,
-      seconds: duration,
-      warmupSeconds: warmup,
-      firstSeq,
-      observe,
-    });
-    const cpu = finishCpu();
-    log(
+    announce: `freshness through PgBouncer: ${FRESHNESS_RATE} deliveries/s for ${warmup} s (warm-up) + ${duration} s`,
+    measure: { webhookKey, products, seconds: duration, warmupSeconds: warmup, firstSeq, observe },
+    report: (measured) =>
       `  p50 ${measured.p50Ms} ms, p90 ${measured.p90Ms} ms, p99 ${measured.p99Ms} ms, max ${measured.maxMs} ms over ${measured.accepted} ` +
-        `deliveries answered 202 (${measured.notVisible} not visible), POST p99 ${measured.postP99Ms} ms`,
-    );
-    return { ...measured, cpu };
-  } finally {
-    await stopService(daemon);
-  }
+      `deliveries answered 202 (${measured.notVisible} not visible), POST p99 ${measured.postP99Ms} ms`,
+  });
 }
 
 async function measureIngressBaseline({ database, webhookKey, products, duration, warmup, firstSeq, logDir }) {
-  const port = await freePort();
-  const server = startService('node', [join(HERE, 'baseline-server.js')], {
-    cwd: ROOT,
-    logFile: join(logDir, 'projection-ingress-baseline.log'),
+  return pacedAgainst({
+    args: [join(HERE, 'baseline-server.js')],
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl(database),
-      PORT: String(port),
       HOST: '127.0.0.1',
       POOL_SIZE: '10',
       WEBHOOK_KEY: webhookKey,
     },
+    logFile: join(logDir, 'projection-ingress-baseline.log'),
+    announce: `ingress baseline: ${FRESHNESS_RATE} deliveries/s for ${duration} s, POST only`,
+    measure: { webhookKey, products, seconds: duration, warmupSeconds: warmup, firstSeq, poll: false },
+    report: (measured) =>
+      `  POST p50 ${measured.postP50Ms} ms, p99 ${measured.postP99Ms} ms, ${measured.accepted} answered 202`,
   });
+}
+
+/**
+ * Starts a server (`node <args>` with `env` and a free PORT), waits until it is ready, paces
+ * FRESHNESS_RATE deliveries/s at it (measureFreshness with `measure`) while sampling its CPU, and
+ * stops it: the freshness and CPU of one server.
+ */
+async function pacedAgainst({ args, env, logFile, announce, measure, report }) {
+  const port = await freePort();
+  const server = startService('node', args, { cwd: ROOT, env: { ...env, PORT: String(port) }, logFile });
   try {
     const base = `http://127.0.0.1:${port}`;
     await waitReady(server, `${base}/health/ready`);
     const finishCpu = sampleCpu(server.pid, []);
-    log(`ingress baseline: ${FRESHNESS_RATE} deliveries/s for ${duration} s, POST only`);
-    const measured = await measureFreshness({
-      base,
-      webhookKey,
-      products,
-      rate: FRESHNESS_RATE,
-      seconds: duration,
-      warmupSeconds: warmup,
-      firstSeq,
-      poll: false,
-    });
+    log(announce);
+    const measured = await measureFreshness({ base, rate: FRESHNESS_RATE, ...measure });
     const cpu = finishCpu();
-    log(`  POST p50 ${measured.postP50Ms} ms, p99 ${measured.postP99Ms} ms, ${measured.accepted} answered 202`);
+    log(report(measured));
     return { ...measured, cpu };
   } finally {
     await stopService(server);
