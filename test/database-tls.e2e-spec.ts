@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { describeRun, runCli } from './support/cli.js';
-import { DaemonProcess } from './support/daemon-process.js';
+import { DaemonProcess, daemonEnv } from './support/daemon-process.js';
 import { deliver, WEBHOOK_KEY } from './support/http.js';
 import { startTlsCluster, TlsCluster } from './support/tls-postgres.js';
 import { webhookEvent } from './support/webhook-events.js';
@@ -20,17 +19,14 @@ describe('the daemon on a TLS-only PostgreSQL', () => {
   let cluster: TlsCluster;
   let dir: string;
   let daemon: DaemonProcess | undefined;
-  const env = (url: string, rootCert: string) => ({
-    DATABASE_URL: url,
-    DATABASE_SSL_ROOT_CERT: rootCert,
-    DATA_DIR: dir,
-    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    WEBHOOK_KEYS: WEBHOOK_KEY,
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'debug',
-    RECONCILE_CRON: 'off',
-    SANDBOX: 'false',
-  });
+  const env = (url: string, rootCert: string) =>
+    daemonEnv({
+      DATABASE_URL: url,
+      DATABASE_SSL_ROOT_CERT: rootCert,
+      DATA_DIR: dir,
+      WEBHOOK_KEYS: WEBHOOK_KEY,
+      LOG_LEVEL: 'debug',
+    });
 
   beforeAll(async () => {
     cluster = await startTlsCluster();

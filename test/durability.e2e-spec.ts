@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import pg from 'pg';
-import { DaemonProcess, sleep } from './support/daemon-process.js';
+import { DaemonProcess, sleep, daemonEnv } from './support/daemon-process.js';
 import { createTestDatabase, TestDatabase } from './support/database.js';
 import { webhookEvent } from './support/webhook-events.js';
 
@@ -183,15 +183,10 @@ describe('durability of acknowledged deliveries (built daemon, child process)', 
     database = await createTestDatabase();
     client = new pg.Client({ connectionString: database.url });
     await client.connect();
-    env = {
+    env = daemonEnv({
       DATABASE_URL: database.url,
-      TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
       WEBHOOK_KEYS: WEBHOOK_KEY,
-      HOST: '127.0.0.1',
-      RECONCILE_CRON: 'off',
-      SANDBOX: 'false',
-      LOG_LEVEL: 'warn',
-    };
+    });
   });
 
   afterAll(async () => {

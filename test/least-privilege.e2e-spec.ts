@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { describeRun, runCli } from './support/cli.js';
-import { DaemonProcess, ROOT_DIR } from './support/daemon-process.js';
+import { DaemonProcess, ROOT_DIR, daemonEnv } from './support/daemon-process.js';
 import { TEST_SERVER_URL } from './support/database.js';
 import { eventually } from './support/eventually.js';
 import { api, API_TOKEN, deliver, LOOPBACK_NETWORKS, RunningDaemon, sendJson, WEBHOOK_KEY } from './support/http.js';
@@ -70,18 +70,13 @@ describe('serve as a role with only the documented grants', () => {
     await sql(TEST_SERVER_URL, `GRANT ${APP} TO ${OWNER}`);
     await sql(TEST_SERVER_URL, `CREATE DATABASE ${DATABASE} OWNER ${OWNER} ENCODING 'UTF8' TEMPLATE template0`);
     receiver = await new SinkReceiver().start();
-    env = {
+    env = daemonEnv({
       DATABASE_URL: appUrl,
       DATA_DIR: dir,
-      TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
       WEBHOOK_KEYS: WEBHOOK_KEY,
       API_TOKENS: API_TOKEN,
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      RECONCILE_CRON: 'off',
-      SANDBOX: 'false',
       SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS,
-    };
+    });
   });
 
   afterAll(async () => {

@@ -7,7 +7,7 @@ import { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
 import { dataSourceOptions } from '../src/database/data-source.factory.js';
 import { runMigrations } from '../src/database/migration.runner.js';
-import { DaemonProcess } from './support/daemon-process.js';
+import { DaemonProcess, daemonEnv } from './support/daemon-process.js';
 import { TEST_SERVER_URL } from './support/database.js';
 import { eventually } from './support/eventually.js';
 import { deliver, WEBHOOK_KEY } from './support/http.js';
@@ -175,18 +175,13 @@ describe('migrations under ingress load, on a 1M-event log', () => {
     dir = await mkdtemp(path.join(tmpdir(), 'menu-sync-locks-'));
     daemon = await DaemonProcess.spawn({
       cwd: dir,
-      env: {
+      env: daemonEnv({
         DATABASE_URL: url,
         DATA_DIR: dir,
-        TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
         WEBHOOK_KEYS: WEBHOOK_KEY,
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
         ROLES: 'ingress',
         MIGRATIONS_RUN: 'false',
-        RECONCILE_CRON: 'off',
-        SANDBOX: 'false',
-      },
+      }),
     });
     await eventually(async () => expect((await deliver(daemon.url, webhookEvent())).status).toBe(202), 60_000);
     watcher = new pg.Client({ connectionString: url, application_name: CHECK_NAME });

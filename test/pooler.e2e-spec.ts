@@ -1,11 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { changesAfter } from './support/changes.js';
 import { describeRun, runCli } from './support/cli.js';
-import { DaemonProcess, sleep } from './support/daemon-process.js';
+import { DaemonProcess, sleep, daemonEnv } from './support/daemon-process.js';
 import { createTestDatabase, TestDatabase } from './support/database.js';
 import { eventually } from './support/eventually.js';
 import { api, API_TOKEN, deliver, LOOPBACK_NETWORKS, WEBHOOK_KEY } from './support/http.js';
@@ -40,19 +39,14 @@ describe('behind a transaction pooler: DATABASE_URL on PgBouncer, DATABASE_DIREC
     client = new pg.Client({ connectionString: database.url });
     await client.connect();
     await receiver.start();
-    env = {
+    env = daemonEnv({
       DATABASE_URL: pooledUrl(database.url),
       DATABASE_DIRECT_URL: database.url,
       DATA_DIR: dir,
-      TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
       WEBHOOK_KEYS: WEBHOOK_KEY,
       API_TOKENS: API_TOKEN,
-      HOST: '127.0.0.1',
-      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
-      RECONCILE_CRON: 'off',
-      SANDBOX: 'false',
       SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS,
-    };
+    });
   }, 120_000);
 
   afterAll(async () => {

@@ -7,7 +7,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import pg from 'pg';
 import { LOCK_SPACES } from '../src/database/advisory-locks.js';
 import { SINK_BUCKETS, sinkLeaseKey } from '../src/sinks/dispatch/sink-shares.js';
-import { DaemonProcess, sleep } from './support/daemon-process.js';
+import { DaemonProcess, sleep, daemonEnv } from './support/daemon-process.js';
 import { createTestDatabase, TestDatabase } from './support/database.js';
 import { eventually } from './support/eventually.js';
 import { api, API_TOKEN, deliver, LOOPBACK_NETWORKS, WEBHOOK_KEY } from './support/http.js';
@@ -96,19 +96,14 @@ describe('20,000 sinks leave PostgreSQL’s lock table usable (built daemon, chi
     const daemon = await DaemonProcess.start({
       cwd: dir,
       readyTimeoutMs: 150_000,
-      env: {
+      env: daemonEnv({
         DATABASE_URL: database.url,
         DATA_DIR: dir,
-        TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
         WEBHOOK_KEYS: WEBHOOK_KEY,
         API_TOKENS: API_TOKEN,
-        HOST: '127.0.0.1',
-        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
-        RECONCILE_CRON: 'off',
-        SANDBOX: 'false',
         NATS_URL,
         SINK_ALLOWED_NETWORKS: LOOPBACK_NETWORKS,
-      },
+      }),
     });
     const startedAt = Date.now();
     // Pool timeouts per 5 s since the start, shown with TEST_VERBOSE.

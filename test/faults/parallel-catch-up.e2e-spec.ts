@@ -11,7 +11,7 @@ import { EventLogRepository } from '../../src/event-log/event-log.repository.js'
 import type { NewLogEntry } from '../../src/event-log/log-entry.js';
 import { PROJECTIONS, ProjectionDefinition } from '../../src/projection/projection-definitions.js';
 import { MENU_RESOURCE_TYPES } from '../../src/projection/published-changes.js';
-import { DaemonProcess, sleep } from '../support/daemon-process.js';
+import { DaemonProcess, sleep, daemonEnv } from '../support/daemon-process.js';
 import { createTestDatabase, openDataSource, TestDatabase } from '../support/database.js';
 import { newLogEntry, readLog } from '../support/event-log.js';
 import {
@@ -306,17 +306,12 @@ describe('fault: kill -9 a daemon catching up both projections in parallel (buil
   const spawn = () =>
     DaemonProcess.spawn({
       cwd: dir,
-      env: {
+      env: daemonEnv({
         DATABASE_URL: database.url,
         DATA_DIR: dir,
-        TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
         WEBHOOK_KEYS: `parallel-${randomBytes(16).toString('hex')}`,
         API_TOKENS: API_TOKEN,
-        HOST: '127.0.0.1',
-        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
-        RECONCILE_CRON: 'off',
-        SANDBOX: 'false',
-      },
+      }),
     });
 
   beforeAll(async () => {

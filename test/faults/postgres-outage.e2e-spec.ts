@@ -4,7 +4,7 @@ import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort, loadWithoutExitHooks } from '../../src/database/embedded-postgres.js';
-import { DaemonProcess, sleep } from '../support/daemon-process.js';
+import { DaemonProcess, sleep, daemonEnv } from '../support/daemon-process.js';
 import { webhookEvent } from '../support/webhook-events.js';
 import { closeAgent, isAcked, Load, logCounts, projections, statusCounts } from './load.js';
 
@@ -73,17 +73,12 @@ describe('fault: PostgreSQL stopped and started under load (embedded PostgreSQL 
     daemon = await DaemonProcess.start({
       cwd: dir,
       readyTimeoutMs: 150_000,
-      env: {
+      env: daemonEnv({
         DATABASE_URL: databaseUrl,
         DATA_DIR: dir,
-        TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
         WEBHOOK_KEYS: WEBHOOK_KEY,
         API_TOKENS: API_TOKEN,
-        HOST: '127.0.0.1',
-        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
-        RECONCILE_CRON: 'off',
-        SANDBOX: 'false',
-      },
+      }),
     });
   }, SETUP_TIMEOUT_MS);
 

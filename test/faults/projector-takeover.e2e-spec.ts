@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { DaemonProcess, sleep } from '../support/daemon-process.js';
+import { DaemonProcess, sleep, daemonEnv } from '../support/daemon-process.js';
 import { createTestDatabase, TestDatabase } from '../support/database.js';
 import { destroyedEvent, Json, menuEvent, product, trait } from '../support/menu-events.js';
 import { apiVersusFold, closeAgent, isAcked, Load, logCounts, projections, statusCounts } from './load.js';
@@ -52,17 +52,12 @@ describe('fault: kill -9 the active projector of two daemons on one database (bu
     DaemonProcess.start({
       cwd: dir,
       readyTimeoutMs: 150_000,
-      env: {
+      env: daemonEnv({
         DATABASE_URL: database.url,
         DATA_DIR: dir,
-        TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
         WEBHOOK_KEYS: WEBHOOK_KEY,
         API_TOKENS: API_TOKEN,
-        HOST: '127.0.0.1',
-        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
-        RECONCILE_CRON: 'off',
-        SANDBOX: 'false',
-      },
+      }),
     });
 
   beforeAll(async () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { request } from 'node:http';
 import path from 'node:path';
@@ -35,6 +36,22 @@ export interface StartDaemonOptions extends SpawnDaemonOptions {
 }
 
 export { freePort } from '../../src/database/embedded-postgres.js';
+
+/**
+ * The settings every built daemon under test shares, with `env` over them: a fresh token key, on
+ * loopback, logging at TEST_LOG_LEVEL (default warn), no reconcile schedule and no sandbox. The
+ * database, data directory, webhook keys and API tokens are each test's own.
+ */
+export function daemonEnv(env: Record<string, string>): Record<string, string> {
+  return {
+    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+    RECONCILE_CRON: 'off',
+    SANDBOX: 'false',
+    ...env,
+  };
+}
 
 /** Only what a shell user would minimally have: tests must not depend on the runner's environment. */
 function baseEnv(): Record<string, string> {

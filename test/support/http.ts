@@ -4,7 +4,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, TestDatabase } from './database.js';
-import { DaemonProcess } from './daemon-process.js';
+import { daemonEnv, DaemonProcess } from './daemon-process.js';
 import { pooledUrl } from './pooler.js';
 
 /** Secrets of the daemons started here: random, so a test can search the logs for them. */
@@ -37,21 +37,17 @@ export async function startDaemon(
   try {
     daemon = await DaemonProcess.start({
       cwd: dir,
-      env: {
+      env: daemonEnv({
         DATABASE_URL: database.url,
         DATA_DIR: dir,
-        TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
         WEBHOOK_KEYS: WEBHOOK_KEY,
         API_TOKENS: API_TOKEN,
-        HOST: '127.0.0.1',
         LOG_LEVEL: 'debug',
-        RECONCILE_CRON: 'off',
-        SANDBOX: 'false',
         ...(process.env.TEST_THROUGH_POOLER
           ? { DATABASE_URL: pooledUrl(database.url), DATABASE_DIRECT_URL: database.url }
           : {}),
         ...(typeof env === 'function' ? env(database) : env),
-      },
+      }),
     });
   } catch (error) {
     await database.drop();
