@@ -28,6 +28,8 @@ import { scanLog } from './lib/logs.js';
 import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
 import { attachSinks, SINK_NETWORKS } from './lib/ingress-sinks.js';
 import { measureSinkFreshness } from './lib/ingress-freshness.js';
+import { compare, problems, tables } from './lib/ingress-report.js';
+import { gauges, histogramDelta, round, scrape } from './lib/metrics-text.js';
 import { LOCK_SPACES, SINGLE_LOCKS } from '../dist/src/database/advisory-locks.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -57,7 +59,6 @@ const DAEMON_ENV = {
  * The product target: at these connection counts, >= 1.5x the baseline's req/s with a p99 no
  * worse; with the sinks attached, 2x (issue 32).
  */
-const TARGET = { connections: [50, 200], minRatio: 1.5, minRatioWithSinks: 2 };
 
 /** The advisory lock the active projector holds (src/database/advisory-locks.ts). */
 const PROJECTOR_LOCK = SINGLE_LOCKS.projector;
@@ -349,197 +350,6 @@ function cannon({ url, connections, duration, nextBody }) {
     headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: (request) => ({ ...request, body: nextBody() }) }],
   });
-}
-
-async function scrape(base) {
-  const response = await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(5000) });
-  return response.ok ? await response.text() : '';
-}
-
-function gauges(text, names) {
-  const out = {};
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const name = names.find((n) => line.startsWith(`${n} `) || line.startsWith(`${n}{`));
-    if (name) out[line.slice(0, line.lastIndexOf(' '))] = Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return out;
-}
-
-function parseHistogram(text, name) {
-  const buckets = new Map();
-  let sum = 0;
-  let count = 0;
-  for (const line of text.split('\n')) {
-    if (line.startsWith(`${name}_bucket{`)) {
-      const le = /le="([^"]+)"/.exec(line)?.[1];
-      buckets.set(le, Number(line.slice(line.lastIndexOf(' ') + 1)));
-    } else if (line.startsWith(`${name}_sum`)) {
-      sum = Number(line.slice(line.lastIndexOf(' ') + 1));
-    } else if (line.startsWith(`${name}_count`)) {
-      count = Number(line.slice(line.lastIndexOf(' ') + 1));
-    }
-  }
-  return { buckets, sum, count };
-}
-
-/** The histogram's observations made during the measured run: cumulative buckets, count, mean. */
-function histogramDelta(beforeText, afterText, name) {
-  const before = parseHistogram(beforeText ?? '', name);
-  const after = parseHistogram(afterText, name);
-  const buckets = {};
-  const order = (le) => (le === '+Inf' ? Infinity : Number(le));
-  for (const [le, value] of [...after.buckets].sort(([a], [b]) => order(a) - order(b))) {
-    buckets[le] = value - (before.buckets.get(le) ?? 0);
-  }
-  const count = after.count - before.count;
-  return { count, mean: count > 0 ? round((after.sum - before.sum) / count, 4) : null, cumulativeBuckets: buckets };
-}
-
-/** What makes a measurement suspect: not ~all 202, rows not matching, logged problems, noise. */
-function problems(run) {
-  const out = [];
-  const accepted = run.statusCodes['202'] ?? 0;
-  if (accepted < 0.99 * run.requests)
-    out.push(`only ${accepted} of ${run.requests} answers were 202: ${JSON.stringify(run.statusCodes)}`);
-  if (run.errors + run.timeouts > 0) out.push(`${run.errors} connection errors, ${run.timeouts} timeouts`);
-  if (!run.rowsMatch)
-    out.push(`event_log holds ${run.rowsInLog} rows for ${run.accepted202IncludingWarmup} answers 202`);
-  if (run.logErrors + run.logWarnings > 0)
-    out.push(`${run.logErrors} errors, ${run.logWarnings} warnings logged (${run.logFile}): ${run.firstLogProblem}`);
-  if (run.cpu.otherPct > 25)
-    out.push(`other processes used ${run.cpu.otherPct} % of a core during the measurement: noisy`);
-  if (run.sinks) {
-    for (const [name, sink] of Object.entries(run.sinks.catchUp.sinks)) {
-      if (sink.secondsToCaughtUp === null)
-        out.push(`the ${name} sink did not catch up (${sink.state}: ${sink.lastError})`);
-      else if (sink.state !== 'active') out.push(`the ${name} sink is ${sink.state}: ${sink.lastError}`);
-    }
-    if (!run.sinks.tableMatches)
-      out.push(`the table sink's products (${run.sinks.targetRows}) differ from the daemon's (${run.sinks.products})`);
-  }
-  return out;
-}
-
-function compare(connections, runs, target) {
-  const daemon = runs.find((r) => r.target === target && r.connections === connections);
-  const baseline = runs.find((r) => r.target === 'baseline' && r.connections === connections);
-  // Judged unrounded: 1.496 shows as 1.5x but is not.
-  const exact = daemon.reqPerSec / baseline.reqPerSec;
-  const ratio = round(exact, 3);
-  const targeted = TARGET.connections.includes(connections);
-  const minRatio = target === 'daemon+sinks' ? TARGET.minRatioWithSinks : TARGET.minRatio;
-  const p99NoWorse = daemon.p99Ms <= baseline.p99Ms;
-  return {
-    target,
-    connections,
-    ratio,
-    daemonP99Ms: daemon.p99Ms,
-    baselineP99Ms: baseline.p99Ms,
-    p99NoWorse,
-    targeted,
-    minRatio,
-    met: exact >= minRatio && p99NoWorse,
-  };
-}
-
-function tables(runs, comparisons) {
-  const withSinks = runs.some((r) => r.sinks);
-  return [
-    {
-      title: 'ingress: POST /webhooks/{key}',
-      columns: [
-        'target',
-        'conns',
-        'req/s',
-        'p50 ms',
-        'p99 ms',
-        '202',
-        'non-2xx',
-        'errors',
-        'peak RSS MiB',
-        'CPU srv %',
-        'CPU pg %',
-        '(projector)',
-        '(append)',
-        'CPU gen %',
-        'CPU other %',
-        ...(withSinks ? ['CPU sink targets %'] : []),
-        'srv µs/req',
-        'pg µs/req',
-        'batch mean',
-      ],
-      rows: runs.map((r) => [
-        r.target,
-        r.connections,
-        Math.round(r.reqPerSec),
-        r.p50Ms,
-        r.p99Ms,
-        r.statusCodes['202'] ?? 0,
-        r.non2xx,
-        r.errors + r.timeouts,
-        r.peakRssMiB,
-        r.cpu.serverPct,
-        r.cpu.postgresPct,
-        r.target !== 'baseline' ? r.cpu.postgresSubsetPct : '-',
-        r.target !== 'baseline' ? r.cpu.appendPct : '-',
-        r.cpu.loadGeneratorPct,
-        r.cpu.otherPct,
-        ...(withSinks ? [r.cpu.sinkTargetsPct ?? '-'] : []),
-        r.cpuPerRequestUs.server,
-        r.cpuPerRequestUs.postgres,
-        r.appendBatchSize?.mean != null ? round(r.appendBatchSize.mean, 1) : '-',
-      ]),
-    },
-    {
-      title: `ingress: daemon / baseline (target at ${TARGET.connections.join(' and ')} connections: >= ${TARGET.minRatio}x req/s, ${TARGET.minRatioWithSinks}x with the sinks, p99 no worse)`,
-      columns: ['daemon', 'conns', 'req/s ratio', 'p99 daemon ms', 'p99 baseline ms', 'target'],
-      rows: comparisons.map((c) => [
-        c.target,
-        c.connections,
-        `${c.ratio}x`,
-        c.daemonP99Ms,
-        c.baselineP99Ms,
-        c.targeted ? (c.met ? 'met' : 'NOT met') : '(not targeted)',
-      ]),
-    },
-    ...(withSinks ? [sinksTable(runs.filter((r) => r.sinks))] : []),
-  ];
-}
-
-function sinksTable(runs) {
-  const seconds = (value) => (value === null ? 'not caught up' : value);
-  return {
-    title:
-      'ingress with sinks: behind when the load stopped (projector: events; sinks: changes) and seconds until caught up (every accepted delivery projected and delivered)',
-    columns: [
-      'conns',
-      'projector lag',
-      'projector s',
-      'http lag',
-      'http s',
-      'postgres lag',
-      'postgres s',
-      'http changes received',
-      'table rows = products',
-    ],
-    rows: runs.map(({ connections, sinks: { catchUp, received, products, targetRows, tableMatches } }) => [
-      connections,
-      catchUp.projector.lagAtStop,
-      seconds(catchUp.projector.secondsToCaughtUp),
-      catchUp.sinks.http.lagAtStop,
-      seconds(catchUp.sinks.http.secondsToCaughtUp),
-      catchUp.sinks.postgres.lagAtStop,
-      seconds(catchUp.sinks.postgres.secondsToCaughtUp),
-      received.changes,
-      `${targetRows} ${tableMatches ? '=' : '≠'} ${products}`,
-    ]),
-  };
-}
-
-function round(value, digits) {
-  const factor = 10 ** digits;
-  return Math.round(value * factor) / factor;
 }
 
 function log(line) {
