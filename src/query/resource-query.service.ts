@@ -1,9 +1,10 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { encodeChangeCursor } from '../changes/change-cursor.js';
 import { BadRequestError, NotFoundError } from '../common/app-error.js';
 import { inChunks } from '../common/in-chunks.js';
 import type { OwnerScope } from '../common/owner-scope.js';
 import { replicaOf } from '../database/read-replica.js';
+import { ArchiveHorizonService } from '../event-log/archive-horizon.service.js';
 import { onSide, type ReadSide } from '../database/read-router.service.js';
 import type { ApiResource } from '../projection/api-resource.js';
 import { RESOURCE_TABLES, ResourceTable, tableByName } from '../projection/resource-tables.js';
@@ -22,6 +23,7 @@ export class ResourceQueryService {
   constructor(
     private readonly primaryRows: ReadModelRepository,
     @Inject(replicaOf(ReadModelRepository)) private readonly replicaRows: ReadModelRepository | null = null,
+    @Optional() @Inject(ArchiveHorizonService) private readonly horizon: ArchiveHorizonService | null = null,
   ) {}
 
   /**
@@ -33,6 +35,7 @@ export class ResourceQueryService {
    */
   async list(name: string, query: ListQuery, side: ReadSide = 'primary', scope: OwnerScope = null): Promise<Page> {
     const table = this.table(name);
+    this.horizon?.checkAsOf(query.as_of);
     const filter = { ...listFilter(query), ownerIds: scope ?? undefined };
     const read = this.rows(side);
     if (query.as_of === undefined) {
@@ -74,6 +77,7 @@ export class ResourceQueryService {
     scope: OwnerScope = null,
   ): Promise<{ deleted: boolean; body: string }> {
     const table = this.table(name);
+    this.horizon?.checkAsOf(asOf);
     if (asOf !== undefined && table.schema !== 'proj_menu') {
       const resource = await this.get(name, id, asOf, side, scope);
       return { deleted: resource.deleted, body: JSON.stringify(resource) };
@@ -96,6 +100,7 @@ export class ResourceQueryService {
     scope: OwnerScope = null,
   ): Promise<ApiResource> {
     const table = this.table(name);
+    this.horizon?.checkAsOf(asOf);
     const [row] = await this.rows(side).find(table, {
       ids: [id],
       includeDeleted: true,
