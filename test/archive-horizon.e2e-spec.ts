@@ -1,4 +1,5 @@
 import { appendNextAt, ArchivedPartition, archivePartition, restorePartition } from './support/archived-partition.js';
+import { runCli } from './support/cli.js';
 import { eventually } from './support/eventually.js';
 import { Answer, api, deliver, RunningDaemon, startDaemon } from './support/http.js';
 import { webhookEvent } from './support/webhook-events.js';
@@ -142,7 +143,14 @@ describe('reads across the archive horizon (docs/reference.md §8)', () => {
       newest_file: FILE,
       restored: 0,
     });
-  });
+    const screen = await runCli(['status', '--interval-ms', '0'], {
+      DATABASE_URL: app.database.url,
+      WEBHOOK_KEYS: app.process.env.WEBHOOK_KEYS ?? '',
+    });
+    expect(screen.stdout).toContain(
+      `Archive  horizon ${ABOVE} (as_of from ${JAN_LAST}), 1 file(s), 12.1 KiB, newest ${FILE}\n`,
+    );
+  }, 60000);
 
   it('a restored range answers as before archiving', async () => {
     await restorePartition(app.database.url, archived);
