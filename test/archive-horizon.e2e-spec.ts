@@ -1,7 +1,7 @@
 import { appendNextAt, ArchivedPartition, archivePartition, restorePartition } from './support/archived-partition.js';
 import { runCli } from './support/cli.js';
 import { eventually } from './support/eventually.js';
-import { Answer, api, deliver, RunningDaemon, startDaemon } from './support/http.js';
+import { Answer, api, deliver, RunningDaemon, sendJson, startDaemon } from './support/http.js';
 import { webhookEvent } from './support/webhook-events.js';
 
 const OWNER = '4300';
@@ -42,18 +42,29 @@ const OLD = {
   ordersJan: `/api/v1/orders?as_of=${JAN_MID}`,
 };
 
+/** What a scoped token reads, above and across the horizon. */
+const SCOPED = {
+  pageFeb: READS.pageFeb,
+  menuFeb: READS.menuFeb,
+  pageJan: OLD.pageJan,
+  archived: OLD.archived,
+};
+
 type Reads = Record<string, { status: number; text: string }>;
 
 describe('reads across the archive horizon (docs/reference.md §8)', () => {
   let app: RunningDaemon;
   let archived: ArchivedPartition;
+  /** A read token scoped to OWNER: its reads go through Nest, whose guard sets the scope. */
+  let scoped: string;
   const before: Reads = {};
+  const scopedBefore: Reads = {};
 
   const get = (path: string) => api(app.url, path);
-  const readAll = async (paths: Record<string, string>): Promise<Reads> => {
+  const readAll = async (paths: Record<string, string>, token?: string): Promise<Reads> => {
     const reads: Reads = {};
     for (const [name, path] of Object.entries(paths)) {
-      const answer = await get(path);
+      const answer = await api(app.url, path, token);
       reads[name] = { status: answer.status, text: answer.text };
     }
     return reads;
@@ -90,7 +101,12 @@ describe('reads across the archive horizon (docs/reference.md §8)', () => {
     expect(await send({ eventType: 'product.created', subjectId: '503', createdAt: MAR })).toBe(ABOVE);
     await send({ eventType: 'collection.created', subjectType: 'collection', subjectId: '602', createdAt: MAR });
     await eventually(async () => expect((await get('/api/v1/collections/602')).status).toBe(200), 15000);
+    const made = await sendJson(app, 'POST', '/api/v1/tokens', { name: 'one owner', role: 'read', owner_ids: [OWNER] });
+    expect(made.status).toBe(201);
+    scoped = made.json.token;
     Object.assign(before, await readAll({ ...READS, ...OLD }));
+    Object.assign(scopedBefore, await readAll(SCOPED, scoped));
+    expect(Object.values(scopedBefore).map((read) => read.status)).toEqual([200, 200, 200, 200]);
     for (const [name, read] of Object.entries(before)) expect([name, read.status]).toEqual([name, 200]);
     archived = await archivePartition(app.database.url, 'event_log_0', { file: FILE, bytes: 12345, keep: true });
   }, 60000);
@@ -132,6 +148,15 @@ describe('reads across the archive horizon (docs/reference.md §8)', () => {
     expect(JSON.parse(before.owners.text)).toEqual({
       data: [{ owner_id: OWNER, events: 5, first_occurred_at: JAN, last_occurred_at: MAR }],
     });
+  });
+
+  it('a token scoped to owners reads the same: unchanged above the horizon, 410 across it', async () => {
+    expect(await readAll({ pageFeb: SCOPED.pageFeb, menuFeb: SCOPED.menuFeb }, scoped)).toEqual({
+      pageFeb: scopedBefore.pageFeb,
+      menuFeb: scopedBefore.menuFeb,
+    });
+    expectGone(await api(app.url, SCOPED.pageJan, scoped), JAN_LAST, asOfDetail);
+    expectGone(await api(app.url, SCOPED.archived, scoped), ABOVE, positionDetail(1));
   });
 
   it('the status report shows the horizon and the archive', async () => {
