@@ -81,7 +81,8 @@ export function formatStatus(report: StatusReport, colour: boolean): string {
         `${progress.next_due_at === null ? '' : `; next due ${ago(new Date(progress.next_due_at), at)}`}`,
     );
 
-  const archive = report.archive;
+  // A daemon older than the archive (MENU_SYNC_URL) reports none.
+  const archive = report.archive ?? null;
   if (archive !== null)
     lines.push(
       '',

@@ -89,13 +89,13 @@ function connectionsHint(report, retired) {
 /** The archived files beyond the log's horizon (docs/reference.md §8): their number. */
 function archiveValue(report) {
   if (report === undefined) return '…';
-  return report.archive === null ? 'n/a' : counted(report.archive.files, 'file');
+  return report.archive == null ? 'n/a' : counted(report.archive.files, 'file');
 }
 
 /** Where the log starts (the horizon) and the archive's size. */
 function archiveHint(archive) {
   if (archive === undefined) return '…';
-  if (archive === null || archive.files === 0) return 'nothing archived';
+  if (archive == null || archive.files === 0) return 'nothing archived';
   return `${bytes(archive.bytes)}; the log holds positions from ${count(archive.horizon)}, as_of from ${when(archive.as_of_before)}`;
 }
 
