@@ -1,4 +1,4 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { encodeChangeCursor } from '../changes/change-cursor.js';
 import { BadRequestError, NotFoundError } from '../common/app-error.js';
 import { inChunks } from '../common/in-chunks.js';
@@ -23,7 +23,8 @@ export class ResourceQueryService {
   constructor(
     private readonly primaryRows: ReadModelRepository,
     @Inject(replicaOf(ReadModelRepository)) private readonly replicaRows: ReadModelRepository | null = null,
-    @Optional() @Inject(ArchiveHorizonService) private readonly horizon: ArchiveHorizonService | null = null,
+    /** Nest always gives it; a test building the service by hand may leave it out (no horizon). */
+    @Inject(ArchiveHorizonService) private readonly horizon: ArchiveHorizonService | null = null,
   ) {}
 
   /**
