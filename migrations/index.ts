@@ -24,6 +24,7 @@ import { Activity1766400000000 } from './1766400000000-activity.js';
 import { ReconcileStores1766600000000 } from './1766600000000-reconcile-stores.js';
 import { PartitionedEventLog1766800000000 } from './1766800000000-partitioned-event-log.js';
 import { EventLogArchive1767000000000 } from './1767000000000-event-log-archive.js';
+import { ArchiveHorizon1767100000000 } from './1767100000000-archive-horizon.js';
 import { ProjectionCheckpoints1766900000000 } from './1766900000000-projection-checkpoints.js';
 
 /** Every migration, in order. A new migration is added here as well. */
@@ -55,4 +56,5 @@ export const MIGRATIONS = [
   PartitionedEventLog1766800000000,
   ProjectionCheckpoints1766900000000,
   EventLogArchive1767000000000,
+  ArchiveHorizon1767100000000,
 ];

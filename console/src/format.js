@@ -38,3 +38,17 @@ export function duration(ms) {
   if (typeof ms !== 'number') return '—';
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
+
+/** "12.1 KiB", "3.4 GiB": a size in bytes, binary units. */
+export function bytes(n) {
+  if (typeof n !== 'number') return '—';
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let value = n / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}

@@ -81,6 +81,18 @@ export function formatStatus(report: StatusReport, colour: boolean): string {
         `${progress.next_due_at === null ? '' : `; next due ${ago(new Date(progress.next_due_at), at)}`}`,
     );
 
+  // A daemon older than the archive (MENU_SYNC_URL) reports none.
+  const archive = report.archive ?? null;
+  if (archive !== null)
+    lines.push(
+      '',
+      `${bold('Archive')}  ${
+        archive.files === 0
+          ? dim('nothing archived')
+          : `horizon ${archive.horizon} (as_of from ${archive.as_of_before ?? '?'}), ${archive.files} file(s), ${formatBytes(archive.bytes)}, newest ${archive.newest_file ?? '?'}`
+      }${archive.restored > 0 ? `; ${archive.restored} range(s) restored` : ''}`,
+    );
+
   lines.push('', `${bold('Quarantine')}  ${report.quarantined} rejected deliveries kept`, '');
   if (report.ok) lines.push(green('OK: nothing needs attention'));
   else
@@ -89,4 +101,16 @@ export function formatStatus(report: StatusReport, colour: boolean): string {
       ...report.attention.map((reason) => `  ${red('✗')} ${reason}`),
     );
   return `${lines.join('\n')}\n`;
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
 }

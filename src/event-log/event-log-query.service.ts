@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { NotFoundError } from '../common/app-error.js';
 import { OwnerScope, withinScope } from '../common/owner-scope.js';
+import { ArchiveHorizonService } from './archive-horizon.service.js';
 import { EventsQuery } from './event-log.dto.js';
 import { EventLogRepository } from './event-log.repository.js';
 import { LogEntry, LogEntrySummary } from './log-entry.js';
@@ -16,6 +17,7 @@ export class EventLogQueryService {
   constructor(
     private readonly repository: EventLogRepository,
     private readonly sealer: RawBodySealer,
+    private readonly horizon: ArchiveHorizonService,
   ) {}
 
   async list(query: EventsQuery, scope: OwnerScope = null) {
@@ -67,8 +69,10 @@ export class EventLogQueryService {
     return { contentType: entry.contentType ?? 'application/json', body };
   }
 
+  /** An entry the log holds; else, below the archive horizon, the 410 naming its archive file (§8). */
   private async find(position: number, scope: OwnerScope = null): Promise<LogEntry> {
     const entry = await this.repository.findByPosition(position);
+    if (!entry) this.horizon.checkPosition(position);
     if (!entry || !withinScope(scope, entry.ownerId)) throw new NotFoundError(`No event at position ${position}.`);
     return entry;
   }

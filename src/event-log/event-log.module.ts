@@ -3,6 +3,7 @@ import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { SecretCipherModule } from '../common/secret-cipher.module.js';
 import { AppendBatcher } from './append-batcher.js';
 import { AppendSignal } from './append-signal.js';
+import { ArchiveHorizonModule } from './archive-horizon.module.js';
 import { EventLogQueryService } from './event-log-query.service.js';
 import { EventLogRepository } from './event-log.repository.js';
 import { EventsController } from './events.controller.js';
@@ -11,7 +12,7 @@ import { OwnersController } from './owners.controller.js';
 import { RawBodySealer } from './raw-body-sealer.js';
 
 @Module({
-  imports: [SecretCipherModule],
+  imports: [SecretCipherModule, ArchiveHorizonModule],
   controllers: [EventsController, OwnersController],
   providers: [
     ApiTokenGuard,

@@ -1,5 +1,5 @@
 import { Controller, Get, Param, Query, Req, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiForbiddenResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiForbiddenResponse, ApiGoneResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiTokenGuard } from '../common/api-token.guard.js';
 import { ForbiddenError } from '../common/app-error.js';
@@ -7,6 +7,9 @@ import { type OwnerScope, TokenScope } from '../common/owner-scope.js';
 import { PositivePipe } from '../common/position.pipe.js';
 import { EventsQuery } from './event-log.dto.js';
 import { EventLogQueryService } from './event-log-query.service.js';
+
+const ARCHIVED =
+  'An archived position (docs/reference.md §8): problem+json naming the horizon (`archived_before`) and the file (`archive_file`)';
 
 @ApiTags('events')
 @ApiBearerAuth()
@@ -24,6 +27,7 @@ export class EventsController {
   }
 
   @Get(':position')
+  @ApiGoneResponse({ description: ARCHIVED })
   async get(
     @Param('position', new PositivePipe()) position: number,
     @TokenScope() scope: OwnerScope,
@@ -34,6 +38,7 @@ export class EventsController {
 
   @Get(':position/raw')
   @ApiOperation({ summary: 'The exact bytes received, webhook key included: admin tokens only' })
+  @ApiGoneResponse({ description: ARCHIVED })
   @ApiForbiddenResponse({
     description: 'A read token: the bytes hold the webhook key, which would let it forge deliveries',
   })

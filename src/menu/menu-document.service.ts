@@ -6,6 +6,7 @@ import { inChunks } from '../common/in-chunks.js';
 import { readAhead } from '../common/read-ahead.js';
 import { replicaOf } from '../database/read-replica.js';
 import { onSide, type ReadSide } from '../database/read-router.service.js';
+import { ArchiveHorizonService } from '../event-log/archive-horizon.service.js';
 import { RESOURCE_TABLES, ResourceTable } from '../projection/resource-tables.js';
 import { ReadModelRepository, ResourceDoc } from '../query/read-model.repository.js';
 import { expandedChunk, trailerJson, TraitDocs } from './document-text.js';
@@ -38,6 +39,7 @@ export class MenuDocumentService {
     private readonly cache: MenuDocumentCache,
     @Inject(replicaOf(ReadModelRepository)) private readonly replicaRows: ReadModelRepository | null,
     @Inject(replicaOf(MenuDocumentRepository)) private readonly replicaDocuments: MenuDocumentRepository | null,
+    private readonly horizon: ArchiveHorizonService,
   ) {}
 
   /**
@@ -55,6 +57,7 @@ export class MenuDocumentService {
     side: ReadSide = 'primary',
   ): Promise<MenuAnswer> {
     const documents = onSide(side, this.documents, this.replicaDocuments);
+    this.horizon.checkAsOf(asOf);
     if (asOf !== undefined)
       return this.menuAsOfAnswer(
         ownerId,

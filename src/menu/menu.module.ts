@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { replicaProvider } from '../database/read-replica.js';
 import { ChangesModule } from '../changes/changes.module.js';
+import { ArchiveHorizonModule } from '../event-log/archive-horizon.module.js';
 import { IngressModule } from '../ingress/ingress.module.js';
 import { ReadModelModule } from '../query/read-model.module.js';
 import { MenuController } from './menu.controller.js';
@@ -10,7 +11,7 @@ import { MenuDocumentService } from './menu-document.service.js';
 
 /** The streamed `/menu` document (docs/reference.md §5), live (kept in files per owner version) and `as_of`. */
 @Module({
-  imports: [ChangesModule, IngressModule, ReadModelModule],
+  imports: [ChangesModule, IngressModule, ReadModelModule, ArchiveHorizonModule],
   controllers: [MenuController],
   providers: [MenuDocumentService, MenuDocumentRepository, replicaProvider(MenuDocumentRepository), MenuDocumentCache],
   exports: [MenuDocumentService],

@@ -17,12 +17,13 @@ export const DEFAULT_LAG_THRESHOLD = 10_000;
 
 /** Reads the daemon's database once (twice for the projections with `intervalMs`) and reports (status-report.ts). */
 export async function readStatus(status: StatusRepository, options: StatusReadOptions): Promise<StatusReport> {
-  const [projections, connections, sinks, lastReconcile, reconcileProgress, quarantined] = await Promise.all([
+  const [projections, connections, sinks, lastReconcile, reconcileProgress, archive, quarantined] = await Promise.all([
     status.projectionStates(),
     status.connections(),
     status.sinks(options.sinkAttentionAfterMs),
     status.lastReconcile(),
     status.reconcileProgress(),
+    status.archive(),
     status.quarantined(),
   ]);
   const intervalMs = options.intervalMs ?? 0;
@@ -32,7 +33,7 @@ export async function readStatus(status: StatusRepository, options: StatusReadOp
     later = (await status.projectionStates()).map(({ name, position, lag }) => ({ name, position, lag }));
   }
   return statusReport(
-    { at: new Date(), connections, projections, later, sinks, lastReconcile, reconcileProgress, quarantined },
+    { at: new Date(), connections, projections, later, sinks, lastReconcile, reconcileProgress, archive, quarantined },
     {
       lagEvents: options.lagThreshold ?? DEFAULT_LAG_THRESHOLD,
       stallMs: PROJECTOR_STALL_MS,

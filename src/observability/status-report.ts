@@ -1,4 +1,5 @@
 import type {
+  ArchiveStatusRow,
   ConnectionStatusRow,
   ProjectionStatusRow,
   ReconcileProgressRow,
@@ -18,6 +19,8 @@ export interface StatusSnapshot {
   lastReconcile: ReconcileStatusRow | undefined;
   /** undefined when the database has no reconcile schedule (before its migration), or the caller did not read it. */
   reconcileProgress?: ReconcileProgressRow;
+  /** undefined when the database has no archive table, or the caller did not read it. */
+  archive?: ArchiveStatusRow;
   quarantined: number;
 }
 
@@ -85,6 +88,15 @@ export interface StatusReport {
   last_reconcile: { id: number; trigger: string; outcome: string; started_at: string; errors: string[] } | null;
   /** Reconcile's per-store schedule, as `GET /api/v1/reconcile/runs` shows it (docs/reference.md §13). */
   reconcile: { stores_done: number; stores_pending: number; stores_failing: number; next_due_at: string | null } | null;
+  /** The log's archive (docs/reference.md §8): null when the database has none. */
+  archive: {
+    horizon: number;
+    as_of_before: string | null;
+    files: number;
+    bytes: number;
+    newest_file: string | null;
+    restored: number;
+  } | null;
   quarantined: number;
 }
 
@@ -243,6 +255,19 @@ export function statusReport(snapshot: StatusSnapshot, thresholds: StatusThresho
       ? { id: run.id, trigger: run.trigger, outcome: run.outcome, started_at: run.startedAt, errors: run.errors }
       : null,
     reconcile: reconcileProgressJson(snapshot.reconcileProgress),
+    archive: archiveJson(snapshot.archive),
     quarantined: snapshot.quarantined,
+  };
+}
+
+function archiveJson(archive: ArchiveStatusRow | undefined): StatusReport['archive'] {
+  if (archive === undefined) return null;
+  return {
+    horizon: archive.horizon,
+    as_of_before: iso(archive.asOfBefore),
+    files: archive.files,
+    bytes: archive.bytes,
+    newest_file: archive.newestFile,
+    restored: archive.restored,
   };
 }

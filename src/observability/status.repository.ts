@@ -65,6 +65,19 @@ export interface ReconcileProgressRow {
   nextDueAt: Date | null;
 }
 
+/** The log's archive (docs/reference.md §8): the horizon and the files beyond it. */
+export interface ArchiveStatusRow {
+  /** The highest upper bound of the archived partitions (0: none archived). */
+  horizon: number;
+  /** The newest occurred_at archived: an `as_of` older than this answers 410 (null: none archived). */
+  asOfBefore: Date | null;
+  files: number;
+  bytes: number;
+  newestFile: string | null;
+  /** Ranges attached again from their files. */
+  restored: number;
+}
+
 /** The sinks `menu-sync status` names one by one; the rest are counted. */
 export const SINKS_NAMED = 20;
 
@@ -213,6 +226,29 @@ export class StatusRepository {
       storesPending: row.pending,
       storesFailing: row.failing,
       nextDueAt: row.next_due_at === null ? null : new Date(row.next_due_at),
+    };
+  }
+
+  /** undefined when the database has no archive table (before its migration). */
+  async archive(): Promise<ArchiveStatusRow | undefined> {
+    const [exists] = await this.db.query(`SELECT to_regclass('event_log_archives') IS NOT NULL AS present`);
+    if (!exists.present) return undefined;
+    const [row] = await this.db.query(
+      `SELECT count(*) FILTER (WHERE state = 'archived')::int AS files,
+              coalesce(sum(bytes) FILTER (WHERE state = 'archived'), 0)::text AS bytes,
+              coalesce(max(upper_bound) FILTER (WHERE state = 'archived'), 0)::text AS horizon,
+              max(last_occurred_at) FILTER (WHERE state = 'archived') AS as_of_before,
+              (SELECT a.file FROM event_log_archives a WHERE a.state = 'archived' ORDER BY a.upper_bound DESC LIMIT 1) AS newest_file,
+              count(*) FILTER (WHERE state = 'restored')::int AS restored
+         FROM event_log_archives`,
+    );
+    return {
+      horizon: Number(row.horizon),
+      asOfBefore: row.as_of_before === null ? null : new Date(row.as_of_before),
+      files: row.files,
+      bytes: Number(row.bytes),
+      newestFile: row.newest_file,
+      restored: row.restored,
     };
   }
 

@@ -4,6 +4,7 @@ import { BadRequestError, NotFoundError } from '../common/app-error.js';
 import { inChunks } from '../common/in-chunks.js';
 import type { OwnerScope } from '../common/owner-scope.js';
 import { replicaOf } from '../database/read-replica.js';
+import { ArchiveHorizonService } from '../event-log/archive-horizon.service.js';
 import { onSide, type ReadSide } from '../database/read-router.service.js';
 import type { ApiResource } from '../projection/api-resource.js';
 import { RESOURCE_TABLES, ResourceTable, tableByName } from '../projection/resource-tables.js';
@@ -22,6 +23,8 @@ export class ResourceQueryService {
   constructor(
     private readonly primaryRows: ReadModelRepository,
     @Inject(replicaOf(ReadModelRepository)) private readonly replicaRows: ReadModelRepository | null = null,
+    /** Nest always gives it; a test building the service by hand may leave it out (no horizon). */
+    @Inject(ArchiveHorizonService) private readonly horizon: ArchiveHorizonService | null = null,
   ) {}
 
   /**
@@ -33,6 +36,7 @@ export class ResourceQueryService {
    */
   async list(name: string, query: ListQuery, side: ReadSide = 'primary', scope: OwnerScope = null): Promise<Page> {
     const table = this.table(name);
+    this.horizon?.checkAsOf(query.as_of);
     const filter = { ...listFilter(query), ownerIds: scope ?? undefined };
     const read = this.rows(side);
     if (query.as_of === undefined) {
@@ -74,6 +78,7 @@ export class ResourceQueryService {
     scope: OwnerScope = null,
   ): Promise<{ deleted: boolean; body: string }> {
     const table = this.table(name);
+    this.horizon?.checkAsOf(asOf);
     if (asOf !== undefined && table.schema !== 'proj_menu') {
       const resource = await this.get(name, id, asOf, side, scope);
       return { deleted: resource.deleted, body: JSON.stringify(resource) };
@@ -96,6 +101,7 @@ export class ResourceQueryService {
     scope: OwnerScope = null,
   ): Promise<ApiResource> {
     const table = this.table(name);
+    this.horizon?.checkAsOf(asOf);
     const [row] = await this.rows(side).find(table, {
       ids: [id],
       includeDeleted: true,

@@ -7,15 +7,28 @@ import { Async, Badge, Empty, ErrorBox, Loading, Panel, usePoll } from '../ui.js
 
 const STEPS = 1000;
 
-/** The span a slider covers: the owner's first event to now; the right end means "live". */
-function useSpan(owner) {
+/**
+ * The span a slider covers: the owner's first event (or the oldest `as_of` the archive leaves,
+ * docs/reference.md §8, when later) to now; the right end means "live".
+ */
+function useSpan(owner, asOfFrom) {
   return useMemo(() => {
     if (!owner) return undefined;
-    const first = new Date(owner.first_occurred_at).getTime();
     const last = Math.max(Date.now(), new Date(owner.last_occurred_at).getTime());
+    const first = Math.min(
+      Math.max(new Date(owner.first_occurred_at).getTime(), asOfFrom ? new Date(asOfFrom).getTime() : -Infinity),
+      last,
+    );
     return { first, last };
-  }, [owner?.owner_id, owner?.first_occurred_at, owner?.last_occurred_at]);
+  }, [owner?.owner_id, owner?.first_occurred_at, owner?.last_occurred_at, asOfFrom]);
 }
+
+/** The oldest `as_of` answered (null: nothing archived, or a token the status report refuses). */
+const loadAsOfFrom = () =>
+  getJson('/api/v1/status').then(
+    (report) => report.archive?.as_of_before ?? null,
+    () => null,
+  );
 
 const atStep = (span, step) => new Date(span.first + ((span.last - span.first) * step) / STEPS);
 
@@ -57,7 +70,8 @@ export function Menu() {
   const owners = usePoll(() => getJson('/api/v1/owners').then((body) => body.data), 10000);
   const [ownerId, setOwnerId] = useState();
   const owner = owners.data?.find((item) => item.owner_id === ownerId) ?? owners.data?.[0];
-  const span = useSpan(owner);
+  const asOfFrom = usePoll(loadAsOfFrom, 10000);
+  const span = useSpan(owner, asOfFrom.data);
   const [step, setStep] = useState(STEPS);
   const settledStep = useDebounced(step, 200);
 

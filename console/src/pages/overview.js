@@ -1,6 +1,6 @@
 import { html } from 'htm/preact';
 import { getJson, getRole, tokenStore } from '../api.js';
-import { count, counted, duration, fromNow, when } from '../format.js';
+import { bytes, count, counted, duration, fromNow, when } from '../format.js';
 import { Async, Badge, Empty, Panel, Stat, usePoll } from '../ui.js';
 import { loadSinksSummary, SinksPanel } from './sinks.js';
 import { AuditPanel } from './audit.js';
@@ -60,6 +60,7 @@ export function Overview() {
         tone=${counts?.sinks > 0 ? 'bad' : retrying > 0 ? 'warn' : ''}
         hint=${sinksHint(counts, retrying, sinks.data)}
       />
+      <${Stat} label="Archive" value=${archiveValue(status.data)} hint=${archiveHint(status.data?.archive)} />
       <${Stat}
         label="Quarantine"
         value=${quarantine.data === undefined ? '…' : count(quarantine.data)}
@@ -83,6 +84,19 @@ function connectionsHint(report, retired) {
   if (report.counts.connections > 0)
     return live === 0 ? 'none connected' : `${report.counts.connections} need attention`;
   return retired.size > 0 ? `all active, ${retired.size} retired (sandbox)` : 'all active';
+}
+
+/** The archived files beyond the log's horizon (docs/reference.md §8): their number. */
+function archiveValue(report) {
+  if (report === undefined) return '…';
+  return report.archive == null ? 'n/a' : counted(report.archive.files, 'file');
+}
+
+/** Where the log starts (the horizon) and the archive's size. */
+function archiveHint(archive) {
+  if (archive === undefined) return '…';
+  if (archive == null || archive.files === 0) return 'nothing archived';
+  return `${bytes(archive.bytes)}; the log holds positions from ${count(archive.horizon)}, as_of from ${when(archive.as_of_before)}`;
 }
 
 /** Red: what status counts as needing attention; yellow: sinks retrying that do not, yet (SINK_ATTENTION_AFTER). */
