@@ -97,23 +97,6 @@ export class ArchiveService {
     });
   }
 
-  /** Every file of the manifest read again and compared with its entry: size, SHA-256, count, both digests. */
-  async verify(onChecked: (file: string, problem: string | null) => void = () => undefined): Promise<VerifyProblem[]> {
-    const manifest = await readManifest(this.directory);
-    const problems: VerifyProblem[] = [];
-    for (const entry of manifest.files) {
-      let problem: string | null;
-      try {
-        problem = difference(await readLines(path.join(this.directory, entry.file)), ofEntry(entry));
-      } catch (error) {
-        problem = error instanceof Error ? error.message : String(error);
-      }
-      if (problem !== null) problems.push({ file: entry.file, problem });
-      onChecked(entry.file, problem);
-    }
-    return problems;
-  }
-
   private async archiveOne(session: QueryRunner, partition: Partition): Promise<ArchivedPartition> {
     const checkpoints = await this.checkpointsFor(session, partition);
     const file = `event_log_${partition.lower}-${partition.upper}.ndjson.br`;
@@ -196,6 +179,26 @@ function ofEntry(entry: ManifestEntry): Checked {
     bytes: entry.bytes,
     sha256: entry.sha256,
   };
+}
+
+/** Every file of the manifest in `directory` read again and compared with its entry: size, SHA-256, count, both digests. */
+export async function verifyArchive(
+  directory: string,
+  onChecked: (file: string, problem: string | null) => void = () => undefined,
+): Promise<VerifyProblem[]> {
+  const manifest = await readManifest(directory);
+  const problems: VerifyProblem[] = [];
+  for (const entry of manifest.files) {
+    let problem: string | null;
+    try {
+      problem = difference(await readLines(path.join(directory, entry.file)), ofEntry(entry));
+    } catch (error) {
+      problem = error instanceof Error ? error.message : String(error);
+    }
+    if (problem !== null) problems.push({ file: entry.file, problem });
+    onChecked(entry.file, problem);
+  }
+  return problems;
 }
 
 /** How `found` differs from `expected` (a file read back, a partition, a manifest entry), or null. */
