@@ -55,6 +55,7 @@ export class EventLogArchive1767000000000 implements MigrationInterface {
   }
 
   async down(runner: QueryRunner): Promise<void> {
+    await runner.query(`DROP FUNCTION event_log_archive_entries(json)`);
     await runner.query(`DROP FUNCTION event_log_archive_attach(bigint)`);
     await runner.query(`DROP FUNCTION event_log_archive_load(bigint, json)`);
     await runner.query(`DROP FUNCTION event_log_archive_create(bigint)`);
@@ -84,6 +85,11 @@ const LINE = `json_build_object(${NAMES.split(', ')
   .join(', ')})::text`;
 
 const ARCHIVE_FUNCTIONS = [
+  // Lines back into entries, for a replay from the archive (`replay --from-archive`).
+  `CREATE FUNCTION event_log_archive_entries(lines json) RETURNS SETOF event_log
+   LANGUAGE sql STABLE SET TimeZone = 'UTC' AS $$
+     SELECT ${NAMES.replace('payload', 'payload::json')} FROM json_to_recordset(lines) AS x(${COLUMNS})
+   $$`,
   `CREATE FUNCTION event_log_archive_lines(part regclass, after bigint, page integer)
      RETURNS TABLE (entry_position bigint, line text)
    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_temp SET TimeZone = 'UTC' SET bytea_output = 'hex' AS $$

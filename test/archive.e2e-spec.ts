@@ -41,6 +41,21 @@ describe('the event log archive (built daemon and CLI)', () => {
       )
       .then((result) => result.rows.map((row: { row: string }) => row.row));
 
+  const caughtUp = () =>
+    eventually(async () => {
+      const status = await api(app.url, '/api/v1/projections');
+      expect(status.json.data.map((p: { lag: number }) => p.lag)).toEqual([0, 0]);
+    }, 30_000);
+  /** The read model's resources, as the API's tables hold them. */
+  const readModel = async () => {
+    const tables: string[][] = [];
+    for (const table of ['proj_menu.products']) {
+      const { rows } = await db.query(`SELECT row_to_json(t)::text AS row FROM ${table} t ORDER BY 1`);
+      tables.push(rows.map((row: { row: string }) => row.row));
+    }
+    return tables;
+  };
+
   beforeAll(async () => {
     archiveDir = await mkdtemp(path.join(tmpdir(), 'menu-sync-archive-e2e-'));
     app = await startDaemon({ LOG_LEVEL: 'info', EVENT_LOG_PARTITION_SIZE: '1000', ARCHIVE_DIR: archiveDir });
@@ -75,10 +90,7 @@ describe('the event log archive (built daemon and CLI)', () => {
           }),
         ),
       );
-    await eventually(async () => {
-      const status = await api(app.url, '/api/v1/projections');
-      expect(status.json.data.map((p: { lag: number }) => p.lag)).toEqual([0, 0]);
-    }, 30_000);
+    await caughtUp();
   }, 180_000);
 
   afterAll(async () => {
@@ -118,6 +130,22 @@ describe('the event log archive (built daemon and CLI)', () => {
         body: { status: 'duplicate', position: positions[i] },
       });
     }
+
+    // A replay starts from the checkpoint the archive relied on; --from-archive from the whole history: the same model.
+    const model = await readModel();
+    expect(model.map((table) => table.length)).toEqual([DELIVERED]);
+    const replayed = await run(['replay']);
+    expect(ok(replayed)).toEqual({ code: 0, run: '' });
+    expect(replayed.stdout).toMatch(/^menu: rebuilt from the checkpoint at position \d+ and 0 log entries in /m);
+    await caughtUp();
+    expect(await readModel()).toEqual(model);
+    const fromArchive = await run(['replay', '--from-archive']);
+    expect(ok(fromArchive)).toEqual({ code: 0, run: '' });
+    expect(fromArchive.stdout).toMatch(
+      new RegExp(`^orders: rebuilt from the archive and ${DELIVERED + APPENDED} log entries in `, 'm'),
+    );
+    await caughtUp();
+    expect(await readModel()).toEqual(model);
 
     const verified = await run(['archive', 'verify']);
     expect(ok(verified)).toEqual({ code: 0, run: '' });

@@ -7,6 +7,7 @@ import { startOf } from './rebuild-start.js';
 interface VerifyOptions {
   projection?: string;
   fromCheckpoint?: boolean;
+  fromArchive?: boolean;
 }
 
 @Command({
@@ -29,9 +30,9 @@ export class VerifyCommand extends CommandRunner {
       this.config,
       this.logger,
       options.projection,
-      async (rebuild, projection, progress) => {
-        const from = await startOf(rebuild, projection, options.fromCheckpoint);
-        const report = await rebuild.verify(projection, progress, from);
+      async (rebuild, projection, progress, _, dataSource) => {
+        const { from, log } = await startOf(rebuild, dataSource, projection, options, this.config.ARCHIVE_DIR);
+        const report = await rebuild.verify(projection, progress, from, log);
         drift += report.count;
         const lines = report.differences.map(
           (difference) => `${difference.type} ${difference.id}: ${difference.fields.join(', ')}`,
@@ -57,6 +58,11 @@ export class VerifyCommand extends CommandRunner {
     description: 'start from the newest checkpoint (menu-sync checkpoint) instead of the first log entry',
   })
   parseFromCheckpoint(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--from-archive', description: "rebuild from the whole history: the archive's files, then the log" })
+  parseFromArchive(): boolean {
     return true;
   }
 }
