@@ -41,7 +41,7 @@ interface StoredRow {
 }
 
 /** Entries read per statement of an export. */
-export const EXPORT_PAGE = 5000;
+export const EXPORT_PAGE = 2000;
 const LOCK_TIMEOUT = '500ms';
 const LOCK_ATTEMPTS = 60;
 
@@ -74,17 +74,23 @@ export class ArchiveRepository {
     return { settled: row.settled, lastReceivedAt: row.last_received_at };
   }
 
-  /** The lines of `partition` in position order, a page at a time. */
+  /** The lines of `partition` in position order, a page at a time; the next page is read while the caller writes this one. */
   async *lines(partition: Partition, table = partition.name): AsyncGenerator<string[]> {
-    let after = partition.lower - 1;
-    for (;;) {
-      const rows: Array<{ entry_position: string; line: string }> = await this.dataSource.query(
+    const page = (after: number): Promise<Array<{ entry_position: string; line: string }>> => {
+      const rows = this.dataSource.query(
         `SELECT entry_position::text, line FROM event_log_archive_lines($1::regclass, $2, $3)`,
         [table, after, EXPORT_PAGE],
       );
+      // A page read ahead for a caller that stopped must not fail unhandled.
+      rows.catch(() => undefined);
+      return rows;
+    };
+    let next = page(partition.lower - 1);
+    for (;;) {
+      const rows = await next;
+      if (rows.length === EXPORT_PAGE) next = page(Number(rows[rows.length - 1].entry_position));
       if (rows.length > 0) yield rows.map((row) => row.line);
       if (rows.length < EXPORT_PAGE) return;
-      after = Number(rows[rows.length - 1].entry_position);
     }
   }
 
