@@ -93,5 +93,16 @@ describe('ARCHIVE_AFTER (PostgreSQL)', () => {
       rows.map((row: { partition_name: string }) => row.partition_name),
     );
     expect(audited[0].actor_id).toBe('daemon:archive');
+
+    // Restored for an investigation, a partition stays attached through the next scheduled runs.
+    await new ArchiveService(db.dataSource, directory).restore(FIRST, FIRST);
+    await new ArchiveScheduleService(db.dataSource, config, audit).run();
+    const states = await db.dataSource.query(`SELECT state FROM event_log_archives ORDER BY lower_bound`);
+    expect(states.map((row: { state: string }) => row.state)).toEqual(['archived', 'archived', 'restored', 'archived']);
+    const [{ n }] = await db.dataSource.query(
+      `SELECT count(*)::int AS n FROM event_log WHERE position >= $1 AND position < $2`,
+      [FIRST, FIRST + 1000],
+    );
+    expect(n).toBe(1000);
   });
 });

@@ -12,7 +12,7 @@ const FIRST_RUN_MS = 60_000;
 /**
  * ARCHIVE_AFTER: every INTERVAL_MS, in each process holding the `ingress` role (the one that makes
  * partitions ahead), the closed partitions whose newest entry is older than ARCHIVE_AFTER are
- * archived. Two processes side by side take turns: a run finding another in progress (its advisory
+ * archived, those restored for an investigation left attached. Two processes side by side take turns: a run finding another in progress (its advisory
  * lock) leaves the work to it.
  */
 @Injectable()
@@ -48,13 +48,16 @@ export class ArchiveScheduleService implements OnApplicationBootstrap, BeforeApp
     this.running ??= (async () => {
       const before = new Date(Date.now() - this.config.archiveAfterMs!);
       try {
-        await new ArchiveService(this.dataSource, this.config.ARCHIVE_DIR).archive({ instant: before }, (one) =>
-          this.audit.record({
-            actor: { id: 'daemon:archive', name: 'menu-sync (ARCHIVE_AFTER)', remoteAddress: null },
-            action: 'event_log.archived',
-            target: one.partition,
-            detail: { file: one.file, lower: one.lower, upper: one.upper, events: one.events, bytes: one.bytes },
-          }),
+        await new ArchiveService(this.dataSource, this.config.ARCHIVE_DIR).archive(
+          { instant: before },
+          (one) =>
+            this.audit.record({
+              actor: { id: 'daemon:archive', name: 'menu-sync (ARCHIVE_AFTER)', remoteAddress: null },
+              action: 'event_log.archived',
+              target: one.partition,
+              detail: { file: one.file, lower: one.lower, upper: one.upper, events: one.events, bytes: one.bytes },
+            }),
+          { keepRestored: true },
         );
       } catch (error) {
         const level = error instanceof ArchiveError ? 'log' : 'warn';

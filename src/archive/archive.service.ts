@@ -49,15 +49,24 @@ export class ArchiveService {
     this.repository = new ArchiveRepository(dataSource);
   }
 
-  /** Archives the closed partitions `before` selects, oldest first, stopping at the first that is not. */
+  /**
+   * Archives the closed partitions `before` selects, oldest first, stopping at the first that is
+   * not. With `keepRestored` (ARCHIVE_AFTER's runs), a partition restored for an investigation is
+   * passed over, left attached until `menu-sync archive` takes it again.
+   */
   async archive(
     before: ArchiveBefore,
     onArchived: (archived: ArchivedPartition) => Promise<void> = async () => undefined,
+    { keepRestored = false }: { keepRestored?: boolean } = {},
   ): Promise<ArchivedPartition[]> {
     return this.locked(async (session) => {
       await mkdir(this.directory, { recursive: true });
       const done: ArchivedPartition[] = [];
+      const restored = new Set(
+        (await this.repository.rows()).filter((row) => row.state === 'restored').map((row) => row.lower_bound),
+      );
       for (const partition of await this.repository.closedPartitions()) {
+        if (keepRestored && restored.has(partition.lower)) continue;
         if ('position' in before && partition.upper > before.position) break;
         const { settled, lastReceivedAt } = await this.repository.settled(partition);
         if (!settled) break;

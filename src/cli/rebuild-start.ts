@@ -29,6 +29,7 @@ export async function startOf(
   projection: ProjectionDefinition,
   options: RebuildStartOptions,
   archiveDir: string,
+  command: 'replay' | 'verify' = 'replay',
 ): Promise<RebuildStart> {
   if (options.fromArchive === true && options.fromCheckpoint === true)
     throw new Error('--from-archive and --from-checkpoint exclude each other');
@@ -40,7 +41,7 @@ export async function startOf(
   if (archive !== null && !coversArchive(archive, projection, newest))
     throw new Error(
       `${projection.name} has no checkpoint holding the archived log (positions below ${archive.horizon}): ` +
-        'replay --from-archive rebuilds from the archive',
+        `${command} --from-archive rebuilds from the archive`,
     );
   if (newest === null) throw new Error(`${projection.name} has no checkpoint: run menu-sync checkpoint first`);
   return { from: newest };

@@ -31,7 +31,14 @@ export class VerifyCommand extends CommandRunner {
       this.logger,
       options.projection,
       async (rebuild, projection, progress, _, dataSource) => {
-        const { from, log } = await startOf(rebuild, dataSource, projection, options, this.config.ARCHIVE_DIR);
+        const { from, log } = await startOf(
+          rebuild,
+          dataSource,
+          projection,
+          options,
+          this.config.ARCHIVE_DIR,
+          'verify',
+        );
         const report = await rebuild.verify(projection, progress, from, log);
         drift += report.count;
         const lines = report.differences.map(
