@@ -58,6 +58,7 @@ export class EventLogArchive1767000000000 implements MigrationInterface {
     await runner.query(`DROP FUNCTION event_log_archive_entries(json)`);
     await runner.query(`DROP FUNCTION event_log_archive_attach(bigint)`);
     await runner.query(`DROP FUNCTION event_log_archive_load(bigint, json)`);
+    await runner.query(`DROP FUNCTION event_log_archive_discard(bigint)`);
     await runner.query(`DROP FUNCTION event_log_archive_create(bigint)`);
     await runner.query(`DROP FUNCTION event_log_archive_detach(bigint)`);
     await runner.query(`DROP FUNCTION event_log_archive_digest(regclass)`);
@@ -153,6 +154,19 @@ const ARCHIVE_FUNCTIONS = [
                     archived.partition_name, archived.partition_name || '_bound', archived.lower_bound, archived.upper_bound);
      EXECUTE format('CREATE TRIGGER event_log_no_truncate BEFORE TRUNCATE ON %I
                        FOR EACH STATEMENT EXECUTE FUNCTION event_log_reject_change()', archived.partition_name);
+   END $$`,
+  // A failed restore's table dropped again (never an attached partition).
+  `CREATE FUNCTION event_log_archive_discard(archive bigint) RETURNS void
+   LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+   DECLARE
+     archived event_log_archives;
+   BEGIN
+     SELECT * INTO archived FROM event_log_archives WHERE id = archive;
+     IF archived.id IS NULL OR archived.state <> 'archived'
+        OR EXISTS (SELECT 1 FROM event_log_partitions() p WHERE p.partition::text = archived.partition_name) THEN
+       RAISE EXCEPTION 'archive % is not being restored', archive USING ERRCODE = 'object_not_in_prerequisite_state';
+     END IF;
+     EXECUTE format('DROP TABLE IF EXISTS %I', archived.partition_name);
    END $$`,
   `CREATE FUNCTION event_log_archive_load(archive bigint, lines json) RETURNS bigint
    LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp SET TimeZone = 'UTC' AS $$

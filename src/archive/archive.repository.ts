@@ -182,6 +182,11 @@ export class ArchiveRepository {
     await this.dataSource.query(`SELECT event_log_archive_create($1)`, [id]);
   }
 
+  /** Drops the table of a restore that failed. */
+  async discardRestore(id: string): Promise<void> {
+    await this.dataSource.query(`SELECT event_log_archive_discard($1)`, [id]);
+  }
+
   /** Loads `lines` (a file's) into the restore's table; answers how many entries. */
   async load(id: string, lines: string[]): Promise<number> {
     const [{ loaded }] = await this.dataSource.query(`SELECT event_log_archive_load($1, $2::json) AS loaded`, [

@@ -118,12 +118,23 @@ describe('the event log archive (PostgreSQL)', () => {
     expect(rewritten).toEqual(files);
   });
 
-  it('verify names a file that differs from its manifest entry', async () => {
+  it('verify names a file that differs from its manifest entry; a restore from it is refused and leaves nothing', async () => {
     const target = path.join(directory, 'event_log_2000000-2001000.ndjson.br');
     const bytes = await readFile(target);
     bytes[bytes.length >> 1] ^= 0xff;
     await writeFile(target, bytes);
     const problems = await verifyArchive(directory);
     expect(problems.map((problem) => problem.file)).toEqual(['event_log_2000000-2001000.ndjson.br']);
+
+    // A restore from it is refused: the partition stays archived, not attached.
+    await expect(new ArchiveService(db.dataSource, directory).restore(FIRST, FIRST)).rejects.toThrow(
+      'event_log_2000000-2001000.ndjson.br: ',
+    );
+    const [row] = await db.dataSource.query(`SELECT state FROM event_log_archives WHERE lower_bound = $1`, [FIRST]);
+    expect(row.state).toBe('archived');
+    const partitions = await db.dataSource.query(`SELECT partition::text AS name FROM event_log_partitions()`);
+    expect(partitions.map((one: { name: string }) => one.name)).not.toContain('event_log_2000000');
+    const [{ table }] = await db.dataSource.query(`SELECT to_regclass('event_log_2000000')::text AS table`);
+    expect(table).toBeNull();
   });
 });

@@ -92,12 +92,17 @@ export class ArchiveService {
       if (rows.length === 0) throw new ArchiveError(`no archived partition holds positions ${first}-${last}`);
       for (const row of rows) {
         await this.repository.createForRestore(row.id);
-        const read = await readLines(path.join(this.directory, row.file), async (lines) => {
-          await this.repository.load(row.id, lines);
-        });
-        const problem = difference(read, ofEntry(row));
-        if (problem !== null) throw new ArchiveError(`${row.file}: ${problem}`);
-        await this.repository.attach(row.id);
+        try {
+          const read = await readLines(path.join(this.directory, row.file), async (lines) => {
+            await this.repository.load(row.id, lines);
+          });
+          const problem = difference(read, ofEntry(row));
+          if (problem !== null) throw new ArchiveError(`${row.file}: ${problem}`);
+          await this.repository.attach(row.id);
+        } catch (error) {
+          await this.repository.discardRestore(row.id).catch(() => undefined);
+          throw error instanceof ArchiveError ? error : new ArchiveError(`${row.file}: ${String(error)}`);
+        }
         await this.rewriteManifest();
         this.logger.log({ msg: 'partition restored', partition: row.partition, file: row.file, events: row.events });
         await onRestored(row);
