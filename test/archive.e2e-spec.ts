@@ -147,6 +147,15 @@ describe('the event log archive (built daemon and CLI)', () => {
     await caughtUp();
     expect(await readModel()).toEqual(model);
 
+    const compared = await run(['verify', '--from-archive']);
+    expect(ok(compared)).toEqual({ code: 0, run: '' });
+    expect(compared.stdout).toMatch(/^orders: identical to a rebuild from the archive and the log$/m);
+    const fromCheckpoint = await run(['verify', '--projection', 'menu']);
+    expect(ok(fromCheckpoint)).toEqual({ code: 0, run: '' });
+    expect(fromCheckpoint.stdout).toMatch(
+      /^menu: identical to a rebuild from the checkpoint at position \d+ and the log after it$/m,
+    );
+
     const verified = await run(['archive', 'verify']);
     expect(ok(verified)).toEqual({ code: 0, run: '' });
     expect(verified.stdout).toContain('event_log_2000000-2001000.ndjson.br: ok\n');

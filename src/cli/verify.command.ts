@@ -47,7 +47,7 @@ export class VerifyCommand extends CommandRunner {
         if (report.count > report.differences.length)
           lines.push(`… and ${report.count - report.differences.length} more`);
         lines.push(
-          `${report.projection}: ${report.count === 0 ? `identical to a rebuild from ${from === null ? 'the log' : `the checkpoint at position ${from.at.position} and the log after it`}` : `${report.count} difference(s)`}`,
+          `${report.projection}: ${report.count === 0 ? `identical to a rebuild from ${from !== null ? `the checkpoint at position ${from.at.position} and the log after it` : log !== undefined ? 'the archive and the log' : 'the log'}` : `${report.count} difference(s)`}`,
         );
         return `${lines.join('\n')}\n`;
       },
