@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { ActivityApiModule } from './activity/activity.module.js';
+import { ArchiveModule } from './archive/archive.module.js';
 import { AuditApiModule } from './audit/audit.module.js';
 import { AccessModule } from './common/whoami.controller.js';
 import { AppConfig } from './config/app-config.js';
@@ -69,6 +70,7 @@ export class AppModule {
         UpstreamModule,
         OAuthModule,
         ReconcileModule.forDaemon(),
+        ArchiveModule,
         ChangeFeedModule,
         SinksModule,
         AccessModule,

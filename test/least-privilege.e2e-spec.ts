@@ -149,4 +149,35 @@ describe('serve as a role with only the documented grants', () => {
     expect(daemon.logs).not.toContain(APP_PASSWORD);
     expect(daemon.logs).not.toContain(OWNER_PASSWORD);
   }, 240_000);
+
+  it('archives, verifies and restores a partition as the daemon role, which cannot drop one itself', async () => {
+    const archiveEnv = { ...env, ARCHIVE_DIR: path.join(dir, 'archive') };
+    // The first partition closed: the sequence past its bound, a partition after the next one.
+    await sql(ownerUrl, `SELECT setval('event_log_position_seq', 1999999)`);
+    await sql(ownerUrl, `SELECT event_log_extend(1000, 1000)`);
+    const before = await sql(appUrl, `SELECT row_to_json(e)::text AS row FROM event_log e WHERE position < 1000000`);
+    expect(before.length).toBe(2);
+
+    const archived = await runCli(['archive', '--before', '1000000'], archiveEnv, dir, 120_000);
+    expect({ code: archived.code, run: describeRun(archived) }).toMatchObject({ code: 0 });
+    expect(archived.stdout).toContain(
+      'event_log_0: 2 events (positions 0-999999) archived to event_log_0-1000000.ndjson.br',
+    );
+    expect(await sql(appUrl, `SELECT count(*)::int AS n FROM event_log WHERE position < 1000000`)).toEqual([{ n: 0 }]);
+    const verified = await runCli(['archive', 'verify'], archiveEnv, dir);
+    expect({ code: verified.code, stdout: verified.stdout }).toEqual({
+      code: 0,
+      stdout: 'event_log_0-1000000.ndjson.br: ok\n',
+    });
+
+    await expect(sql(appUrl, 'DROP TABLE event_log_1000000')).rejects.toMatchObject({ code: '42501' });
+    const [{ id }] = await sql<{ id: string }>(appUrl, `SELECT id::text AS id FROM event_log_archives`);
+    await expect(sql(appUrl, `SELECT event_log_archive_detach($1)`, [id])).rejects.toMatchObject({ code: '55000' });
+
+    const restored = await runCli(['archive', 'restore', '1-2'], archiveEnv, dir, 120_000);
+    expect({ code: restored.code, run: describeRun(restored) }).toMatchObject({ code: 0 });
+    expect(await sql(appUrl, `SELECT row_to_json(e)::text AS row FROM event_log e WHERE position < 1000000`)).toEqual(
+      before,
+    );
+  }, 240_000);
 });

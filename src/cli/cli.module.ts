@@ -5,6 +5,7 @@ import { ROOT_LOGGER, RootLogger } from './cli-context.js';
 import { EmulatorResendCommand, EmulatorTriggerCommand } from './emulator-client.command.js';
 import { EmulatorCommand } from './emulator.command.js';
 import { MigrateCommand } from './migrate.command.js';
+import { ArchiveCommand, ArchiveRestoreCommand, ArchiveVerifyCommand } from './archive.command.js';
 import { CheckpointCommand } from './checkpoint.command.js';
 import { ReplayCommand } from './replay.command.js';
 import { VerifyCommand } from './verify.command.js';
@@ -38,6 +39,9 @@ export class CliModule {
         ReplayCommand,
         VerifyCommand,
         CheckpointCommand,
+        ArchiveCommand,
+        ArchiveVerifyCommand,
+        ArchiveRestoreCommand,
         AuthCommand,
         AuthUrlCommand,
         AuthExchangeCommand,

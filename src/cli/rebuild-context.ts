@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
 import { AuditLog } from '../audit/audit-log.service.js';
 import { AuditRepository } from '../audit/audit.repository.js';
 import { AppConfig } from '../config/app-config.js';
@@ -25,7 +26,7 @@ export function selectProjections(name: string | undefined): ProjectionDefinitio
 export function withRebuildService<T>(
   config: AppConfig,
   rebuilds: number,
-  work: (rebuild: RebuildService, audit: AuditLog) => Promise<T>,
+  work: (rebuild: RebuildService, audit: AuditLog, dataSource: DataSource) => Promise<T>,
 ): Promise<T> {
   return withDaemonDataSource(config, rebuilds + 1, (dataSource) =>
     work(
@@ -36,6 +37,7 @@ export function withRebuildService<T>(
         new ShadowSchemaRepository(),
       ),
       new AuditLog(new AuditRepository(dataSource), config),
+      dataSource,
     ),
   );
 }
@@ -56,6 +58,7 @@ export async function forEachProjection(
     projection: ProjectionDefinition,
     progress: (update: RebuildProgress) => void,
     audit: AuditLog,
+    dataSource: DataSource,
   ) => Promise<string>,
 ): Promise<void> {
   const projections = selectProjections(name);
@@ -64,10 +67,10 @@ export async function forEachProjection(
     process.exitCode = 2;
     return;
   }
-  await withRebuildService(config, projections.length, async (rebuild, audit) => {
+  await withRebuildService(config, projections.length, async (rebuild, audit, dataSource) => {
     const progress = progressReporter(logger);
     const ended = await Promise.allSettled(
-      projections.map((projection) => work(rebuild, projection, progress.update, audit)),
+      projections.map((projection) => work(rebuild, projection, progress.update, audit, dataSource)),
     ).finally(() => progress.stop());
     for (const end of ended) if (end.status === 'fulfilled') process.stdout.write(end.value);
     const failure = ended.find((end): end is PromiseRejectedResult => end.status === 'rejected');

@@ -8,6 +8,7 @@ import { startOf } from './rebuild-start.js';
 interface ReplayOptions {
   projection?: string;
   fromCheckpoint?: boolean;
+  fromArchive?: boolean;
 }
 
 @Command({
@@ -28,19 +29,18 @@ export class ReplayCommand extends CommandRunner {
       this.config,
       this.logger,
       options.projection,
-      async (rebuild, projection, progress, audit) => {
+      async (rebuild, projection, progress, audit, dataSource) => {
+        const { from, log } = await startOf(rebuild, dataSource, projection, options, this.config.ARCHIVE_DIR);
         // One entry per replay, a failed one too: what it rebuilt before failing was a write.
-        const report = await rebuild
-          .replay(projection, progress, await startOf(rebuild, projection, options.fromCheckpoint))
-          .catch(async (error: unknown) => {
-            await audit.record({
-              actor: cliActor(),
-              action: 'projection.replayed',
-              target: projection.name,
-              detail: { outcome: 'failed', error: error instanceof Error ? error.message : String(error) },
-            });
-            throw error;
+        const report = await rebuild.replay(projection, progress, from, log).catch(async (error: unknown) => {
+          await audit.record({
+            actor: cliActor(),
+            action: 'projection.replayed',
+            target: projection.name,
+            detail: { outcome: 'failed', error: error instanceof Error ? error.message : String(error) },
           });
+          throw error;
+        });
         await audit.record({
           actor: cliActor(),
           action: 'projection.replayed',
@@ -50,11 +50,17 @@ export class ReplayCommand extends CommandRunner {
             applied: report.applied,
             parked: report.parked,
             ...(report.from === null ? {} : { from_checkpoint: report.from.at.position }),
+            ...(log === undefined ? {} : { from_archive: true }),
           },
         });
-        const from = report.from === null ? '' : `the checkpoint at position ${report.from.at.position} and `;
+        const start =
+          report.from !== null
+            ? `the checkpoint at position ${report.from.at.position} and `
+            : log !== undefined
+              ? 'the archive and '
+              : '';
         return (
-          `${report.projection}: rebuilt from ${from}${report.applied} log entries in ${report.seconds.toFixed(1)} s ` +
+          `${report.projection}: rebuilt from ${start}${report.applied} log entries in ${report.seconds.toFixed(1)} s ` +
           `(${Math.round(report.applied / Math.max(report.seconds, 0.001))} events/s), ${report.parked} parked, swapped in\n`
         );
       },
@@ -71,6 +77,15 @@ export class ReplayCommand extends CommandRunner {
     description: 'start from the newest checkpoint (menu-sync checkpoint) instead of the first log entry',
   })
   parseFromCheckpoint(): boolean {
+    return true;
+  }
+
+  @Option({
+    flags: '--from-archive',
+    description:
+      "rebuild from the whole history: the archive's files, then the log (slower; the default starts from a checkpoint)",
+  })
+  parseFromArchive(): boolean {
     return true;
   }
 }

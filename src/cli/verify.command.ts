@@ -7,6 +7,7 @@ import { startOf } from './rebuild-start.js';
 interface VerifyOptions {
   projection?: string;
   fromCheckpoint?: boolean;
+  fromArchive?: boolean;
 }
 
 @Command({
@@ -29,9 +30,16 @@ export class VerifyCommand extends CommandRunner {
       this.config,
       this.logger,
       options.projection,
-      async (rebuild, projection, progress) => {
-        const from = await startOf(rebuild, projection, options.fromCheckpoint);
-        const report = await rebuild.verify(projection, progress, from);
+      async (rebuild, projection, progress, _, dataSource) => {
+        const { from, log } = await startOf(
+          rebuild,
+          dataSource,
+          projection,
+          options,
+          this.config.ARCHIVE_DIR,
+          'verify',
+        );
+        const report = await rebuild.verify(projection, progress, from, log);
         drift += report.count;
         const lines = report.differences.map(
           (difference) => `${difference.type} ${difference.id}: ${difference.fields.join(', ')}`,
@@ -39,7 +47,7 @@ export class VerifyCommand extends CommandRunner {
         if (report.count > report.differences.length)
           lines.push(`… and ${report.count - report.differences.length} more`);
         lines.push(
-          `${report.projection}: ${report.count === 0 ? `identical to a rebuild from ${from === null ? 'the log' : `the checkpoint at position ${from.at.position} and the log after it`}` : `${report.count} difference(s)`}`,
+          `${report.projection}: ${report.count === 0 ? `identical to a rebuild from ${from !== null ? `the checkpoint at position ${from.at.position} and the log after it` : log !== undefined ? 'the archive and the log' : 'the log'}` : `${report.count} difference(s)`}`,
         );
         return `${lines.join('\n')}\n`;
       },
@@ -57,6 +65,11 @@ export class VerifyCommand extends CommandRunner {
     description: 'start from the newest checkpoint (menu-sync checkpoint) instead of the first log entry',
   })
   parseFromCheckpoint(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--from-archive', description: "rebuild from the whole history: the archive's files, then the log" })
+  parseFromArchive(): boolean {
     return true;
   }
 }

@@ -233,6 +233,17 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('ARCHIVE_AFTER: off by default, a duration, anything else named; ARCHIVE_DIR ./archive by default', () => {
+    expect(loadConfig({}).archiveAfterMs).toBeNull();
+    expect(loadConfig({ ARCHIVE_AFTER: '90d' }).archiveAfterMs).toBe(90 * 86_400_000);
+    expect(loadConfig({}).ARCHIVE_DIR).toBe('./archive');
+    expect(loadConfig({ ARCHIVE_DIR: '/mnt/bucket/menu-sync' }).ARCHIVE_DIR).toBe('/mnt/bucket/menu-sync');
+    expect(loadConfig({ ARCHIVE_DIR: '' }).ARCHIVE_DIR).toBe('./archive');
+    expect(problems({ ARCHIVE_AFTER: '3 months' })).toEqual([
+      'ARCHIVE_AFTER: ARCHIVE_AFTER must be a duration such as 90d, 12h or 30m',
+    ]);
+  });
+
   it('METRICS_SINK_SERIES: 20 by default, 0 for none, anything but an integer of 0 or more named', () => {
     expect(loadConfig({}).METRICS_SINK_SERIES).toBe(20);
     expect(loadConfig({ METRICS_SINK_SERIES: '0' }).METRICS_SINK_SERIES).toBe(0);

@@ -385,6 +385,21 @@ export class AppConfig {
   @Max(1_000_000_000)
   EVENT_LOG_PARTITION_SIZE = 1_000_000;
 
+  /** Closed partitions of the event log whose newest entry is older than this are archived (`90d`, `12h`); unset: never by itself. */
+  @IsOptional()
+  @Matches(DURATION, { message: 'ARCHIVE_AFTER must be a duration such as 90d, 12h or 30m' })
+  ARCHIVE_AFTER?: string;
+
+  /** Where the archive's files and manifest go (a directory, any mounted storage). */
+  @IsString()
+  @MinLength(1, { message: 'ARCHIVE_DIR must name a directory' })
+  ARCHIVE_DIR = './archive';
+
+  /** ARCHIVE_AFTER in milliseconds, or null when unset (no archiving on a schedule). */
+  get archiveAfterMs(): number | null {
+    return this.ARCHIVE_AFTER === undefined || this.ARCHIVE_AFTER === '' ? null : durationMs(this.ARCHIVE_AFTER);
+  }
+
   /** The menu snapshot path template of reconcile (reference §7): `{store_id}` and `{resources}` are filled in. */
   @Matches(/^\/\S*\{store_id\}\S*\{resources\}\S*$/, {
     message: 'UPSTREAM_SNAPSHOT_PATH must be a path containing {store_id} and {resources}',

@@ -35,6 +35,8 @@ export const SINGLE_LOCKS = {
    * are those alive, among which the store buckets are shared.
    */
   reconcileWorker: 7_260_008,
+  /** One archive run (`menu-sync archive`, ARCHIVE_AFTER, a restore) at a time. */
+  archive: 7_260_009,
 } as const;
 
 /** First keys of two-key locks; the second key names the instance (a projection, a connection). */

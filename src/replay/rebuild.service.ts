@@ -44,6 +44,12 @@ export interface VerifyReport {
 
 export class RebuildInProgressError extends Error {}
 
+/** What a rebuild's session reads as the log, set up before the rebuild and undone after (the archive's whole history). */
+export interface LogSource {
+  prepare(runner: QueryRunner): Promise<void>;
+  release(runner: QueryRunner): Promise<void>;
+}
+
 /**
  * Rebuilds a projection from the whole log into a shadow copy of its schema, while the daemon keeps
  * projecting and serving from the live one. `replay` swaps the shadow in; `verify` compares.
@@ -73,9 +79,10 @@ export class RebuildService {
     projection: ProjectionDefinition,
     onProgress: (progress: RebuildProgress) => void = () => undefined,
     from: SavedCheckpoint | null = null,
+    log?: LogSource,
   ): Promise<ReplayReport> {
     const started = Date.now();
-    return this.withRebuild(projection, 'shadow', from, async (runner, shadow) => {
+    return this.withRebuild(projection, 'shadow', from, log, async (runner, shadow) => {
       const applied = await this.fill(runner, projection, shadow, undefined, onProgress);
       onProgress({ projection: projection.name, phase: 'swapping', applied, total: applied });
       await runner.startTransaction();
@@ -125,8 +132,9 @@ export class RebuildService {
     projection: ProjectionDefinition,
     onProgress: (progress: RebuildProgress) => void = () => undefined,
     from: SavedCheckpoint | null = null,
+    log?: LogSource,
   ): Promise<VerifyReport> {
-    return this.withRebuild(projection, 'verify', from, async (runner, scratch) => {
+    return this.withRebuild(projection, 'verify', from, log, async (runner, scratch) => {
       const target = await this.projections.checkpoint(runner, projection);
       await this.fill(runner, projection, scratch, target, onProgress);
       await runner.startTransaction();
@@ -156,6 +164,7 @@ export class RebuildService {
     projection: ProjectionDefinition,
     suffix: string,
     from: SavedCheckpoint | null,
+    log: LogSource | undefined,
     work: (runner: QueryRunner, schema: string) => Promise<T>,
   ): Promise<T> {
     const runner = await openSession(this.dataSource);
@@ -163,6 +172,7 @@ export class RebuildService {
     try {
       if (!(await this.shadows.tryLock(runner, projection)))
         throw new RebuildInProgressError(`another replay or verify of ${projection.name} is running`);
+      await log?.prepare(runner);
       await this.projections.prepare(runner);
       await this.shadows.create(runner, projection, schema);
       if (from !== null) await this.checkpoints.restoreInto(runner, projection, from, schema);
@@ -172,6 +182,7 @@ export class RebuildService {
         await this.shadows.drop(runner, schema).catch(() => undefined);
       }
     } finally {
+      await log?.release(runner).catch(() => undefined);
       await this.shadows.unlock(runner).catch(() => undefined);
       await runner.release();
     }
