@@ -8,7 +8,7 @@ export function readPlan({ ownerId, productId, asOf }) {
   const at = encodeURIComponent(asOf);
   return [
     ['menu', `/api/v1/menu?owner_id=${ownerId}`, 10],
-    ['menuAsOf', `/api/v1/menu?owner_id=${ownerId}&as_of=${at}`, 3],
+    ['menuAsOf', `/api/v1/menu?owner_id=${ownerId}&as_of=${at}`, 6],
     ['asOfPage', `/api/v1/products?owner_id=${ownerId}&limit=100&as_of=${at}`, 50],
     ['asOfId', `/api/v1/products/${productId}?as_of=${at}`, 50],
     ['owners', '/api/v1/owners', 50],
