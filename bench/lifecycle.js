@@ -15,7 +15,7 @@ import { hasCommand, runCommand } from './lib/command-usage.js';
 import { admin, createMigratedDatabase, databaseUrl, dropDatabase, keepDatabase } from './lib/database.js';
 import { eventMix, fillEvents, hotSize, prepareLog } from './lib/lifecycle-log.js';
 import { measureReads, readPlan } from './lib/lifecycle-reads.js';
-import { freePort, startService, stopService, waitReady } from './lib/processes.js';
+import { freePort, memoryOf, startService, stopService, waitReady } from './lib/processes.js';
 import { sinkBenchEnv } from './lib/sink-changes.js';
 import { lifecycleTables } from './lib/lifecycle-tables.js';
 
@@ -214,6 +214,7 @@ export async function run({ events: eventsOption = defaults.events, keepDatabase
       log('  reads after archiving');
       readsAfter = await measureReads(base, plan);
     }
+    const daemonPeakRssMiB = Math.round(memoryOf(daemon.pid).peakRssMiB * 10) / 10;
     await stopService(daemon);
     daemon = undefined;
 
@@ -241,6 +242,7 @@ export async function run({ events: eventsOption = defaults.events, keepDatabase
       archive,
       readsBefore,
       readsAfter,
+      daemonPeakRssMiB,
       commands,
     };
     return { ...result, tables: lifecycleTables(result) };

@@ -17,6 +17,7 @@ function readRatio(before, after) {
 }
 
 export function lifecycleTables({
+  daemonPeakRssMiB,
   settings,
   migration,
   hotBefore,
@@ -112,7 +113,7 @@ export function lifecycleTables({
     ]),
   };
   const readTable = {
-    title: `lifecycle: reads on one daemon, sequential on one connection (ms p50 / p99), owner ${settings.owner}, as_of above the horizon`,
+    title: `lifecycle: reads on one daemon, sequential on one connection (ms p50 / p99), owner ${settings.owner}, as_of above the horizon; the daemon's peak RSS ${daemonPeakRssMiB} MiB`,
     columns: ['read', 'reads', 'bytes', 'before', 'after', 'after / before p50'],
     rows: Object.entries(readsBefore).map(([name, before]) => {
       const after = readsAfter?.[name];
