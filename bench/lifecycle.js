@@ -23,6 +23,7 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
 const OWNER = '1001';
 const ARCHIVED_SHARE = 0.9;
+const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
 
 export const description =
   'lifecycle: partitioning lock, archive of the oldest 9/10 of the log, bytes per event, replay from the checkpoint, reads above the horizon';
@@ -54,11 +55,11 @@ function measureMigration(events) {
   const started = performance.now();
   const output = execFileSync('node', ['bench/partition-migration.js', `--entries=${events}`], {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'info' },
+    env: { ...process.env, LOG_LEVEL: 'info', NO_COLOR: '1' },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
     maxBuffer: 64 * 2 ** 20,
-  });
+  }).replace(ANSI_COLOUR, ''); // Nest's logger colours its numbers (ESC[33m…) even into a pipe
   const lock = /lockHeldMs\W+(\d+)/.exec(output);
   const total = /migration: ([\d.]+) s in all/.exec(output);
   const writer = /writer beside it: (\d+) inserts, (\d+) failed, slowest (\d+) ms/.exec(output);
