@@ -33,6 +33,7 @@ const BENCHES = {
   'fanout-shares': () => import('./fanout-shares.js'),
   cli: () => import('./cli.js'),
   reconcile: () => import('./reconcile.js'),
+  lifecycle: () => import('./lifecycle.js'),
 };
 
 function parseArgs(argv) {
@@ -68,7 +69,7 @@ function parseArgs(argv) {
 }
 
 function usage() {
-  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query)] [--observe=feed|poll (projection)] [--keep-database | --database=NAME (query: keep the filled database, or measure one kept before)] [--only=liveId,asOfPage,... (query: these measurements alone, no targets table)] [--with-sinks [--freshness] (ingress: an http and a postgres table sink attached)] [--pooler (ingress, projection: the daemon also with DATABASE_URL on PgBouncer, 127.0.0.1:6432)] [--targets=daemon,ingest-only,daemon+sinks,baseline (ingress)] [--only=http,sse,baseline --sizes=1,100 --idle=30 --rate=200 (fanout)] [--runs=11 --sinks=100 (cli)] [--stores=10000 --connections=10 --concurrency=1,8,32 (reconcile)]`;
+  return `usage: node bench/run.js [${Object.keys(BENCHES).join('|')} ...] [--connections=10,50,200] [--duration=10] [--warmup=3] [--quiet-wait=10] [--events=1m|3m|1m,3m (query) | --events=10m (lifecycle)] [--observe=feed|poll (projection)] [--keep-database | --database=NAME (query: keep the filled database, or measure one kept before; lifecycle: keep its database and archive)] [--only=liveId,asOfPage,... (query: these measurements alone, no targets table)] [--with-sinks [--freshness] (ingress: an http and a postgres table sink attached)] [--pooler (ingress, projection: the daemon also with DATABASE_URL on PgBouncer, 127.0.0.1:6432)] [--targets=daemon,ingest-only,daemon+sinks,baseline (ingress)] [--only=http,sse,baseline --sizes=1,100 --idle=30 --rate=200 (fanout)] [--runs=11 --sinks=100 (cli)] [--stores=10000 --connections=10 --concurrency=1,8,32 (reconcile)]`;
 }
 
 function formatTable({ title, columns, rows }) {

@@ -179,8 +179,20 @@ function orderIncludedSql(orderId, owner, ts, i, h, h2) {
 /**
  * INSERT of events lo..hi ($1, $2; 1-based event numbers) into event_log; $3 is the first event's
  * created_at (ISO, ms). Columns as ingress fills them; transaction_id takes its default.
+ * `ordersPer10k` (default MIX's 200) makes that share of the events after the creation phase
+ * `order.created`, the menu events keeping their proportions in the rest (bench/lifecycle: 8000).
  */
-export function fillSql() {
+export function fillSql({ ordersPer10k = MIX[0][0] } = {}) {
+  const [[orderLimit], ...menu] = MIX;
+  const scale = (10_000 - ordersPer10k) / (10_000 - orderLimit);
+  const mix = [
+    [ordersPer10k, 'order', 'created'],
+    ...menu.map(([limit, type, kind]) => [
+      limit === 10_000 ? 10_000 : Math.round(ordersPer10k + (limit - orderLimit) * scale),
+      type,
+      kind,
+    ]),
+  ];
   const creation = [];
   let upTo = 0;
   for (const [type, count] of CREATION) {
@@ -188,8 +200,8 @@ export function fillSql() {
     upTo += count;
   }
   const stype = `CASE ${creation.map((c) => `WHEN i <= ${c.to} THEN '${c.type}'`).join(' ')}
-                      ${MIX.map(([limit, type]) => `WHEN r < ${limit} THEN '${type}'`).join(' ')} END`;
-  const action = `CASE WHEN i <= ${CREATION_EVENTS} THEN 'created' ${MIX.map(([limit, , kind]) => `WHEN r < ${limit} THEN '${kind}'`).join(' ')} END`;
+                      ${mix.map(([limit, type]) => `WHEN r < ${limit} THEN '${type}'`).join(' ')} END`;
+  const action = `CASE WHEN i <= ${CREATION_EVENTS} THEN 'created' ${mix.map(([limit, , kind]) => `WHEN r < ${limit} THEN '${kind}'`).join(' ')} END`;
   const sid = `CASE WHEN stype = 'order' THEN 1000000 + i
                     ${creation.map((c) => `WHEN i <= ${c.to} THEN ${BASE[c.type]} + i - ${c.from}`).join(' ')}
                     ${Object.entries(COUNT)
