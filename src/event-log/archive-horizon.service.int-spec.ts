@@ -18,8 +18,8 @@ describe('ArchiveHorizonService', () => {
   const row = (state: string, lower: number, upper: number, lastOccurredAt: string) =>
     db.dataSource.query(
       `INSERT INTO event_log_archives (partition_name, lower_bound, upper_bound, events, last_occurred_at, file, bytes,
-              sha256, events_sha256, state)
-       VALUES ($1, $2, $3, 10, $4, $5, 2048, repeat('0', 64), repeat('0', 64), $6)`,
+              sha256, events_sha256, rows_sha256, state)
+       VALUES ($1, $2, $3, 10, $4, $5, 2048, repeat('0', 64), repeat('0', 64), repeat('0', 64), $6)`,
       [`event_log_${lower}`, lower, upper, lastOccurredAt, `event_log_${lower}.ndjson.gz`, state],
     );
   const thrown = (check: () => void) => {

@@ -39,9 +39,9 @@ export async function archivePartition(
       } = await client.query(
         `INSERT INTO event_log_archives (partition_name, lower_bound, upper_bound, first_position, last_position, events,
                 first_occurred_at, last_occurred_at, first_received_at, last_received_at, file, bytes, sha256,
-                events_sha256, state, archived_at)
+                events_sha256, rows_sha256, state, archived_at)
          SELECT $1, $2, $3, min(position), max(position), count(*), min(occurred_at), max(occurred_at),
-                min(received_at), max(received_at), $4, $5, repeat('0', 64), repeat('0', 64), 'archived', now()
+                min(received_at), max(received_at), $4, $5, repeat('0', 64), repeat('0', 64), repeat('0', 64), 'archived', now()
            FROM ${quoted(partition)}
          RETURNING events::int AS events, last_occurred_at`,
         [partition, bounds[0].lower, bounds[0].upper, file, bytes],
