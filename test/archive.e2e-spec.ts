@@ -123,6 +123,16 @@ describe('the event log archive (built daemon and CLI)', () => {
       'event_log_2001000',
     ]);
 
+    // The running daemon hears of the horizon (NOTIFY) and answers an archived position 410, naming it and the file.
+    await eventually(async () => {
+      const gone = await api(app.url, `/api/v1/events/${FIRST + 1500}`);
+      expect({ status: gone.status, before: gone.json.archived_before, file: gone.json.archive_file }).toEqual({
+        status: 410,
+        before: FIRST + 2000,
+        file: 'event_log_2001000-2002000.ndjson.br',
+      });
+    });
+
     for (let i = 0; i < DELIVERED; i++) {
       const again = await deliver(app.url, bodies[i]);
       expect({ status: again.status, body: again.json }).toEqual({
