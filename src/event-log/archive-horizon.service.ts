@@ -50,6 +50,11 @@ export class ArchiveHorizonService implements OnApplicationBootstrap, OnApplicat
     return this.horizon;
   }
 
+  /** Whether part of the log is archived: `as_of` then folds the archive base too (docs/reference.md §8). */
+  get archived(): boolean {
+    return this.horizon.position > 0;
+  }
+
   /** Throws the 410 of an archived position (one the log no longer holds); `found` reads skip this. */
   checkPosition(position: number): void {
     const across = this.horizon.ofPosition(position);
