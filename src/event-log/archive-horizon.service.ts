@@ -50,9 +50,9 @@ export class ArchiveHorizonService implements OnApplicationBootstrap, OnApplicat
     return this.horizon;
   }
 
-  /** Whether part of the log is archived: `as_of` then folds the archive base too (docs/reference.md §8). */
+  /** Whether `as_of` folds the archive base too (Horizon.readsArchiveBase). */
   get archived(): boolean {
-    return this.horizon.position > 0;
+    return this.horizon.readsArchiveBase;
   }
 
   /** Throws the 410 of an archived position (one the log no longer holds); `found` reads skip this. */
