@@ -52,8 +52,9 @@ export interface RowFilter {
   /** Fold the log up to this instant instead of reading the live tables. */
   asOf?: Date;
   /**
-   * With `asOf`: fold the archive base too (docs/reference.md §8, The archive base). Set when the
-   * process knows of an archive horizon; without one the statements stay those of a whole log.
+   * With `asOf`: fold the archive base too (docs/reference.md §8, The archive base). Set once
+   * `event_log_archives` has a row (ArchiveHorizonService.archived); without, the statements stay
+   * those of a whole log.
    */
   archiveBase?: boolean;
 }
