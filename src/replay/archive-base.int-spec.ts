@@ -43,7 +43,8 @@ describe('the archive base (PostgreSQL)', () => {
       fc.asyncProperty(
         fc.array(fc.array(anEvent, { maxLength: 25 }), { minLength: 2, maxLength: 4 }),
         fc.integer({ min: 1, max: 3 }),
-        async (segments, wanted) => {
+        fc.integer({ min: 1, max: 12 }),
+        async (segments, wanted, pageSize) => {
           const archived = Math.min(wanted, segments.length - 1);
           const database = await createTestDatabase();
           const dataSource = await openDataSource(database.url, 4);
@@ -77,6 +78,10 @@ describe('the archive base (PostgreSQL)', () => {
 
             const base = new ArchiveBaseRepository();
             for (let i = 0; i < archived; i++) {
+              // In pages of a few entries (each its own transaction), and a second time: a no-op.
+              expect(await base.foldIntoArchiveBase(runner, i * PARTITION, (i + 1) * PARTITION, pageSize)).toBe(
+                specs[i].length,
+              );
               await base.foldIntoArchiveBase(runner, i * PARTITION, (i + 1) * PARTITION);
               await archivePartition(database.url, i === 0 ? 'event_log_0' : `event_log_${i * PARTITION}`);
             }

@@ -22,16 +22,21 @@ export class ArchiveBaseRepository {
    * transaction each page commits on its own: one long transaction over a whole partition would
    * hold `event_log_horizon()` back, and with it every projector and feed, for its length. Inside
    * the caller's transaction, the pages run in it. Call it before the partition is dropped.
-   * Returns the entries read.
+   * Returns the entries read (`pageSize` is for tests).
    */
-  async foldIntoArchiveBase(runner: QueryRunner, lowerBound: number, upperBound: number): Promise<number> {
+  async foldIntoArchiveBase(
+    runner: QueryRunner,
+    lowerBound: number,
+    upperBound: number,
+    pageSize = ARCHIVE_BASE_PAGE,
+  ): Promise<number> {
     let from = lowerBound;
     let read = 0;
     for (;;) {
       const [page]: Array<{ last: string | null; entries: number }> = await runner.query(
         `SELECT max(position)::text AS last, count(*)::int AS entries
            FROM (SELECT position FROM event_log WHERE position >= $1 AND position < $2 ORDER BY position LIMIT $3) p`,
-        [from, upperBound, ARCHIVE_BASE_PAGE],
+        [from, upperBound, pageSize],
       );
       if (page.last === null) return read;
       const to = Number(page.last) + 1;
