@@ -41,7 +41,9 @@ export class ArchiveBaseRepository {
       if (page.last === null) return read;
       const to = Number(page.last) + 1;
       await this.inTransaction(runner, async () => {
-        await runner.query(`SET LOCAL work_mem = '128MB'`);
+        // The projector's planner settings (ProjectionRepository.prepare), for this transaction only.
+        for (const setting of ["work_mem = '128MB'", 'enable_nestloop = off', 'enable_seqscan = off', 'jit = off'])
+          await runner.query(`SET LOCAL ${setting}`);
         for (const projection of PROJECTIONS) await this.foldPage(runner, projection, from, to);
       });
       read += page.entries;
