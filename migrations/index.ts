@@ -25,6 +25,7 @@ import { ReconcileStores1766600000000 } from './1766600000000-reconcile-stores.j
 import { PartitionedEventLog1766800000000 } from './1766800000000-partitioned-event-log.js';
 import { EventLogArchive1767000000000 } from './1767000000000-event-log-archive.js';
 import { ArchiveHorizon1767100000000 } from './1767100000000-archive-horizon.js';
+import { ArchiveBase1767200000000 } from './1767200000000-archive-base.js';
 import { ProjectionCheckpoints1766900000000 } from './1766900000000-projection-checkpoints.js';
 
 /** Every migration, in order. A new migration is added here as well. */
@@ -57,4 +58,5 @@ export const MIGRATIONS = [
   ProjectionCheckpoints1766900000000,
   EventLogArchive1767000000000,
   ArchiveHorizon1767100000000,
+  ArchiveBase1767200000000,
 ];

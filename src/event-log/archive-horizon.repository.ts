@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { ArchiveRow } from './archive-horizon.js';
 
-/** The rows of `event_log_archives` the horizon is made of (the `exported` ones are still in the log). */
+/** The rows of `event_log_archives` the horizon is made of (the `exported` ones are still in the log, and tell `as_of` to read the archive base). */
 @Injectable()
 export class ArchiveHorizonRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
@@ -18,7 +18,7 @@ export class ArchiveHorizonRepository {
       last_occurred_at: Date | null;
     }> = await this.dataSource.query(
       `SELECT state, lower_bound::text, upper_bound::text, file, bytes::text, last_occurred_at
-         FROM event_log_archives WHERE state IN ('archived', 'restored') ORDER BY upper_bound`,
+         FROM event_log_archives ORDER BY upper_bound`,
     );
     return rows.map((row) => ({
       state: row.state,

@@ -50,6 +50,11 @@ export class ArchiveHorizonService implements OnApplicationBootstrap, OnApplicat
     return this.horizon;
   }
 
+  /** Whether `as_of` folds the archive base too (Horizon.readsArchiveBase). */
+  get archived(): boolean {
+    return this.horizon.readsArchiveBase;
+  }
+
   /** Throws the 410 of an archived position (one the log no longer holds); `found` reads skip this. */
   checkPosition(position: number): void {
     const across = this.horizon.ofPosition(position);

@@ -24,6 +24,12 @@ describe('Horizon', () => {
     expect(horizon.files).toEqual({ count: 0, bytes: 0, newest: null });
   });
 
+  it('as_of reads the archive base from the first export on (before its drop), never without a row', () => {
+    expect(new Horizon([]).readsArchiveBase).toBe(false);
+    expect(new Horizon([row('exported', 0, 1000, '2024-01-01T00:00:00Z')]).readsArchiveBase).toBe(true);
+    expect(new Horizon([row('restored', 0, 1000, '2024-01-01T00:00:00Z')]).readsArchiveBase).toBe(true);
+  });
+
   it('given archived, restored and exported rows, each position below the horizon names its file', () => {
     const horizon = new Horizon([
       row('archived', 2000, 3000, '2024-03-01T00:00:00Z'),

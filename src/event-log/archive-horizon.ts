@@ -28,6 +28,11 @@ export class Horizon {
   readonly position: number;
   /** The instant an `as_of` must not be older than; null when nothing is archived. */
   readonly asOfBefore: Date | null;
+  /**
+   * Whether `as_of` folds the archive base too (docs/reference.md §8): once any partition is
+   * exported, so that the base is read before the archive folds the partition into it and drops it.
+   */
+  readonly readsArchiveBase: boolean;
   /** The `archived` rows, by upper bound. */
   private readonly archived: ArchiveRow[];
   private readonly restored: ArchiveRow[];
@@ -36,6 +41,7 @@ export class Horizon {
     this.archived = rows.filter((row) => row.state === 'archived').sort((a, b) => a.upperBound - b.upperBound);
     this.restored = rows.filter((row) => row.state === 'restored');
     this.position = this.archived.at(-1)?.upperBound ?? 0;
+    this.readsArchiveBase = rows.length > 0;
     const instants = this.archived.flatMap((row) =>
       row.lastOccurredAt === null ? [] : [row.lastOccurredAt.getTime()],
     );

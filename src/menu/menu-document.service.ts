@@ -122,18 +122,23 @@ export class MenuDocumentService {
     asOf: Date,
     readModel: ReadModelRepository,
   ): AsyncGenerator<string | Buffer> {
-    const collections = await readModel.findDocsAsOf(RESOURCE_TABLES.collection, { ownerId, asOf });
+    const archiveBase = this.horizon.archived;
+    const collections = await readModel.findDocsAsOf(RESOURCE_TABLES.collection, { ownerId, asOf, archiveBase });
     yield `{"collections":[${collections.map((row) => row.doc).join(',')}],"products":[`;
     const traits = new TraitTexts(
       (table, ids, links) =>
-        inChunks(ids, (chunk) => readModel.findDocsAsOf(table, { ids: chunk, asOf }, links), LOOKUP_CHUNKS),
+        inChunks(
+          ids,
+          (chunk) => readModel.findDocsAsOf(table, { ids: chunk, asOf, archiveBase }, links),
+          LOOKUP_CHUNKS,
+        ),
       form,
     );
     const chunkAfter = (after: string | undefined) =>
       readAhead(
         readModel.findDocsAsOf(
           RESOURCE_TABLES.product,
-          { ownerId, asOf, afterSortKey: after, limit: MENU_CHUNK },
+          { ownerId, asOf, archiveBase, afterSortKey: after, limit: MENU_CHUNK },
           'traits',
         ),
       );

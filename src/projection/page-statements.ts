@@ -90,16 +90,26 @@ export function moveCheckpointSql(
       END $$`;
 }
 
+/** Which entries a page statement applies, and the parameter holding the error it parks a missing subject with. */
+export interface PageRange {
+  /** A condition on `event_log e`; RANGE by default. */
+  range: string;
+  missingError: string;
+}
+
+const PROJECTOR_PAGE: PageRange = { range: RANGE, missingError: '$5' };
+
 /**
- * One statement for the range ($1, $2) to ($3, $4): its changes are extracted once (a materialized
- * CTE), missing subjects parked with the error $5, and every table upserted by its own
- * data-modifying CTE; the types in `published` also write their changes. Answers `parked`.
+ * One statement for the range ($1, $2) to ($3, $4) (or `page.range`): its changes are extracted
+ * once (a materialized CTE), missing subjects parked with the error $5, and every table upserted
+ * by its own data-modifying CTE; the types in `published` also write their changes. Answers `parked`.
  */
 export function rangeSql(
   projection: ProjectionDefinition,
   schema: string,
   published: ReadonlySet<string>,
   smallPage: boolean,
+  page: PageRange = PROJECTOR_PAGE,
 ): string {
   const upserts = projection.tables.map(({ type, table }) =>
     published.has(type)
@@ -113,10 +123,10 @@ export function rangeSql(
       : `${table} AS (${upsertSql(`${schema}.${table}`, type)}
          RETURNING t.id, t.owner_id)`,
   );
-  return `WITH changes (${CHANGE_COLUMNS}) AS MATERIALIZED (${projection.changes(RANGE)}),
+  return `WITH changes (${CHANGE_COLUMNS}) AS MATERIALIZED (${projection.changes(page.range)}),
        parked AS (
          INSERT INTO ${schema}.parked_events (position, event_id, error)
-         SELECT DISTINCT position, event_id, $5 FROM changes WHERE missing
+         SELECT DISTINCT position, event_id, ${page.missingError} FROM changes WHERE missing
          ON CONFLICT (position) DO NOTHING RETURNING 1),
        ${upserts.join(',\n       ')}${ownerVersionsCte(projection, schema, publishedTables(projection, published), smallPage)},
        ${notifiedSql([...publishedTables(projection, published)])}
@@ -161,7 +171,7 @@ function upsertSql(table: string, type: string): string {
 }
 
 /**
- * The same page by winners: the versions are sorted without payloads, and only each id's newest
+ * The same page (or `range`) by winners: the versions are sorted without payloads, and only each id's newest
  * create/update is parsed (by position). Nothing is written when a winner lacks its subject
  * (`missing` > 0): the caller then applies the page with the full statement.
  *
@@ -175,6 +185,7 @@ export function winnersSql(
   schema: string,
   published: ReadonlySet<string>,
   smallPage: boolean,
+  range = RANGE,
 ): string {
   const byId = `type COLLATE "C", id COLLATE "C"`;
   const newest = `SELECT DISTINCT ON (${byId}) * FROM versions`;
@@ -192,7 +203,7 @@ export function winnersSql(
       : `${table} AS (${upsert}
          RETURNING t.id, t.owner_id)`;
   });
-  return `WITH versions (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted) AS MATERIALIZED (${projection.winners!.versions(RANGE)}),
+  return `WITH versions (type, id, owner_id, occurred_at, event_seq, event_id, position, deleted) AS MATERIALIZED (${projection.winners!.versions(range)}),
        newest AS MATERIALIZED (${newest} ${newestFirst}),
        newest_data AS MATERIALIZED (
          SELECT * FROM newest WHERE NOT deleted

@@ -154,6 +154,12 @@ export const ORDERS_PROJECTION: ProjectionDefinition = {
   missingError: 'the order event includes no order resources',
 };
 
+/**
+ * The schema of a projection's archive base (migration 1767200000000): its tables folded from the
+ * archived partitions alone, read by `as_of` once part of the log is archived.
+ */
+export const archiveBaseOf = (schema: string) => `${schema}__archive_base`;
+
 export const PROJECTIONS: readonly ProjectionDefinition[] = [MENU_PROJECTION, ORDERS_PROJECTION];
 
 export function projectionByName(name: string): ProjectionDefinition | undefined {

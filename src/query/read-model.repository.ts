@@ -5,7 +5,13 @@ import { DataSource } from 'typeorm';
 import type { ChangePosition } from '../changes/change.js';
 import { changePosition, NEWEST_CHANGE_POSITION } from '../changes/change-log.repository.js';
 import { LazyPool, preparedQuery, sharedPool } from '../database/postgres-connection.js';
-import { CHANGE_COLUMNS, NEWEST_FIRST, ORDERS_PROJECTION, subjectOf } from '../projection/projection-definitions.js';
+import {
+  archiveBaseOf,
+  CHANGE_COLUMNS,
+  NEWEST_FIRST,
+  ORDERS_PROJECTION,
+  subjectOf,
+} from '../projection/projection-definitions.js';
 import { ResourceTable } from '../projection/resource-tables.js';
 import { linkedIds, resourceJson } from './resource-sql.js';
 
@@ -45,6 +51,12 @@ export interface RowFilter {
   limit?: number;
   /** Fold the log up to this instant instead of reading the live tables. */
   asOf?: Date;
+  /**
+   * With `asOf`: fold the archive base too (docs/reference.md §8, The archive base). Set once
+   * `event_log_archives` has a row (ArchiveHorizonService.archived); without, the statements stay
+   * those of a whole log.
+   */
+  archiveBase?: boolean;
 }
 
 const ROW_COLUMNS =
@@ -66,9 +78,8 @@ const menuSortKey = (id: string) => `menu_sync_sort_key(${id})`;
  * data_position): each row's attributes and relationships from the live row when it holds the
  * data event, else from that event's payload; the entries to parse read together, prefetched.
  */
-const pageResources = (live: string) => `held AS MATERIALIZED (
-         SELECT p.*, l.id IS NOT NULL AS held, l.attributes AS held_attributes, l.relationships AS held_relationships
-           FROM page p LEFT JOIN ${live} l ON l.id = p.id AND l.position = p.data_position AND NOT l.deleted),
+const pageResources = (live: string, base?: { table: string; at: string }) => `held AS MATERIALIZED (
+         ${base === undefined ? heldLive(live) : heldLiveOrBase(live, base.table, base.at)}),
        parsed AS MATERIALIZED (
          SELECT e.position, subject.resource
            FROM menu_sync_log_entries(ARRAY(SELECT h.data_position FROM held h WHERE NOT h.held AND h.data_position IS NOT NULL)) e
@@ -79,6 +90,22 @@ const pageResources = (live: string) => `held AS MATERIALIZED (
               h.deleted, h.occurred_at, h.event_id, h.position
          FROM held h LEFT JOIN parsed s ON s.position = h.data_position AND NOT h.held
         ORDER BY h.sort_key`;
+
+const heldLive = (live: string) =>
+  `SELECT p.*, l.id IS NOT NULL AS held, l.attributes AS held_attributes, l.relationships AS held_relationships
+           FROM page p LEFT JOIN ${live} l ON l.id = p.id AND l.position = p.data_position AND NOT l.deleted`;
+
+/**
+ * As heldLive, and a row without a data position (its newest create/update up to `as_of` is
+ * archived: see menuAsOfStatement) holds its archive base row's data.
+ */
+const heldLiveOrBase = (live: string, base: string, at: string) =>
+  `SELECT p.*, l.id IS NOT NULL OR b.id IS NOT NULL AS held,
+                CASE WHEN b.id IS NOT NULL THEN b.attributes ELSE l.attributes END AS held_attributes,
+                CASE WHEN b.id IS NOT NULL THEN b.relationships ELSE l.relationships END AS held_relationships
+           FROM page p LEFT JOIN ${live} l ON l.id = p.id AND l.position = p.data_position AND NOT l.deleted
+           LEFT JOIN ${base} b ON p.data_position IS NULL AND b.id = p.id AND b.data_event_id IS NOT NULL
+                              AND b.data_occurred_at <= ${at}`;
 
 /** The sessions of the menu `as_of` statements (ReadModelRepository.asOfPool); the query bench's baseline uses them too. */
 export const AS_OF_SESSION_SETTINGS = { plan_cache_mode: 'force_generic_plan' };
@@ -255,17 +282,35 @@ export class ReadModelRepository implements OnApplicationShutdown {
     ];
     const limit = filter.limit === undefined ? '' : `LIMIT ${param(filter.limit)}`;
     const kinds = (list: string[]) => `e.event_type IN (${list.map((kind) => `'${table.type}.${kind}'`).join(', ')})`;
-    const newest = (id: string, events: string) => `
-      SELECT e.owner_id, e.occurred_at, e.event_id, e.position, e.event_type LIKE '%.destroyed' AS deleted
+    const inLog = (id: string, events: string, extra = '') => `
+      SELECT e.owner_id, e.occurred_at, e.event_id, e.position, e.event_type LIKE '%.destroyed' AS deleted${extra}
         FROM event_log e
        WHERE e.subject_type = ${type} AND ${sameSubject('e.subject_id', id)} AND e.occurred_at <= ${at} AND ${events}
          AND ${notParked(table)}
        ORDER BY ${NEWEST_INDEXED} LIMIT 1`;
+    const base = filter.archiveBase ? `${archiveBaseOf(table.schema)}.${table.name}` : undefined;
+    // With an archive base, the newer of the log's newest event and the base row's version (or, for
+    // the data, its newest create/update, at no position: heldLiveOrBase reads it from the base row).
+    const newest = (id: string, events: string, data = false) =>
+      base === undefined
+        ? inLog(id, events)
+        : `
+      SELECT u.owner_id, u.occurred_at, u.event_id, u.position, u.deleted, u.in_base FROM (
+        (${inLog(id, events, `, coalesce(e.event_seq, '-Infinity') AS event_seq, false AS in_base`)})
+        UNION ALL
+        ${
+          data
+            ? `SELECT b.owner_id, b.data_occurred_at, b.data_event_id, NULL::bigint, false, b.data_event_seq, true
+                 FROM ${base} b WHERE b.id = ${id} AND b.data_event_id IS NOT NULL AND b.data_occurred_at <= ${at}`
+            : `SELECT b.owner_id, b.occurred_at, b.event_id, b.position, b.deleted, b.event_seq, true
+                 FROM ${base} b WHERE b.id = ${id} AND b.occurred_at <= ${at}`
+        }) u
+       ORDER BY u.occurred_at DESC, u.event_seq DESC, u.event_id COLLATE "C" DESC LIMIT 1`;
     // Each candidate (alias c) with its newest event up to as_of (n), kept or not, in id order.
     const walk = (candidates: string, conditions: string[], newestEvent: string) => `(
          SELECT c.id, c.sort_key, n.*,
-                CASE WHEN n.deleted THEN (SELECT d.position FROM (${newest('c.id', kinds(['created', 'updated']))}) d) ELSE n.position END
-                  AS data_position
+                CASE WHEN n.deleted THEN (SELECT d.position FROM (${newest('c.id', kinds(['created', 'updated']), true)}) d)
+                     ${base === undefined ? '' : 'WHEN n.in_base THEN NULL'} ELSE n.position END AS data_position
            FROM ${candidates} CROSS JOIN LATERAL (${newestEvent}) n
           ${where([...conditions, ...kept])}
           ORDER BY c.sort_key ${limit})`;
@@ -273,7 +318,7 @@ export class ReadModelRepository implements OnApplicationShutdown {
     // A live row no newer than as_of holds the newest event up to then (it holds the newest of all
     // the projector applied), unless entries past the checkpoint name its id: no lookup for it.
     const liveOrNewest = `
-         SELECT c.owner_id, c.occurred_at, c.event_id, c.position, c.deleted
+         SELECT c.owner_id, c.occurred_at, c.event_id, c.position, c.deleted${base === undefined ? '' : ', false AS in_base'}
           WHERE c.occurred_at <= ${at} AND NOT EXISTS (SELECT 1 FROM tail WHERE tail.id = c.id)
          UNION ALL (${newest('c.id', allKinds)})
          LIMIT 1`;
@@ -290,17 +335,25 @@ export class ReadModelRepository implements OnApplicationShutdown {
        page AS MATERIALIZED (
          SELECT w.* FROM (${walk(`${live} c`, candidate, liveOrNewest)} UNION ALL ${walk(unprojected, [], newest('c.id', allKinds))}) w
           ORDER BY w.sort_key ${limit}),
-       ${pageResources(live)}`,
+       ${pageResources(live, base === undefined ? undefined : { table: base, at })}`,
       params,
     };
   }
 
   /** Order resources as of an instant: folded from the order events' `included`. */
   private ordersAsOf(table: ResourceTable, filter: RowFilter, param: (value: unknown) => string): string {
-    const changes = ORDERS_PROJECTION.changes(
-      `e.occurred_at <= ${param(filter.asOf)} AND ${notParked(table)}`,
+    const at = param(filter.asOf);
+    const inLog = ORDERS_PROJECTION.changes(
+      `e.occurred_at <= ${at} AND ${notParked(table)}`,
       'menu_sync_jsonb(e.payload)',
     );
+    // The archive base row holds the newest archived version of each: in the fold with the log's.
+    const changes = filter.archiveBase
+      ? `${inLog}
+      UNION ALL
+      SELECT '${table.type}', id, owner_id, occurred_at, event_seq, event_id, position, deleted, false, attributes, relationships
+        FROM ${archiveBaseOf(table.schema)}.${table.name} WHERE occurred_at <= ${at}`
+      : inLog;
     const ofType = `type = ${param(table.type)}`;
     return `(
       WITH changes (${CHANGE_COLUMNS}) AS (${changes})

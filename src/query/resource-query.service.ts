@@ -37,7 +37,7 @@ export class ResourceQueryService {
   async list(name: string, query: ListQuery, side: ReadSide = 'primary', scope: OwnerScope = null): Promise<Page> {
     const table = this.table(name);
     this.horizon?.checkAsOf(query.as_of);
-    const filter = { ...listFilter(query), ownerIds: scope ?? undefined };
+    const filter = { ...listFilter(query), ownerIds: scope ?? undefined, archiveBase: this.archived };
     const read = this.rows(side);
     if (query.as_of === undefined) {
       const { rows, position } = await read.findDocsWithChangePosition(table, filter);
@@ -87,7 +87,13 @@ export class ResourceQueryService {
     const [found] =
       asOf === undefined
         ? [await this.rows(side).findDoc(table, id, ownerIds)]
-        : await this.rows(side).findDocsAsOf(table, { ids: [id], includeDeleted: true, asOf, ownerIds });
+        : await this.rows(side).findDocsAsOf(table, {
+            ids: [id],
+            includeDeleted: true,
+            asOf,
+            ownerIds,
+            archiveBase: this.archived,
+          });
     if (found === undefined) throw new NotFoundError(`No ${table.type} ${id} is known.`);
     return { deleted: found.deleted, body: found.doc };
   }
@@ -107,6 +113,7 @@ export class ResourceQueryService {
       includeDeleted: true,
       asOf,
       ownerIds: scope ?? undefined,
+      archiveBase: this.archived,
     });
     if (!row) throw new NotFoundError(`No ${table.type} ${id} is known.`);
     return toResource(table, row);
@@ -165,8 +172,17 @@ export class ResourceQueryService {
   ): Promise<ApiResource[]> {
     const read = this.rows(side);
     const ownerIds = scope ?? undefined;
-    const rows = await inChunks(ids, (chunk) => read.find(table, { ids: chunk, asOf, ownerIds }), CHILDREN_CHUNKS);
+    const rows = await inChunks(
+      ids,
+      (chunk) => read.find(table, { ids: chunk, asOf, ownerIds, archiveBase: this.archived }),
+      CHILDREN_CHUNKS,
+    );
     return rows.map((row) => toResource(table, row));
+  }
+
+  /** Whether `as_of` folds the archive base too: only once part of the log is archived. */
+  private get archived(): boolean {
+    return this.horizon?.archived ?? false;
   }
 
   private rows(side: ReadSide): ReadModelRepository {
