@@ -104,6 +104,10 @@ describe('the event log archive (built daemon and CLI)', () => {
     const before = await entries(FIRST, FIRST + 2000);
     expect(positions).toEqual(Array.from({ length: DELIVERED }, (_, i) => FIRST + i));
 
+    const { rows: archivedProducts } = await db.query(
+      `SELECT subject_id AS id FROM event_log WHERE position < $1 AND subject_type = 'product' GROUP BY 1 ORDER BY 1`,
+      [FIRST + 2000],
+    );
     const archived = await run(['archive', '--before', String(FIRST + 2000)]);
     expect(ok(archived)).toEqual({ code: 0, run: '' });
     expect(
@@ -113,6 +117,9 @@ describe('the event log archive (built daemon and CLI)', () => {
         .map((line) => line.split(':')[0]),
     ).toEqual(['event_log_0', 'event_log_1000000', 'event_log_2000000', 'event_log_2001000']);
     expect(await entries(FIRST, FIRST + 2000)).toEqual([]);
+    // Folded into the archive base before the drop: each archived product's newest version, for as_of.
+    const { rows: based } = await db.query(`SELECT id FROM proj_menu__archive_base.products ORDER BY 1`);
+    expect({ count: based.length, ids: based }).toEqual({ count: archivedProducts.length, ids: archivedProducts });
     const { rows: audited } = await db.query(
       `SELECT target FROM audit_log WHERE action = 'event_log.archived' ORDER BY id`,
     );

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { advisoryLocks, lockQuery } from '../database/advisory-locks.js';
 import { PROJECTIONS } from '../projection/projection-definitions.js';
+import { ArchiveBaseRepository } from '../replay/archive-base.repository.js';
 import { CheckpointRepository } from '../replay/checkpoint.repository.js';
 import { LinesDigest, readLines, writeLines } from './archive-file.js';
 import { ManifestEntry, readManifest, writeManifest } from './archive-manifest.js';
@@ -45,6 +46,7 @@ export class ArchiveService {
     private readonly dataSource: DataSource,
     private readonly directory: string,
     private readonly checkpoints = new CheckpointRepository(),
+    private readonly base = new ArchiveBaseRepository(),
   ) {
     this.repository = new ArchiveRepository(dataSource);
   }
@@ -125,6 +127,9 @@ export class ArchiveService {
     }
     const id = await this.repository.recordExported(partition, file, written, digest, checkpoints);
     await this.rewriteManifest();
+    // The partition's newest version of each resource, kept for `as_of` above the horizon (the
+    // exported row already turned the base on in every process); a re-run folds it again, a no-op.
+    await this.base.foldIntoArchiveBase(session, partition.lower, partition.upper);
     await this.repository.detach(id);
     await this.rewriteManifest();
     const positions = Object.values(checkpoints).map((checkpoint) => Number(checkpoint.position));
