@@ -466,7 +466,7 @@ async function snapshot(client: pg.Client): Promise<string> {
 
 async function shadowSchemas(client: pg.Client): Promise<string[]> {
   const { rows } = await client.query(
-    `SELECT nspname FROM pg_namespace WHERE nspname ~ '^proj_(menu|orders)__' AND nspname !~ '__ckpt_' ORDER BY nspname`,
+    `SELECT nspname FROM pg_namespace WHERE nspname ~ '^proj_(menu|orders)__' AND nspname !~ '__(ckpt_|archive_base$)' ORDER BY nspname`,
   );
   return rows.map((row) => row.nspname);
 }
