@@ -112,7 +112,7 @@ export async function writeLines(path: string, pages: AsyncIterable<string[]>): 
 export async function readLines(
   path: string,
   onLines: (lines: string[]) => Promise<void> = async () => undefined,
-  batch = 2000,
+  batch = 500,
 ): Promise<WrittenFile> {
   const fileHash = createHash('sha256');
   const digester = new LinesDigester();

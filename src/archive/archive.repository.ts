@@ -40,8 +40,12 @@ interface StoredRow {
   archived_at: Date | null;
 }
 
-/** Entries read per statement of an export. */
-export const EXPORT_PAGE = 2000;
+/**
+ * Entries read per statement of an export. An order event's line is 10–20 kB, and a page is held
+ * three times over (its rows, the page read ahead, the text given to the compressor): 2,000 made
+ * the command's peak RSS 471 MiB on the lifecycle bench, over its 300 MB budget.
+ */
+export const EXPORT_PAGE = 500;
 const LOCK_TIMEOUT = '500ms';
 const LOCK_ATTEMPTS = 60;
 
