@@ -53,10 +53,15 @@ describe('HTTP sinks against the real daemon (docs/reference.md §11)', () => {
     return started;
   };
   async function createSink(target: SinkReceiver, body: Json = {}): Promise<Json> {
-    const answer = await post(app, '/api/v1/sinks', { kind: 'http', url: target.url, from: 'start', ...body });
-    expect(answer.status).toBe(201);
-    target.secrets = [answer.json.data.secret];
-    return answer.json.data;
+    target.secretsPending = true;
+    try {
+      const answer = await post(app, '/api/v1/sinks', { kind: 'http', url: target.url, from: 'start', ...body });
+      expect(answer.status).toBe(201);
+      target.secrets = [answer.json.data.secret];
+      return answer.json.data;
+    } finally {
+      target.secretsPending = false;
+    }
   }
 
   beforeAll(async () => {

@@ -29,6 +29,11 @@ export class SinkReceiver {
   readonly catalogue = new Map<string, any>();
   private readonly seenIds = new Set<string>();
   secrets: string[] = [];
+  /**
+   * Set while the sink is being created: its first delivery may arrive before the test has read the
+   * secret from the creation's answer, and waits for it (up to 5 s) instead of being refused.
+   */
+  secretsPending = false;
   /** Answers for the next requests, in order; when empty, 204. */
   script: ReceiverAction[] = [];
   /** Every request answered this way while set (a target down for a stretch). */
@@ -70,6 +75,8 @@ export class SinkReceiver {
       'webhook-timestamp': String(request.headers['webhook-timestamp'] ?? ''),
       'webhook-signature': String(request.headers['webhook-signature'] ?? ''),
     };
+    for (const deadline = Date.now() + 5000; this.secretsPending && Date.now() < deadline;)
+      await new Promise((resolve) => setTimeout(resolve, 10));
     const verified = this.verify(body, headers);
     const action = this.always ?? this.script.shift() ?? { status: 204 };
     const batch: ReceivedBatch = {
