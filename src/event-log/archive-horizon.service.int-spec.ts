@@ -2,7 +2,7 @@ import { useDatabase } from '../../test/support/database.js';
 import { eventually } from '../../test/support/eventually.js';
 import { ArchivedError } from './archive-horizon.js';
 import { ArchiveHorizonRepository } from './archive-horizon.repository.js';
-import { ArchiveHorizonService } from './archive-horizon.service.js';
+import { ARCHIVE_CHANNEL, ArchiveHorizonService } from './archive-horizon.service.js';
 
 /** The horizon each process keeps, against the real PostgreSQL and migrations (the trigger's NOTIFY). */
 describe('ArchiveHorizonService', () => {
@@ -12,6 +12,15 @@ describe('ArchiveHorizonService', () => {
   beforeAll(async () => {
     service = new ArchiveHorizonService(db.dataSource, new ArchiveHorizonRepository(db.dataSource));
     await service.onApplicationBootstrap();
+    // Its LISTEN session opens in the background: a NOTIFY sent before it listens is not heard.
+    await eventually(async () =>
+      expect(
+        await db.dataSource.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1`,
+          [`LISTEN ${ARCHIVE_CHANNEL}`],
+        ),
+      ).toEqual([{ n: 1 }]),
+    );
   });
   afterAll(() => service.onApplicationShutdown());
 
