@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { ChannelListener } from '../database/channel-listener.js';
+import { ListenedRefresh } from '../database/listened-refresh.js';
 import { archivedAsOf, archivedPosition, Horizon } from './archive-horizon.js';
 import { ArchiveHorizonRepository } from './archive-horizon.repository.js';
 
@@ -17,33 +17,31 @@ export const ARCHIVE_HORIZON_POLL_MS = 30_000;
 @Injectable()
 export class ArchiveHorizonService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(ArchiveHorizonService.name);
-  private readonly listener: ChannelListener;
+  private readonly refresher: ListenedRefresh;
   private horizon = new Horizon([]);
-  private reading: Promise<void> | null = null;
-  private again = false;
-  private timer?: NodeJS.Timeout;
-  private unlisten: (() => void) | null = null;
-  private failing = false;
-  private stopped = false;
 
   constructor(
     @InjectDataSource() dataSource: DataSource,
     private readonly repository: ArchiveHorizonRepository,
   ) {
-    this.listener = new ChannelListener(dataSource, ARCHIVE_CHANNEL, this.logger);
+    this.refresher = new ListenedRefresh(dataSource, {
+      channel: ARCHIVE_CHANNEL,
+      pollMs: ARCHIVE_HORIZON_POLL_MS,
+      logger: this.logger,
+      read: async () => {
+        this.horizon = new Horizon(await this.repository.rows());
+      },
+      failed: `Reading the archive horizon failed; keeping the last one read, retrying every ${ARCHIVE_HORIZON_POLL_MS} ms`,
+      recovered: 'Reading the archive horizon works again',
+    });
   }
 
-  async onApplicationBootstrap(): Promise<void> {
-    this.unlisten = this.listener.subscribe(() => void this.refresh());
-    this.timer = setInterval(() => void this.refresh(), ARCHIVE_HORIZON_POLL_MS).unref();
-    await this.refresh();
+  onApplicationBootstrap(): Promise<void> {
+    return this.refresher.start();
   }
 
   onApplicationShutdown(): void {
-    this.stopped = true;
-    clearInterval(this.timer);
-    this.unlisten?.();
-    this.unlisten = null;
+    this.refresher.stop();
   }
 
   get current(): Horizon {
@@ -70,31 +68,6 @@ export class ArchiveHorizonService implements OnApplicationBootstrap, OnApplicat
 
   /** Reads the horizon again now (a read already under way is followed by another). */
   refresh(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (this.reading !== null) {
-      this.again = true;
-      return this.reading;
-    }
-    this.reading = (async () => {
-      do {
-        this.again = false;
-        try {
-          this.horizon = new Horizon(await this.repository.rows());
-          if (this.failing) this.logger.log('Reading the archive horizon works again');
-          this.failing = false;
-        } catch (error) {
-          if (!this.failing && !this.stopped)
-            this.logger.warn({
-              msg: `Reading the archive horizon failed; keeping the last one read, retrying every ${ARCHIVE_HORIZON_POLL_MS} ms`,
-              err: String(error),
-            });
-          this.failing = true;
-          return;
-        }
-      } while (this.again);
-    })().finally(() => {
-      this.reading = null;
-    });
-    return this.reading;
+    return this.refresher.refresh();
   }
 }

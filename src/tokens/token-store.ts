@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { ServiceUnavailableError } from '../common/app-error.js';
 import type { Principal } from '../common/principal.js';
 import type { StoredTokens } from '../common/stored-tokens.js';
-import { ChannelListener } from '../database/channel-listener.js';
+import { ListenedRefresh } from '../database/listened-refresh.js';
 import { ApiTokenCredential, ApiTokenRepository } from './api-token.repository.js';
 
 export const TOKENS_CHANNEL = 'menu_sync_api_tokens';
@@ -30,36 +30,36 @@ interface Entry {
 @Injectable()
 export class TokenStore implements StoredTokens, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(TokenStore.name);
-  private readonly listener: ChannelListener;
+  private readonly refresher: ListenedRefresh;
   private byDigest: Map<string, Entry> | null = null;
   /** When the read that last succeeded began (ms). */
   private readAt = 0;
-  private reading: Promise<void> | null = null;
-  private again = false;
-  private timer?: NodeJS.Timeout;
-  private unlisten: (() => void) | null = null;
   private readonly usedAt = new Map<string, number>();
-  private failing = false;
-  private stopped = false;
 
   constructor(
     @InjectDataSource() dataSource: DataSource,
     private readonly repository: ApiTokenRepository,
   ) {
-    this.listener = new ChannelListener(dataSource, TOKENS_CHANNEL, this.logger);
+    this.refresher = new ListenedRefresh(dataSource, {
+      channel: TOKENS_CHANNEL,
+      pollMs: TOKENS_POLL_MS,
+      logger: this.logger,
+      read: async () => {
+        const startedAt = Date.now();
+        this.byDigest = new Map((await this.repository.credentials()).map((token) => this.entry(token)));
+        this.readAt = startedAt;
+      },
+      failed: `Reading the stored API tokens failed; retrying every ${TOKENS_POLL_MS} ms, stored tokens refused after ${TOKENS_STALE_MS} ms`,
+      recovered: 'Reading the stored API tokens works again',
+    });
   }
 
-  async onApplicationBootstrap(): Promise<void> {
-    this.unlisten = this.listener.subscribe(() => void this.refresh());
-    this.timer = setInterval(() => void this.refresh(), TOKENS_POLL_MS).unref();
-    await this.refresh();
+  onApplicationBootstrap(): Promise<void> {
+    return this.refresher.start();
   }
 
   onApplicationShutdown(): void {
-    this.stopped = true;
-    clearInterval(this.timer);
-    this.unlisten?.();
-    this.unlisten = null;
+    this.refresher.stop();
   }
 
   get any(): boolean {
@@ -83,35 +83,7 @@ export class TokenStore implements StoredTokens, OnApplicationBootstrap, OnAppli
 
   /** Reads the tokens again now (a read already under way is followed by another). */
   refresh(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    if (this.reading !== null) {
-      this.again = true;
-      return this.reading;
-    }
-    this.reading = (async () => {
-      do {
-        this.again = false;
-        const startedAt = Date.now();
-        try {
-          this.byDigest = new Map((await this.repository.credentials()).map((token) => this.entry(token)));
-          this.readAt = startedAt;
-          if (this.failing) this.logger.log('Reading the stored API tokens works again');
-          this.failing = false;
-        } catch (error) {
-          // Told once per outage, not at every poll.
-          if (!this.failing && !this.stopped)
-            this.logger.warn({
-              msg: `Reading the stored API tokens failed; retrying every ${TOKENS_POLL_MS} ms, stored tokens refused after ${TOKENS_STALE_MS} ms`,
-              err: String(error),
-            });
-          this.failing = true;
-          return;
-        }
-      } while (this.again);
-    })().finally(() => {
-      this.reading = null;
-    });
-    return this.reading;
+    return this.refresher.refresh();
   }
 
   private entry(token: ApiTokenCredential): [string, Entry] {
